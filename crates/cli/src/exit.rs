@@ -1,0 +1,66 @@
+//! Exit codes and error printing, in one place.
+//!
+//! | code | meaning |
+//! |------|---------|
+//! | 0    | success |
+//! | 1    | the run could not be carried out (I/O error, server vanished, …) |
+//! | 2    | bad input: a flag or file is wrong; the message names it |
+//! | 3    | `--strict` and a self-check failed (the generator fell behind) |
+use std::fmt;
+use std::io::Write;
+use std::process::ExitCode;
+
+pub const BAD_INPUT: u8 = 2;
+pub const CHECK_FAILED: u8 = 3;
+
+/// An error in what the user asked for. Its message names the flag, what was given and what is
+/// accepted; the process exits 2.
+#[derive(Debug)]
+pub struct BadInput(pub String);
+
+impl fmt::Display for BadInput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadInput {}
+
+/// Shorthand for returning a [`BadInput`] error.
+#[macro_export]
+macro_rules! bad_input {
+    ($($arg:tt)*) => { anyhow::Error::new($crate::exit::BadInput(format!($($arg)*))) };
+}
+
+pub fn report(result: anyhow::Result<ExitCode>) -> ExitCode {
+    match result {
+        Ok(code) => code,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            let code = if e.chain().any(|c| c.is::<BadInput>()) { BAD_INPUT } else { 1 };
+            let mut stderr = std::io::stderr().lock();
+            let _ = write!(stderr, "error: {e}");
+            for cause in e.chain().skip(1) {
+                let _ = write!(stderr, ": {cause}");
+            }
+            let _ = writeln!(stderr);
+            ExitCode::from(code)
+        }
+    }
+}
+
+pub fn clap_error(e: clap::Error) -> ExitCode {
+    let _ = e.print();
+    if e.use_stderr() {
+        ExitCode::from(BAD_INPUT)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

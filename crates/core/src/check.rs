@@ -1,0 +1,122 @@
+//! The generator's self-check: did sojourn itself send on time?
+//!
+//! Send lag has two causes with opposite meanings. A request that waits because every
+//! connection is busy is queueing a real client would also suffer (the pool is part of the
+//! offered system). A request that the generator noticed late because its thread was busy or its
+//! timer slept too long is the tool's fault. The recorder separates the two (`dispatch_lag` vs
+//! `waited_for_connection`); this module turns them into a verdict and plain-words notes.
+use serde::{Deserialize, Serialize};
+
+use crate::record::Measurements;
+use crate::units::format_ns;
+
+/// Dispatch lag p99 above this means the generator, not the target, added visible delay.
+pub const BEHIND_P99_NS: u64 = 1_000_000;
+/// Dispatch lag p99 above this is worth a note even when the verdict is "ok".
+pub const NOTE_P99_NS: u64 = 100_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GeneratorVerdict {
+    /// Requests were dispatched within [`BEHIND_P99_NS`] of their due time at p99.
+    Ok,
+    /// The generator itself fell behind the schedule.
+    Behind,
+    /// Not applicable: a closed loop has no schedule to keep.
+    NotApplicable,
+}
+
+/// The self-check's findings, stored in every result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Checks {
+    pub generator: GeneratorVerdict,
+    pub notes: Vec<String>,
+}
+
+impl Checks {
+    pub fn passed(&self) -> bool {
+        self.generator != GeneratorVerdict::Behind
+    }
+}
+
+/// Assesses an open-loop run. `connections` is the pool's maximum size.
+pub fn assess_open(m: &Measurements, connections: u32) -> Checks {
+    let lag = &m.hist.dispatch_lag;
+    let (p99, p999, max) = (lag.value_at_quantile(0.99), lag.value_at_quantile(0.999), lag.max());
+    let mut notes = Vec::new();
+    let generator = if lag.len() > 0 && p99 > BEHIND_P99_NS {
+        notes.push(format!(
+            "GENERATOR BEHIND: sojourn itself dispatched requests late (dispatch lag p99 {}, max {}). \
+             That delay is the tool's, not the target's, and it is included in response times. \
+             Use more --threads, a lower --rate, or a less loaded machine.",
+            format_ns(p99),
+            format_ns(max)
+        ));
+        GeneratorVerdict::Behind
+    } else {
+        GeneratorVerdict::Ok
+    };
+    if generator == GeneratorVerdict::Ok && p99 > NOTE_P99_NS {
+        notes.push(format!(
+            "generator dispatch lag p99 {} (p99.9 {}): on time, but not by a wide margin",
+            format_ns(p99),
+            format_ns(p999)
+        ));
+    }
+    let waited = m.tally.waited_for_connection;
+    if waited > 0 {
+        let sent = m.hist.send_lag.len().max(1);
+        notes.push(format!(
+            "{waited} of {sent} sent requests ({:.1}%) waited for a free connection because all {connections} \
+             were busy; the wait is counted in their response time. Raise --connections to offer the load as scheduled.",
+            100.0 * waited as f64 / sent as f64
+        ));
+    }
+    Checks { generator, notes }
+}
+
+/// A closed loop has no schedule, so there is nothing to fall behind.
+pub fn assess_closed() -> Checks {
+    Checks {
+        generator: GeneratorVerdict::NotApplicable,
+        notes: vec![
+            "closed loop: each connection waits for its answer before sending again, so requests the \
+             target delayed by stalling were never sent and are missing from these numbers"
+                .to_string(),
+        ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::Outcome;
+    use crate::record::{Recorder, Stamps};
+    use std::time::Duration;
+
+    fn run_with_dispatch_lag(lag: Duration, waited_every: u64) -> Measurements {
+        let mut r = Recorder::new(Duration::from_secs(1));
+        for i in 0..1000u64 {
+            let at = Duration::from_millis(i);
+            let s = Stamps { intended: at, dispatched: at + lag, sent: at + lag, waited_for_connection: i % waited_every == 0 };
+            r.record(&s, at + lag + Duration::from_millis(1), Outcome::Ok);
+        }
+        Recorder::merge_all([r])
+    }
+
+    #[test]
+    fn a_late_generator_is_called_out() {
+        let checks = assess_open(&run_with_dispatch_lag(Duration::from_millis(3), u64::MAX), 10);
+        assert_eq!(checks.generator, GeneratorVerdict::Behind);
+        assert!(!checks.passed());
+        assert!(checks.notes[0].contains("GENERATOR BEHIND"));
+    }
+
+    #[test]
+    fn an_on_time_generator_passes_and_pool_waits_are_explained() {
+        let checks = assess_open(&run_with_dispatch_lag(Duration::from_micros(5), 10), 8);
+        assert_eq!(checks.generator, GeneratorVerdict::Ok);
+        assert!(checks.passed());
+        assert!(checks.notes.iter().any(|n| n.contains("100 of 1000") && n.contains("all 8 were busy")));
+    }
+}

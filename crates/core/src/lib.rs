@@ -1,0 +1,18 @@
+//! The measurement model of sojourn: schedules, recorders, statistics and the result schema.
+//! Pure code: no async runtime, no network, no clock. Everything here is deterministic given its
+//! inputs, so the engine (real time) and the simulator (virtual time) share it.
+#![forbid(unsafe_code)]
+
+pub mod check;
+pub mod outcome;
+pub mod record;
+pub mod result;
+pub mod schedule;
+pub mod units;
+
+pub use check::{Checks, GeneratorVerdict};
+pub use outcome::{FailureClass, FailureCounts, Outcome};
+pub use record::{Bound, Measurements, Recorder, Stamps};
+pub use result::{Mode, RunConfig, RunFacts, RunResult};
+pub use schedule::{Arrival, Due, End, Schedule};
+pub use units::{format_ns, nanos, Rate};

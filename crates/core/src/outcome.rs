@@ -1,0 +1,154 @@
+//! What happened to a request, counted by class and never by message string.
+use serde::{Deserialize, Serialize};
+
+/// Why a request failed. Each class is counted separately in results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureClass {
+    /// No response within `--timeout`. Its response time is a lower bound (censored).
+    Timeout,
+    /// The connection could not be opened (refused, unreachable, TLS handshake failed).
+    Connect,
+    /// The connection broke mid-exchange: reset, or closed before the response was complete.
+    Io,
+    /// The server answered something that is not valid HTTP/1.1.
+    Protocol,
+    /// A 4xx status.
+    #[serde(rename = "http_4xx")]
+    Http4xx,
+    /// A 5xx status.
+    #[serde(rename = "http_5xx")]
+    Http5xx,
+    /// A 1xx or 3xx final status.
+    #[serde(rename = "http_other")]
+    HttpOther,
+}
+
+impl FailureClass {
+    pub const ALL: [FailureClass; 7] = [
+        FailureClass::Timeout,
+        FailureClass::Connect,
+        FailureClass::Io,
+        FailureClass::Protocol,
+        FailureClass::Http4xx,
+        FailureClass::Http5xx,
+        FailureClass::HttpOther,
+    ];
+
+    /// The class of a non-2xx HTTP status, or `None` for success.
+    pub fn of_status(status: u16) -> Option<FailureClass> {
+        match status {
+            200..=299 => None,
+            400..=499 => Some(FailureClass::Http4xx),
+            500..=599 => Some(FailureClass::Http5xx),
+            _ => Some(FailureClass::HttpOther),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FailureClass::Timeout => "timeout",
+            FailureClass::Connect => "connect",
+            FailureClass::Io => "io",
+            FailureClass::Protocol => "protocol",
+            FailureClass::Http4xx => "http_4xx",
+            FailureClass::Http5xx => "http_5xx",
+            FailureClass::HttpOther => "http_other",
+        }
+    }
+
+    fn slot(self) -> usize {
+        self as usize
+    }
+}
+
+/// The end of one exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    Failed(FailureClass),
+}
+
+impl Outcome {
+    pub fn of_status(status: u16) -> Outcome {
+        FailureClass::of_status(status).map_or(Outcome::Ok, Outcome::Failed)
+    }
+}
+
+/// Failures counted per class.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FailureCounts([u64; 7]);
+
+impl FailureCounts {
+    pub fn add(&mut self, class: FailureClass) {
+        self.0[class.slot()] += 1;
+    }
+
+    pub fn get(&self, class: FailureClass) -> u64 {
+        self.0[class.slot()]
+    }
+
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    pub fn merge(&mut self, other: &FailureCounts) {
+        for (a, b) in self.0.iter_mut().zip(other.0) {
+            *a += b;
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (FailureClass, u64)> + '_ {
+        FailureClass::ALL.into_iter().map(|c| (c, self.get(c)))
+    }
+}
+
+impl Serialize for FailureCounts {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(FailureClass::ALL.len()))?;
+        for (class, n) in self.iter() {
+            map.serialize_entry(class.name(), &n)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for FailureCounts {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = std::collections::BTreeMap::<FailureClass, u64>::deserialize(d)?;
+        let mut counts = FailureCounts::default();
+        for (class, n) in map {
+            counts.0[class.slot()] = n;
+        }
+        Ok(counts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_map_to_classes() {
+        assert_eq!(Outcome::of_status(200), Outcome::Ok);
+        assert_eq!(Outcome::of_status(204), Outcome::Ok);
+        assert_eq!(Outcome::of_status(404), Outcome::Failed(FailureClass::Http4xx));
+        assert_eq!(Outcome::of_status(503), Outcome::Failed(FailureClass::Http5xx));
+        assert_eq!(Outcome::of_status(302), Outcome::Failed(FailureClass::HttpOther));
+    }
+
+    #[test]
+    fn counts_round_trip_through_json_by_name() {
+        let mut c = FailureCounts::default();
+        c.add(FailureClass::Http5xx);
+        c.add(FailureClass::Http5xx);
+        c.add(FailureClass::Timeout);
+        let json = serde_json::to_value(c).unwrap();
+        assert_eq!(json["http_5xx"], 2);
+        assert_eq!(json["timeout"], 1);
+        assert_eq!(json["connect"], 0);
+        assert_eq!(serde_json::from_value::<FailureCounts>(json).unwrap(), c);
+        assert_eq!(c.total(), 3);
+    }
+}

@@ -1,0 +1,518 @@
+//! Recording what happened to every request.
+//!
+//! Each sender (a worker thread, a simulated client) owns a [`Recorder`]; nothing on the
+//! recording path is shared or locked. At the end the recorders are merged into one
+//! [`Measurements`]. Memory is bounded: histograms are HdrHistograms (3 significant digits,
+//! nanoseconds), and each finished interval of the timeline is kept as a compact serialized
+//! histogram rather than a live one.
+use std::collections::BTreeMap;
+use std::io::Cursor;
+use std::time::Duration;
+
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::Histogram;
+
+use crate::outcome::{FailureClass, FailureCounts, Outcome};
+use crate::units::nanos;
+
+/// Significant decimal digits kept by every histogram.
+pub const SIGFIG: u8 = 3;
+
+/// The stamps of one request on the run's clock (offsets from the start of the run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamps {
+    /// When the schedule says it is due. Closed loop: equal to `sent`.
+    pub intended: Duration,
+    /// When the generator noticed it was due and queued it for a connection. The gap from
+    /// `intended` is the generator's own lateness (timer or CPU), never the target's fault.
+    pub dispatched: Duration,
+    /// When its first byte was handed to the socket.
+    pub sent: Duration,
+    /// Whether it had to wait because every connection of the pool was busy.
+    pub waited_for_connection: bool,
+}
+
+impl Stamps {
+    /// Stamps of a request sent the moment it was due (closed loop, simulator).
+    pub fn on_time(at: Duration) -> Stamps {
+        Stamps { intended: at, dispatched: at, sent: at, waited_for_connection: false }
+    }
+}
+
+/// A new empty histogram with the project's precision. It grows as larger values arrive.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new(SIGFIG).expect("3 significant digits is a valid precision")
+}
+
+/// The four histograms of the measurement model.
+#[derive(Debug, Clone)]
+pub struct Histograms {
+    /// done − intended: what a user waits. Includes failures (time to failure) and, at their
+    /// lower bound, every censored request.
+    pub response: Histogram<u64>,
+    /// done − sent: what the server and network spent.
+    pub service: Histogram<u64>,
+    /// sent − intended: time queued in the client.
+    pub send_lag: Histogram<u64>,
+    /// dispatched − intended: the part of the send lag that the generator itself caused.
+    pub dispatch_lag: Histogram<u64>,
+}
+
+impl Histograms {
+    fn new() -> Self {
+        Histograms {
+            response: new_histogram(),
+            service: new_histogram(),
+            send_lag: new_histogram(),
+            dispatch_lag: new_histogram(),
+        }
+    }
+
+    fn merge(&mut self, other: &Histograms) {
+        add(&mut self.response, &other.response);
+        add(&mut self.service, &other.service);
+        add(&mut self.send_lag, &other.send_lag);
+        add(&mut self.dispatch_lag, &other.dispatch_lag);
+    }
+}
+
+fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) {
+    into.add(from).expect("auto-resizing histograms of equal precision always add");
+}
+
+fn record_ns(h: &mut Histogram<u64>, d: Duration) {
+    let v = nanos(d);
+    // `record` grows an auto-resizing histogram; `saturating_record` would clamp to its current
+    // (small) ceiling instead. Saturate only if growing is impossible.
+    if h.record(v).is_err() {
+        h.saturating_record(v);
+    }
+}
+
+/// Every scheduled request ends in exactly one of these.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub completed: u64,
+    pub failed: FailureCounts,
+    /// Sent, but no response when the run ended.
+    pub censored: u64,
+    /// Due, but never sent before the run ended.
+    pub never_sent: u64,
+    /// Of the sent requests, how many waited for a free connection.
+    pub waited_for_connection: u64,
+}
+
+impl Tally {
+    pub fn accounted(&self) -> u64 {
+        self.completed + self.failed.total() + self.censored + self.never_sent
+    }
+
+    fn merge(&mut self, other: &Tally) {
+        self.completed += other.completed;
+        self.failed.merge(&other.failed);
+        self.censored += other.censored;
+        self.never_sent += other.never_sent;
+        self.waited_for_connection += other.waited_for_connection;
+    }
+}
+
+/// One finished interval of the timeline, keyed by when requests finished.
+#[derive(Debug, Clone)]
+pub struct IntervalRecord {
+    pub index: u64,
+    pub completed: u64,
+    pub failed: u64,
+    /// V2-serialized response-time histogram of the requests that finished in the interval.
+    pub response: Vec<u8>,
+    /// V2-serialized send-lag histogram of the same requests.
+    pub send_lag: Vec<u8>,
+}
+
+impl IntervalRecord {
+    pub fn response_histogram(&self) -> Histogram<u64> {
+        decode(&self.response)
+    }
+
+    pub fn send_lag_histogram(&self) -> Histogram<u64> {
+        decode(&self.send_lag)
+    }
+}
+
+fn encode(h: &Histogram<u64>) -> Vec<u8> {
+    let mut out = Vec::new();
+    V2Serializer::new().serialize(h, &mut out).expect("serializing into a Vec cannot fail");
+    out
+}
+
+fn decode(bytes: &[u8]) -> Histogram<u64> {
+    Deserializer::new()
+        .deserialize(&mut Cursor::new(bytes))
+        .expect("bytes were written by encode")
+}
+
+#[derive(Debug, Clone)]
+struct LiveInterval {
+    completed: u64,
+    failed: u64,
+    response: Histogram<u64>,
+    send_lag: Histogram<u64>,
+}
+
+impl LiveInterval {
+    fn new() -> Self {
+        LiveInterval { completed: 0, failed: 0, response: new_histogram(), send_lag: new_histogram() }
+    }
+
+    fn seal(self, index: u64) -> IntervalRecord {
+        IntervalRecord {
+            index,
+            completed: self.completed,
+            failed: self.failed,
+            response: encode(&self.response),
+            send_lag: encode(&self.send_lag),
+        }
+    }
+}
+
+/// Per-interval histograms. Requests of one sender finish in nearly increasing time order, so
+/// only the newest couple of intervals stay live; older ones are sealed into compact bytes.
+#[derive(Debug, Clone)]
+struct Timeline {
+    width: Duration,
+    live: BTreeMap<u64, LiveInterval>,
+    sealed: Vec<IntervalRecord>,
+}
+
+/// How many of the newest intervals stay live, to absorb slightly out-of-order finishes.
+const LIVE_INTERVALS: u64 = 2;
+
+impl Timeline {
+    fn new(width: Duration) -> Self {
+        Timeline { width: width.max(Duration::from_millis(1)), live: BTreeMap::new(), sealed: Vec::new() }
+    }
+
+    fn slot(&mut self, done: Duration) -> &mut LiveInterval {
+        let index = (done.as_nanos() / self.width.as_nanos()) as u64;
+        while let Some((&oldest, _)) = self.live.first_key_value() {
+            if oldest + LIVE_INTERVALS > index {
+                break;
+            }
+            let interval = self.live.remove(&oldest).expect("key just seen");
+            self.sealed.push(interval.seal(oldest));
+        }
+        self.live.entry(index).or_insert_with(LiveInterval::new)
+    }
+
+    fn into_records(mut self) -> Vec<IntervalRecord> {
+        for (index, interval) in std::mem::take(&mut self.live) {
+            self.sealed.push(interval.seal(index));
+        }
+        self.sealed
+    }
+}
+
+/// One sender's recorder. Not shared: each worker or simulated client owns one.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    hist: Histograms,
+    tally: Tally,
+    /// Response times that are only lower bounds (in flight or unsent at the end, timed out).
+    /// They are in `hist.response` too; kept apart so percentiles know what they rest on.
+    censored: Histogram<u64>,
+    timeline: Timeline,
+}
+
+impl Recorder {
+    /// A recorder whose timeline has intervals of `interval` (1 s by default in the CLI).
+    pub fn new(interval: Duration) -> Self {
+        Recorder { hist: Histograms::new(), tally: Tally::default(), censored: new_histogram(), timeline: Timeline::new(interval) }
+    }
+
+    /// A request that got an answer (or failed) at `done`.
+    pub fn record(&mut self, s: &Stamps, done: Duration, outcome: Outcome) {
+        let response = done.saturating_sub(s.intended);
+        record_ns(&mut self.hist.response, response);
+        record_ns(&mut self.hist.service, done.saturating_sub(s.sent));
+        self.record_send(s);
+        match outcome {
+            Outcome::Ok => self.tally.completed += 1,
+            Outcome::Failed(class) => {
+                self.tally.failed.add(class);
+                // A timeout says only that the answer would have taken at least this long.
+                if class == FailureClass::Timeout {
+                    self.lower_bound(response);
+                }
+            }
+        }
+        let interval = self.timeline.slot(done);
+        match outcome {
+            Outcome::Ok => interval.completed += 1,
+            Outcome::Failed(_) => interval.failed += 1,
+        }
+        record_ns(&mut interval.response, response);
+        record_ns(&mut interval.send_lag, s.sent.saturating_sub(s.intended));
+    }
+
+    /// A request sent but unanswered when the run ended at `end`: its response time is at
+    /// least `end − intended`.
+    pub fn record_in_flight(&mut self, s: &Stamps, end: Duration) {
+        self.record_send(s);
+        self.tally.censored += 1;
+        self.censor(s.intended, end);
+    }
+
+    /// A request due at `intended` but never sent before the run ended at `end`.
+    pub fn record_never_sent(&mut self, intended: Duration, dispatched: Duration, end: Duration) {
+        record_ns(&mut self.hist.dispatch_lag, dispatched.saturating_sub(intended));
+        self.tally.never_sent += 1;
+        self.censor(intended, end);
+    }
+
+    fn record_send(&mut self, s: &Stamps) {
+        record_ns(&mut self.hist.send_lag, s.sent.saturating_sub(s.intended));
+        record_ns(&mut self.hist.dispatch_lag, s.dispatched.saturating_sub(s.intended));
+        if s.waited_for_connection {
+            self.tally.waited_for_connection += 1;
+        }
+    }
+
+    fn censor(&mut self, intended: Duration, end: Duration) {
+        let bound = end.saturating_sub(intended);
+        record_ns(&mut self.hist.response, bound);
+        self.lower_bound(bound);
+    }
+
+    fn lower_bound(&mut self, value: Duration) {
+        record_ns(&mut self.censored, value);
+    }
+
+    pub fn tally(&self) -> &Tally {
+        &self.tally
+    }
+
+    /// Combines recorders into the measurements of the whole run.
+    pub fn merge_all(recorders: impl IntoIterator<Item = Recorder>) -> Measurements {
+        let mut hist = Histograms::new();
+        let mut tally = Tally::default();
+        let mut censored = new_histogram();
+        let mut width = Duration::from_secs(1);
+        let mut records = Vec::new();
+        for r in recorders {
+            hist.merge(&r.hist);
+            tally.merge(&r.tally);
+            add(&mut censored, &r.censored);
+            width = r.timeline.width;
+            records.extend(r.timeline.into_records());
+        }
+        Measurements { hist, tally, censored, interval: width, intervals: merge_intervals(records) }
+    }
+}
+
+/// Folds interval records of the same index (from different senders) into one, in time order.
+fn merge_intervals(mut records: Vec<IntervalRecord>) -> Vec<IntervalRecord> {
+    records.sort_by_key(|r| r.index);
+    let mut out: Vec<IntervalRecord> = Vec::new();
+    let mut group: Vec<IntervalRecord> = Vec::new();
+    for r in records {
+        if group.first().is_some_and(|g| g.index != r.index) {
+            out.push(fold(std::mem::take(&mut group)));
+        }
+        group.push(r);
+    }
+    if !group.is_empty() {
+        out.push(fold(group));
+    }
+    out
+}
+
+fn fold(group: Vec<IntervalRecord>) -> IntervalRecord {
+    if group.len() == 1 {
+        return group.into_iter().next().expect("one element");
+    }
+    let mut live = LiveInterval::new();
+    let index = group[0].index;
+    for r in &group {
+        live.completed += r.completed;
+        live.failed += r.failed;
+        add(&mut live.response, &r.response_histogram());
+        add(&mut live.send_lag, &r.send_lag_histogram());
+    }
+    live.seal(index)
+}
+
+/// The merged measurements of a whole run.
+#[derive(Debug, Clone)]
+pub struct Measurements {
+    pub hist: Histograms,
+    pub tally: Tally,
+    /// The lower bounds of censored requests and timeouts (also inside `hist.response`).
+    pub censored: Histogram<u64>,
+    pub interval: Duration,
+    pub intervals: Vec<IntervalRecord>,
+}
+
+impl Measurements {
+    /// The response time at percentile `p` (0–100) and whether it is only a lower bound.
+    pub fn response_at(&self, p: f64) -> Bound {
+        bound_at(&self.hist.response, &self.censored, p)
+    }
+
+    /// The closed-loop "corrected" view: HdrHistogram's expected-interval back-fill, which
+    /// invents the samples a closed loop would have taken had it not waited. An estimate, not a
+    /// measurement: it is reported separately and labelled as such.
+    pub fn backfilled(&self, expected_interval: Duration) -> Histogram<u64> {
+        let mut out = new_histogram();
+        out.add_correct(&self.hist.response, nanos(expected_interval).max(1))
+            .expect("auto-resizing histograms of equal precision always add");
+        out
+    }
+}
+
+/// A percentile value that may be only a lower bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bound {
+    pub value: u64,
+    pub lower_bound: bool,
+}
+
+/// The value at percentile `p` of `h`, marked as a lower bound when the censored values in it
+/// could move it.
+///
+/// Censored requests sit in `h` at their lower bounds, which is the most optimistic case. The
+/// most pessimistic case moves all of them to +∞: the percentile's rank then falls on the
+/// uncensored values only, or beyond them. If both cases give the same value (to histogram
+/// precision), censoring cannot change it and it is exact; otherwise the optimistic value is a
+/// lower bound.
+pub fn bound_at(h: &Histogram<u64>, censored: &Histogram<u64>, p: f64) -> Bound {
+    let value = if p >= 100.0 { h.max() } else { h.value_at_quantile(p / 100.0) };
+    let (n, k) = (h.len(), censored.len().min(h.len()));
+    if k == 0 {
+        return Bound { value, lower_bound: false };
+    }
+    let rank = ((p / 100.0) * n as f64).ceil().max(1.0) as u64;
+    let uncensored_n = n - k;
+    if rank > uncensored_n {
+        return Bound { value, lower_bound: true };
+    }
+    let mut uncensored = h.clone();
+    let _ = uncensored.subtract(censored);
+    let pessimistic = uncensored.value_at_quantile(rank as f64 / uncensored_n as f64);
+    Bound { value, lower_bound: !h.equivalent(value, pessimistic) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    fn sent_late(intended: u64, sent: u64, waited: bool) -> Stamps {
+        Stamps { intended: ms(intended), dispatched: ms(intended), sent: ms(sent), waited_for_connection: waited }
+    }
+
+    #[test]
+    fn the_three_derived_times() {
+        let mut r = Recorder::new(Duration::from_secs(1));
+        // Due at 100 ms, sent at 130 ms (pool full), answered at 140 ms.
+        r.record(&sent_late(100, 130, true), ms(140), Outcome::Ok);
+        let m = Recorder::merge_all([r]);
+        let near = |h: &Histogram<u64>, want_ms: u64| h.equivalent(h.max(), want_ms * 1_000_000);
+        assert!(near(&m.hist.response, 40), "response = done − intended");
+        assert!(near(&m.hist.service, 10), "service = done − sent");
+        assert!(near(&m.hist.send_lag, 30), "send lag = sent − intended");
+        assert_eq!(m.hist.dispatch_lag.max(), 0, "the generator itself was on time");
+        assert_eq!(m.tally.waited_for_connection, 1);
+        assert_eq!(m.tally.completed, 1);
+    }
+
+    #[test]
+    fn censoring_arithmetic() {
+        let mut r = Recorder::new(Duration::from_secs(1));
+        for i in 0..98 {
+            r.record(&Stamps::on_time(ms(i * 10)), ms(i * 10 + 5), Outcome::Ok);
+        }
+        // The run ends at 1,000 ms. One request sent at 980 ms is still out: ≥ 20 ms.
+        r.record_in_flight(&Stamps::on_time(ms(980)), ms(1000));
+        // One due at 990 ms was never sent: ≥ 10 ms.
+        r.record_never_sent(ms(990), ms(990), ms(1000));
+        let m = Recorder::merge_all([r]);
+        assert_eq!(m.tally.accounted(), 100);
+        assert_eq!((m.tally.censored, m.tally.never_sent), (1, 1));
+        assert_eq!(m.censored.len(), 2);
+        assert!(m.hist.response.equivalent(m.censored.min(), 10_000_000), "the smaller bound");
+        let p50 = m.response_at(50.0);
+        assert!(!p50.lower_bound, "p50 = 5 ms: moving two censored values to +∞ cannot change it");
+        let p99 = m.response_at(99.0);
+        assert!(p99.lower_bound, "p99 of 100 is the 99th value, one of the censored pair in the worst case");
+        let max = m.response_at(100.0);
+        assert!(max.lower_bound, "the maximum is a censored value: at least 20 ms");
+        assert!(m.hist.response.equivalent(max.value, 20_000_000));
+        assert_eq!(m.hist.send_lag.len(), 99, "never-sent requests have no send lag");
+    }
+
+    #[test]
+    fn a_timeout_is_a_lower_bound_at_the_timeout() {
+        let mut r = Recorder::new(Duration::from_secs(1));
+        r.record(&Stamps::on_time(ms(0)), ms(1), Outcome::Ok);
+        r.record(&Stamps::on_time(ms(0)), ms(500), Outcome::Failed(FailureClass::Timeout));
+        let m = Recorder::merge_all([r]);
+        assert_eq!(m.tally.failed.get(FailureClass::Timeout), 1);
+        assert!(m.response_at(100.0).lower_bound);
+        assert!(!m.response_at(10.0).lower_bound);
+    }
+
+    #[test]
+    fn merging_per_thread_recorders_equals_recording_in_one() {
+        let mut whole = Recorder::new(Duration::from_secs(1));
+        let mut parts = [Recorder::new(Duration::from_secs(1)), Recorder::new(Duration::from_secs(1))];
+        for i in 0..2_000u64 {
+            let s = sent_late(i, i + i % 7, i % 7 == 3);
+            let done = ms(i + 3 + (i * 37) % 101);
+            let outcome = if i % 50 == 0 { Outcome::Failed(FailureClass::Http5xx) } else { Outcome::Ok };
+            whole.record(&s, done, outcome);
+            parts[(i % 2) as usize].record(&s, done, outcome);
+        }
+        let a = Recorder::merge_all([whole]);
+        let b = Recorder::merge_all(parts);
+        assert_eq!(a.hist.response, b.hist.response);
+        assert_eq!(a.hist.service, b.hist.service);
+        assert_eq!(a.hist.send_lag, b.hist.send_lag);
+        assert_eq!(a.tally, b.tally);
+        assert_eq!(a.intervals.len(), b.intervals.len());
+        for (x, y) in a.intervals.iter().zip(&b.intervals) {
+            assert_eq!((x.index, x.completed, x.failed), (y.index, y.completed, y.failed));
+            assert_eq!(x.response_histogram(), y.response_histogram());
+        }
+        assert_eq!(b.tally.failed.get(FailureClass::Http5xx), 40);
+    }
+
+    #[test]
+    fn intervals_key_requests_by_when_they_finished() {
+        let mut r = Recorder::new(Duration::from_secs(1));
+        for i in 0..30u64 {
+            // Ten finish in each of seconds 0, 1 and 2.
+            r.record(&Stamps::on_time(ms(i * 100)), ms(i * 100 + 10), Outcome::Ok);
+        }
+        let m = Recorder::merge_all([r]);
+        let per: Vec<(u64, u64)> = m.intervals.iter().map(|i| (i.index, i.completed)).collect();
+        assert_eq!(per, vec![(0, 10), (1, 10), (2, 10)]);
+        assert_eq!(m.intervals[1].response_histogram().len(), 10);
+    }
+
+    #[test]
+    fn backfill_invents_the_samples_a_closed_loop_skipped() {
+        let mut r = Recorder::new(Duration::from_secs(1));
+        // A closed loop at 1 ms per request meets one 1 s stall.
+        for i in 0..999 {
+            r.record(&Stamps::on_time(ms(i)), ms(i + 1), Outcome::Ok);
+        }
+        r.record(&Stamps::on_time(ms(999)), ms(1999), Outcome::Ok);
+        let m = Recorder::merge_all([r]);
+        let raw_p99 = m.response_at(99.0).value;
+        let corrected = m.backfilled(ms(1));
+        assert!(corrected.len() > 1900, "≈999 invented samples, got {}", corrected.len() - 1000);
+        assert!(corrected.value_at_quantile(0.99) > 100 * raw_p99, "the back-filled tail is far worse");
+    }
+}

@@ -1,0 +1,395 @@
+//! The result document: one JSON file per run, shared by `run`, `sim` and imported peer tools.
+//! Its schema is checked in at `schema/result.schema.json`; bump [`SCHEMA`] on any breaking
+//! change.
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::check::Checks;
+use crate::record::{bound_at, Bound, IntervalRecord, Measurements};
+use crate::units::nanos;
+
+pub const SCHEMA: &str = "sojourn.result/1";
+
+/// The percentiles every summary carries.
+pub const PERCENTILES: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 100.0];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Requests due on a schedule, measured from when they were due.
+    Open,
+    /// N connections each looping send → wait → record.
+    Closed,
+    /// One request at a time, but measured from its slot on a schedule (seeds 000 and 004).
+    Tracking,
+}
+
+impl Mode {
+    pub fn label(self) -> &'static str {
+        match self {
+            Mode::Open => "open loop",
+            Mode::Closed => "closed loop",
+            Mode::Tracking => "schedule-tracking",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+impl Tool {
+    pub fn sojourn() -> Tool {
+        Tool { name: "sojourn".into(), version: env!("CARGO_PKG_VERSION").into() }
+    }
+}
+
+/// What was asked for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub target: Option<String>,
+    /// Requests per second; `None` for a closed loop without a rate.
+    pub rate: Option<f64>,
+    /// `constant`, `poisson` or `ramp`; `None` for a closed loop.
+    pub arrival: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub ramp_to: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub seed: Option<u64>,
+    pub duration_ns: Option<u64>,
+    pub requests: Option<u64>,
+    pub connections: u32,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub threads: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub timeout_ns: Option<u64>,
+    pub interval_ns: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    pub scheduled: u64,
+    pub completed: u64,
+    pub failed: crate::outcome::FailureCounts,
+    pub censored: u64,
+    pub never_sent: u64,
+    pub waited_for_connection: u64,
+}
+
+impl Counts {
+    /// Scheduled requests not accounted for by any outcome. Zero in every honest result.
+    pub fn unaccounted(&self) -> i128 {
+        self.scheduled as i128
+            - (self.completed + self.failed.total() + self.censored + self.never_sent) as i128
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RateSummary {
+    pub target: Option<f64>,
+    /// Answers (completed or failed) per second of elapsed run time.
+    pub achieved: f64,
+    /// Requests sent per second of elapsed run time.
+    pub sent: f64,
+}
+
+/// Percentile → value, kept in ascending percentile order in JSON.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Percentiles(pub Vec<(f64, u64)>);
+
+impl Percentiles {
+    pub fn get(&self, p: f64) -> Option<u64> {
+        self.0.iter().find(|(q, _)| (*q - p).abs() < 1e-9).map(|(_, v)| *v)
+    }
+}
+
+fn percentile_key(p: f64) -> String {
+    let s = format!("{p}");
+    s.trim_end_matches(".0").to_string()
+}
+
+impl Serialize for Percentiles {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (p, v) in &self.0 {
+            map.serialize_entry(&percentile_key(*p), v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Percentiles {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = BTreeMap::<String, u64>::deserialize(d)?;
+        let mut out = Vec::with_capacity(map.len());
+        for (k, v) in map {
+            let p: f64 = k.parse().map_err(|_| serde::de::Error::custom(format!("percentile key {k:?} is not a number")))?;
+            out.push((p, v));
+        }
+        out.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Ok(Percentiles(out))
+    }
+}
+
+/// One histogram, summarised and carried whole.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistogramSummary {
+    pub unit: String,
+    pub count: u64,
+    pub min: u64,
+    pub max: u64,
+    pub mean: f64,
+    pub stdev: f64,
+    pub percentiles: Percentiles,
+    /// The percentiles (keys of `percentiles`) that are only lower bounds because censored
+    /// requests or timeouts could move them.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub lower_bounds: Vec<String>,
+    /// The whole histogram: HdrHistogram V2 compressed, base64 (as in .hlog files).
+    pub hdr: String,
+}
+
+impl HistogramSummary {
+    pub fn of(h: &Histogram<u64>, censored: &Histogram<u64>) -> HistogramSummary {
+        let empty = h.len() == 0;
+        let bounds: Vec<(f64, Bound)> = PERCENTILES.iter().map(|&p| (p, bound_at(h, censored, p))).collect();
+        HistogramSummary {
+            unit: "ns".into(),
+            count: h.len(),
+            min: if empty { 0 } else { h.min() },
+            max: h.max(),
+            mean: if empty { 0.0 } else { h.mean() },
+            stdev: if empty { 0.0 } else { h.stdev() },
+            percentiles: Percentiles(bounds.iter().map(|(p, b)| (*p, b.value)).collect()),
+            lower_bounds: bounds.iter().filter(|(_, b)| b.lower_bound).map(|(p, _)| percentile_key(*p)).collect(),
+            hdr: encode_base64(h),
+        }
+    }
+
+    /// The value at `p` and whether it is only a lower bound.
+    pub fn at(&self, p: f64) -> Option<Bound> {
+        let value = self.percentiles.get(p)?;
+        Some(Bound { value, lower_bound: self.lower_bounds.contains(&percentile_key(p)) })
+    }
+
+    /// Decodes the carried histogram.
+    pub fn histogram(&self) -> Result<Histogram<u64>, HdrDecodeError> {
+        decode_base64(&self.hdr)
+    }
+}
+
+/// A carried histogram could not be decoded.
+#[derive(Debug, thiserror::Error)]
+pub enum HdrDecodeError {
+    /// The `hdr` field is not base64: the file was edited or truncated.
+    #[error("hdr field is not valid base64: {0}")]
+    Base64(#[from] base64::DecodeError),
+    /// The bytes are not an HdrHistogram V2 histogram: the file was edited or truncated.
+    #[error("hdr field is not an HdrHistogram V2 histogram: {0}")]
+    Histogram(#[from] hdrhistogram::serialization::DeserializeError),
+}
+
+pub fn encode_base64(h: &Histogram<u64>) -> String {
+    let mut bytes = Vec::new();
+    V2DeflateSerializer::new().serialize(h, &mut bytes).expect("serializing into a Vec cannot fail");
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+pub fn decode_base64(text: &str) -> Result<Histogram<u64>, HdrDecodeError> {
+    let bytes = base64::engine::general_purpose::STANDARD.decode(text.trim())?;
+    Ok(Deserializer::new().deserialize(&mut std::io::Cursor::new(bytes))?)
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistogramSet {
+    pub response: HistogramSummary,
+    pub service: HistogramSummary,
+    pub send_lag: HistogramSummary,
+    /// The generator's own lateness (open loop).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub dispatch_lag: Option<HistogramSummary>,
+    /// The lower bounds of censored requests and timeouts (also inside `response`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub censored: Option<HistogramSummary>,
+    /// Closed loop only: the expected-interval back-filled estimate. Not a measurement.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub backfilled: Option<HistogramSummary>,
+}
+
+/// One interval of the timeline (requests keyed by when they finished).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalSummary {
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub p50: u64,
+    pub p99: u64,
+    pub max: u64,
+    pub send_lag_p99: u64,
+    pub response_hdr: String,
+    pub send_lag_hdr: String,
+}
+
+impl IntervalSummary {
+    fn of(record: &IntervalRecord, width: Duration) -> IntervalSummary {
+        let response = record.response_histogram();
+        let send_lag = record.send_lag_histogram();
+        IntervalSummary {
+            start_ns: record.index * nanos(width),
+            duration_ns: nanos(width),
+            completed: record.completed,
+            failed: record.failed,
+            p50: response.value_at_quantile(0.5),
+            p99: response.value_at_quantile(0.99),
+            max: response.max(),
+            send_lag_p99: send_lag.value_at_quantile(0.99),
+            response_hdr: encode_base64(&response),
+            send_lag_hdr: encode_base64(&send_lag),
+        }
+    }
+}
+
+/// The whole result document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub schema: String,
+    pub tool: Tool,
+    pub label: String,
+    pub mode: Mode,
+    pub config: RunConfig,
+    /// The scenario served or simulated, when known.
+    pub scenario: Option<serde_json::Value>,
+    pub counts: Counts,
+    pub rate: RateSummary,
+    pub histograms: HistogramSet,
+    pub intervals: Vec<IntervalSummary>,
+    pub checks: Checks,
+    /// From the start of the run to the end of its drain.
+    pub elapsed_ns: u64,
+    /// The run was stopped early (Ctrl-C); everything gathered so far is here.
+    #[serde(default)]
+    pub interrupted: bool,
+}
+
+/// What a sender knows about its run besides the measurements.
+#[derive(Debug, Clone)]
+pub struct RunFacts {
+    pub label: String,
+    pub mode: Mode,
+    pub config: RunConfig,
+    pub scheduled: u64,
+    pub elapsed: Duration,
+    pub interrupted: bool,
+    pub checks: Checks,
+    /// Closed loop: the per-connection interval used for the back-filled estimate.
+    pub backfill_interval: Option<Duration>,
+}
+
+impl RunResult {
+    pub fn build(m: &Measurements, facts: RunFacts) -> RunResult {
+        let secs = facts.elapsed.as_secs_f64().max(1e-9);
+        let answered = m.tally.completed + m.tally.failed.total();
+        let has_dispatch = facts.mode == Mode::Open;
+        let none = crate::record::new_histogram();
+        RunResult {
+            schema: SCHEMA.into(),
+            tool: Tool::sojourn(),
+            label: facts.label,
+            mode: facts.mode,
+            counts: Counts {
+                scheduled: facts.scheduled,
+                completed: m.tally.completed,
+                failed: m.tally.failed,
+                censored: m.tally.censored,
+                never_sent: m.tally.never_sent,
+                waited_for_connection: m.tally.waited_for_connection,
+            },
+            rate: RateSummary {
+                target: facts.config.rate,
+                achieved: answered as f64 / secs,
+                sent: m.hist.send_lag.len() as f64 / secs,
+            },
+            histograms: HistogramSet {
+                response: HistogramSummary::of(&m.hist.response, &m.censored),
+                service: HistogramSummary::of(&m.hist.service, &none),
+                send_lag: HistogramSummary::of(&m.hist.send_lag, &none),
+                dispatch_lag: has_dispatch.then(|| HistogramSummary::of(&m.hist.dispatch_lag, &none)),
+                censored: (m.censored.len() > 0).then(|| HistogramSummary::of(&m.censored, &none)),
+                backfilled: facts.backfill_interval.map(|i| HistogramSummary::of(&m.backfilled(i), &none)),
+            },
+            intervals: m.intervals.iter().map(|r| IntervalSummary::of(r, m.interval)).collect(),
+            config: facts.config,
+            scenario: None,
+            checks: facts.checks,
+            elapsed_ns: nanos(facts.elapsed),
+            interrupted: facts.interrupted,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::assess_open;
+    use crate::outcome::Outcome;
+    use crate::record::{Recorder, Stamps};
+
+    pub(crate) fn sample_result() -> RunResult {
+        let mut r = Recorder::new(Duration::from_secs(1));
+        for i in 0..3000u64 {
+            let at = Duration::from_millis(i);
+            r.record(&Stamps::on_time(at), at + Duration::from_millis(1 + i % 13), Outcome::Ok);
+        }
+        r.record_in_flight(&Stamps::on_time(Duration::from_millis(2999)), Duration::from_secs(3));
+        let m = Recorder::merge_all([r]);
+        let facts = RunFacts {
+            label: "open".into(),
+            mode: Mode::Open,
+            config: RunConfig { rate: Some(1000.0), arrival: Some("constant".into()), duration_ns: Some(3_000_000_000), connections: 10, interval_ns: 1_000_000_000, ..Default::default() },
+            scheduled: 3001,
+            elapsed: Duration::from_secs(3),
+            interrupted: false,
+            checks: assess_open(&m, 10),
+            backfill_interval: None,
+        };
+        RunResult::build(&m, facts)
+    }
+
+    #[test]
+    fn result_round_trips_and_keeps_percentile_order() {
+        let result = sample_result();
+        let text = serde_json::to_string_pretty(&result).unwrap();
+        let keys: Vec<&str> = text.lines().filter_map(|l| l.trim().strip_prefix('"')).filter_map(|l| l.split('"').next()).filter(|k| k.starts_with(|c: char| c.is_ascii_digit())).take(6).collect();
+        assert_eq!(keys, ["50", "90", "99", "99.9", "99.99", "100"]);
+        let back: RunResult = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, result);
+        assert_eq!(back.counts.unaccounted(), 0);
+        assert_eq!(back.histograms.response.histogram().unwrap().len(), 3001);
+        assert!(back.histograms.response.at(100.0).unwrap().lower_bound, "the censored one could be the max");
+        assert!(!back.histograms.response.at(50.0).unwrap().lower_bound, "one censored of 3001 cannot move p50");
+        assert_eq!(back.histograms.censored.as_ref().unwrap().count, 1);
+        assert_eq!(back.intervals.len(), 4, "0,1,2 and the censored one at 3 s");
+    }
+
+    #[test]
+    fn result_matches_the_checked_in_schema() {
+        let schema: serde_json::Value = serde_json::from_str(include_str!("../../../schema/result.schema.json")).unwrap();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let doc = serde_json::to_value(sample_result()).unwrap();
+        let errors: Vec<String> = validator.iter_errors(&doc).map(|e| format!("{} at {}", e, e.instance_path)).collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+        let mut broken = doc.clone();
+        broken["counts"]["scheduled"] = serde_json::json!("many");
+        assert!(!validator.is_valid(&broken), "the schema must reject a malformed count");
+    }
+}

@@ -1,0 +1,366 @@
+//! When each request is due. Schedules are pure: the intended time of request `i` is a function
+//! of the schedule's parameters and `i` (or of a seeded random stream), never of a clock. The
+//! engine and the simulator read the same schedules.
+//!
+//! A run with several senders gives each one a *slice*: every `workers`-th request of a
+//! deterministic schedule, or, for Poisson arrivals, an independent Poisson stream at
+//! `rate / workers` (the superposition of independent Poisson processes is a Poisson process of
+//! the summed rate, so the slices together are exactly the requested process).
+use std::time::Duration;
+
+use rand::SeedableRng;
+use rand_distr::{Distribution, Exp};
+use rand_pcg::Pcg64Mcg;
+use serde::{Deserialize, Serialize};
+
+use crate::units::Rate;
+
+/// One scheduled request: its index in the whole run and when it is due, as an offset from the
+/// start of the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Due {
+    pub index: u64,
+    pub at: Duration,
+}
+
+/// How arrivals are spaced.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Arrival {
+    /// Evenly spaced at the rate.
+    Constant,
+    /// Exponential gaps at the rate, from a seeded generator.
+    Poisson { seed: u64 },
+    /// Evenly spaced, with the rate rising (or falling) linearly from the run's rate to `to`
+    /// over the run's duration.
+    Ramp { to: Rate },
+}
+
+impl Arrival {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Arrival::Constant => "constant",
+            Arrival::Poisson { .. } => "poisson",
+            Arrival::Ramp { .. } => "ramp",
+        }
+    }
+}
+
+/// When the schedule stops issuing requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum End {
+    /// Requests due strictly before this offset.
+    After(Duration),
+    /// This many requests in all.
+    Count(u64),
+}
+
+/// A whole schedule: arrival law, rate, and where it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Schedule {
+    pub arrival: Arrival,
+    pub rate: Rate,
+    pub end: End,
+}
+
+/// Why a schedule cannot be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ScheduleError {
+    /// A ramp needs a duration to ramp over: give `--duration`, not `--requests`.
+    #[error("a ramp needs a duration to ramp over, not a request count")]
+    RampNeedsDuration,
+}
+
+impl Schedule {
+    pub fn new(arrival: Arrival, rate: Rate, end: End) -> Result<Schedule, ScheduleError> {
+        if matches!(arrival, Arrival::Ramp { .. }) && matches!(end, End::Count(_)) {
+            return Err(ScheduleError::RampNeedsDuration);
+        }
+        Ok(Schedule { arrival, rate, end })
+    }
+
+    /// The requests of sender `worker` out of `workers`, in due order.
+    pub fn slice(&self, worker: usize, workers: usize) -> Slice {
+        let workers = workers.max(1);
+        let law = match self.arrival {
+            Arrival::Constant => Law::Spaced(Spacing::Constant(self.rate)),
+            Arrival::Ramp { to } => {
+                let End::After(over) = self.end else {
+                    unreachable!("Schedule::new rejects a ramp without a duration")
+                };
+                Law::Spaced(Spacing::Ramp(Ramp::new(self.rate, to, over)))
+            }
+            Arrival::Poisson { seed } => Law::Poisson(PoissonStream::new(
+                self.rate.split(workers),
+                slice_seed(seed, worker),
+            )),
+        };
+        Slice { law, next: worker as u64, stride: workers as u64, worker: worker as u64, end: self.end, taken: 0, workers: workers as u64 }
+    }
+
+    /// The whole schedule as one sender sees it.
+    pub fn iter(&self) -> Slice {
+        self.slice(0, 1)
+    }
+
+    /// How many requests the schedule will issue, when that is known without running it.
+    pub fn planned_count(&self) -> Option<u64> {
+        match (self.end, self.arrival) {
+            (End::Count(n), _) => Some(n),
+            (End::After(_), Arrival::Poisson { .. }) => None,
+            (End::After(_), _) => Some(self.iter().count() as u64),
+        }
+    }
+}
+
+/// A deterministic spacing law: request `i` is due at `at(i)`.
+#[derive(Debug, Clone, Copy)]
+enum Spacing {
+    Constant(Rate),
+    Ramp(Ramp),
+}
+
+impl Spacing {
+    fn at(&self, i: u64) -> Duration {
+        match self {
+            Spacing::Constant(rate) => constant_at(*rate, i),
+            Spacing::Ramp(ramp) => ramp.at(i),
+        }
+    }
+}
+
+/// Request `i` of an evenly spaced schedule is due at `i / rate`.
+pub fn constant_at(rate: Rate, i: u64) -> Duration {
+    Duration::from_nanos((i as f64 * 1e9 / rate.get()).round() as u64)
+}
+
+/// A rate moving linearly from `from` to `to` over `over`; after `over` it issues nothing.
+///
+/// The number of requests due by time t is Λ(t) = r₀·t + (r₁ − r₀)·t² / (2T); request `i` is due
+/// when Λ(t) = i. Solved in the cancellation-free form t = 2i / (r₀ + √(r₀² + 2(r₁ − r₀)i / T)).
+#[derive(Debug, Clone, Copy)]
+pub struct Ramp {
+    from: f64,
+    slope: f64,
+}
+
+impl Ramp {
+    pub fn new(from: Rate, to: Rate, over: Duration) -> Ramp {
+        let secs = over.as_secs_f64().max(f64::MIN_POSITIVE);
+        Ramp { from: from.get(), slope: (to.get() - from.get()) / secs }
+    }
+
+    pub fn at(&self, i: u64) -> Duration {
+        let i = i as f64;
+        let disc = (self.from * self.from + 2.0 * self.slope * i).max(0.0);
+        Duration::from_secs_f64(2.0 * i / (self.from + disc.sqrt()))
+    }
+}
+
+#[derive(Debug, Clone)]
+struct PoissonStream {
+    gaps: Exp<f64>,
+    rng: Pcg64Mcg,
+    now_secs: f64,
+}
+
+impl PoissonStream {
+    fn new(rate: Rate, seed: u64) -> PoissonStream {
+        PoissonStream {
+            gaps: Exp::new(rate.get()).expect("a Rate is positive and finite"),
+            rng: Pcg64Mcg::seed_from_u64(seed),
+            now_secs: 0.0,
+        }
+    }
+
+    /// The first arrival is at 0, like the constant schedule's; then exponential gaps.
+    fn next_at(&mut self) -> Duration {
+        let at = Duration::from_secs_f64(self.now_secs);
+        self.now_secs += self.gaps.sample(&mut self.rng);
+        at
+    }
+}
+
+/// Each sender's Poisson stream needs its own seed; mixing keeps neighbouring seeds unrelated.
+fn slice_seed(seed: u64, worker: usize) -> u64 {
+    let mut z = seed ^ (worker as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+#[derive(Debug, Clone)]
+enum Law {
+    Spaced(Spacing),
+    Poisson(PoissonStream),
+}
+
+/// One sender's share of a schedule, in due order.
+#[derive(Debug, Clone)]
+pub struct Slice {
+    law: Law,
+    next: u64,
+    stride: u64,
+    worker: u64,
+    workers: u64,
+    end: End,
+    taken: u64,
+}
+
+impl Slice {
+    /// How many requests of an `End::Count(total)` run this slice owns.
+    fn share_of(&self, total: u64) -> u64 {
+        total / self.workers + u64::from(self.worker < total % self.workers)
+    }
+}
+
+impl Iterator for Slice {
+    type Item = Due;
+
+    fn next(&mut self) -> Option<Due> {
+        let index = self.next;
+        let at = match &mut self.law {
+            Law::Spaced(spacing) => spacing.at(index),
+            Law::Poisson(stream) => stream.next_at(),
+        };
+        let within = match self.end {
+            End::After(limit) => at < limit,
+            End::Count(total) => match self.law {
+                Law::Spaced(_) => index < total,
+                Law::Poisson(_) => self.taken < self.share_of(total),
+            },
+        };
+        if !within {
+            return None;
+        }
+        self.next += self.stride;
+        self.taken += 1;
+        Some(Due { index, at })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rate(r: f64) -> Rate {
+        Rate::per_second(r).unwrap()
+    }
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+    fn us(v: u64) -> Duration {
+        Duration::from_micros(v)
+    }
+
+    #[test]
+    fn constant_schedule_table() {
+        let table: &[(f64, u64, Duration, &str)] = &[
+            (1000.0, 0, ms(0), "the first request is due at the start"),
+            (1000.0, 1, ms(1), "1000/s is one every millisecond"),
+            (1000.0, 999, ms(999), "the last request of the first second"),
+            (450.0, 450, ms(1000), "seed 000's rate: request 450 opens second two"),
+            (450.0, 1, Duration::from_nanos(2_222_222), "1/450 s rounds to the nanosecond"),
+            (3.0, 2, Duration::from_nanos(666_666_667), "2/3 s rounds up, not down"),
+            (50_000.0, 7, us(140), "high rates keep microsecond spacing"),
+        ];
+        for &(r, i, want, why) in table {
+            assert_eq!(constant_at(rate(r), i), want, "{why}");
+        }
+    }
+
+    #[test]
+    fn duration_bound_counts_requests_strictly_before_the_end() {
+        let s = Schedule::new(Arrival::Constant, rate(450.0), End::After(Duration::from_secs(30))).unwrap();
+        // Seed 000: 450 req/s × 30 s = 13,500 requests.
+        assert_eq!(s.planned_count(), Some(13_500));
+        assert_eq!(s.iter().last().unwrap().at, constant_at(rate(450.0), 13_499));
+    }
+
+    #[test]
+    fn count_bound_stops_at_the_count() {
+        let s = Schedule::new(Arrival::Constant, rate(10.0), End::Count(5)).unwrap();
+        let all: Vec<_> = s.iter().map(|d| d.index).collect();
+        assert_eq!(all, vec![0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn slices_partition_the_schedule_exactly() {
+        let s = Schedule::new(Arrival::Constant, rate(1000.0), End::Count(10)).unwrap();
+        let mut merged: Vec<Due> = (0..3).flat_map(|w| s.slice(w, 3)).collect();
+        merged.sort_by_key(|d| d.index);
+        assert_eq!(merged, s.iter().collect::<Vec<_>>(), "three slices rebuild the whole");
+        assert_eq!(s.slice(0, 3).count(), 4, "worker 0 owns indices 0,3,6,9");
+        assert_eq!(s.slice(2, 3).count(), 3, "worker 2 owns indices 2,5,8");
+    }
+
+    #[test]
+    fn ramp_table() {
+        // 100 → 300 req/s over 10 s: Λ(t) = 100t + 10t².
+        let r = Ramp::new(rate(100.0), rate(300.0), Duration::from_secs(10));
+        let first_100 = (-100.0 + 14_000f64.sqrt()) / 20.0;
+        let table: &[(u64, f64, &str)] = &[
+            (0, 0.0, "starts at zero"),
+            (100, first_100, "Λ(t) = 100 solves 10t² + 100t − 100 = 0"),
+            (750, 5.0, "Λ(5) = 500 + 250: half the time, well under half the requests"),
+            (2000, 10.0, "Λ(10) = 1000 + 1000: the last request lands on the end"),
+        ];
+        for &(i, want_secs, why) in table {
+            let got = r.at(i).as_secs_f64();
+            assert!((got - want_secs).abs() < 1e-6, "{why}: {got}");
+        }
+    }
+
+    #[test]
+    fn ramp_down_and_flat_ramp_agree_with_constant() {
+        let flat = Ramp::new(rate(200.0), rate(200.0), Duration::from_secs(5));
+        for i in [0u64, 1, 17, 999] {
+            let a = flat.at(i).as_nanos() as i128;
+            let b = constant_at(rate(200.0), i).as_nanos() as i128;
+            assert!((a - b).abs() <= 1, "a flat ramp is a constant schedule (i={i})");
+        }
+        // 300 → 100 over 10 s issues the same 2,000 requests as 100 → 300, back to front.
+        let s = Schedule::new(Arrival::Ramp { to: rate(100.0) }, rate(300.0), End::After(Duration::from_secs(10))).unwrap();
+        let n = s.planned_count().unwrap();
+        assert!((1999..=2001).contains(&n), "ramp down issues ≈2000, got {n}");
+    }
+
+    #[test]
+    fn ramp_requires_a_duration() {
+        assert_eq!(
+            Schedule::new(Arrival::Ramp { to: rate(5.0) }, rate(1.0), End::Count(3)),
+            Err(ScheduleError::RampNeedsDuration)
+        );
+    }
+
+    #[test]
+    fn poisson_is_seeded_and_has_the_right_rate() {
+        let s = Schedule::new(Arrival::Poisson { seed: 7 }, rate(1000.0), End::After(Duration::from_secs(20))).unwrap();
+        let a: Vec<_> = s.iter().take(50).collect();
+        let b: Vec<_> = s.iter().take(50).collect();
+        assert_eq!(a, b, "same seed, same arrivals");
+        let other = Schedule { arrival: Arrival::Poisson { seed: 8 }, ..s };
+        assert_ne!(a, other.iter().take(50).collect::<Vec<_>>(), "another seed, other arrivals");
+        // 20,000 expected; a Poisson count has sd √20000 ≈ 141, so ±5 sd is ±710.
+        let n = s.iter().count() as i64;
+        assert!((n - 20_000).abs() < 710, "count {n}");
+        // Gaps are exponential: their coefficient of variation is 1 (a constant schedule's is 0).
+        let times: Vec<f64> = s.iter().map(|d| d.at.as_secs_f64()).collect();
+        let gaps: Vec<f64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64;
+        let cv = var.sqrt() / mean;
+        assert!((cv - 1.0).abs() < 0.05, "coefficient of variation {cv}");
+    }
+
+    #[test]
+    fn poisson_slices_sum_to_the_rate_and_the_count() {
+        let s = Schedule::new(Arrival::Poisson { seed: 1 }, rate(900.0), End::Count(1000)).unwrap();
+        let counts: Vec<usize> = (0..3).map(|w| s.slice(w, 3).count()).collect();
+        assert_eq!(counts, vec![334, 333, 333]);
+        let s = Schedule { end: End::After(Duration::from_secs(10)), ..s };
+        let total: usize = (0..3).map(|w| s.slice(w, 3).count()).sum();
+        assert!((total as i64 - 9000).abs() < 480, "three slices at 300/s give ≈9000, got {total}");
+    }
+}

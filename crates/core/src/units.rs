@@ -1,0 +1,117 @@
+//! Units as types: a request rate is not a bare `f64`, a time on the run's clock is not a bare
+//! integer.
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Requests per second. Always finite and strictly positive.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
+#[serde(try_from = "f64", into = "f64")]
+pub struct Rate(f64);
+
+/// Why a number is not a usable rate.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RateError {
+    /// Rates must be above zero: give a positive number of requests per second, e.g. `1000`.
+    #[error("must be a positive number of requests per second, got {0}")]
+    NotPositive(f64),
+    /// NaN or infinity: give a finite number of requests per second.
+    #[error("must be a finite number of requests per second")]
+    NotFinite,
+}
+
+impl Rate {
+    pub fn per_second(value: f64) -> Result<Rate, RateError> {
+        if !value.is_finite() {
+            Err(RateError::NotFinite)
+        } else if value <= 0.0 {
+            Err(RateError::NotPositive(value))
+        } else {
+            Ok(Rate(value))
+        }
+    }
+
+    pub fn get(self) -> f64 {
+        self.0
+    }
+
+    /// The mean gap between requests at this rate.
+    pub fn interval(self) -> Duration {
+        Duration::from_secs_f64(1.0 / self.0)
+    }
+
+    /// This rate split evenly over `parts` independent senders.
+    pub fn split(self, parts: usize) -> Rate {
+        Rate(self.0 / parts.max(1) as f64)
+    }
+}
+
+impl TryFrom<f64> for Rate {
+    type Error = RateError;
+    fn try_from(value: f64) -> Result<Self, Self::Error> {
+        Rate::per_second(value)
+    }
+}
+
+impl From<Rate> for f64 {
+    fn from(rate: Rate) -> f64 {
+        rate.0
+    }
+}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} req/s", self.0)
+    }
+}
+
+/// Nanoseconds in a `Duration`, saturating at `u64::MAX` (584 years).
+pub fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Formats nanoseconds the way the seeds print latencies: µs below a millisecond, ms below
+/// ten seconds, seconds above.
+pub fn format_ns(ns: u64) -> String {
+    let ns = ns as f64;
+    if ns < 1_000.0 {
+        format!("{ns:.0} ns")
+    } else if ns < 1_000_000.0 {
+        format!("{:.1} µs", ns / 1e3)
+    } else if ns < 10_000_000_000.0 {
+        format!("{:.2} ms", ns / 1e6)
+    } else {
+        format!("{:.2} s", ns / 1e9)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_rejects_what_cannot_be_scheduled() {
+        assert_eq!(Rate::per_second(0.0), Err(RateError::NotPositive(0.0)));
+        assert_eq!(Rate::per_second(-5.0), Err(RateError::NotPositive(-5.0)));
+        assert_eq!(Rate::per_second(f64::NAN), Err(RateError::NotFinite));
+        assert_eq!(Rate::per_second(f64::INFINITY), Err(RateError::NotFinite));
+        assert_eq!(Rate::per_second(450.0).unwrap().get(), 450.0);
+    }
+
+    #[test]
+    fn rate_interval_and_split() {
+        let r = Rate::per_second(1000.0).unwrap();
+        assert_eq!(r.interval(), Duration::from_millis(1));
+        assert_eq!(r.split(4).get(), 250.0);
+        assert_eq!(r.split(0).get(), 1000.0, "zero parts is treated as one");
+    }
+
+    #[test]
+    fn latencies_print_in_readable_units() {
+        assert_eq!(format_ns(850), "850 ns");
+        assert_eq!(format_ns(19_500), "19.5 µs");
+        assert_eq!(format_ns(194_640_000), "194.64 ms");
+        assert_eq!(format_ns(12_300_000_000), "12.30 s");
+    }
+}
