@@ -253,6 +253,21 @@ impl Recorder {
         record_ns(&mut interval.send_lag, s.sent.saturating_sub(s.intended));
     }
 
+    /// A request that failed before anything was sent (e.g. its connection could not be
+    /// opened). It has a time to failure but no send lag and no service time.
+    pub fn record_unsent_failure(&mut self, intended: Duration, dispatched: Duration, done: Duration, class: FailureClass) {
+        let response = done.saturating_sub(intended);
+        record_ns(&mut self.hist.response, response);
+        record_ns(&mut self.hist.dispatch_lag, dispatched.saturating_sub(intended));
+        self.tally.failed.add(class);
+        if class == FailureClass::Timeout {
+            self.lower_bound(response);
+        }
+        let interval = self.timeline.slot(done);
+        interval.failed += 1;
+        record_ns(&mut interval.response, response);
+    }
+
     /// A request sent but unanswered when the run ended at `end`: its response time is at
     /// least `end − intended`.
     pub fn record_in_flight(&mut self, s: &Stamps, end: Duration) {

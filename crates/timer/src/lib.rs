@@ -29,6 +29,11 @@ impl Timer {
     /// Creates a sleeper. If the kernel refuses a timerfd the sleeper still works, with tokio's
     /// 1 ms resolution; [`Timer::is_precise`] tells which.
     pub fn new() -> Self {
+        // `AsyncFd::new` is deprecated because a caller could close the descriptor behind the
+        // registration's back. `TimerFd` owns its descriptor and keeps it open until it is
+        // dropped together with the `AsyncFd`, so that cannot happen here; the replacement,
+        // `AsyncFd::register`, is `unsafe`, which this crate forbids.
+        #[allow(deprecated)]
         let fd = TimerFd::new_custom(ClockId::Monotonic, true, true)
             .and_then(AsyncFd::new)
             .ok();

@@ -1,0 +1,449 @@
+//! HTTP/1.1 over TCP or TLS (rustls), with keep-alive.
+//!
+//! The request is encoded once; each exchange writes the same bytes and reads one response,
+//! framed by Content-Length, chunked encoding, or connection close. Headers are parsed by
+//! `httparse`; bodies are skipped, never buffered whole, so memory per connection is one read
+//! buffer.
+use std::cell::Cell;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::{Buf, BytesMut};
+use rustls::pki_types::ServerName;
+use sojourn_core::{FailureClass, Outcome};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
+use url::Url;
+
+use crate::transport::{Connection, ExchangeError, Transport};
+
+/// What to send, validated.
+#[derive(Debug, Clone)]
+pub struct HttpRequest {
+    pub url: Url,
+    pub method: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// Why a target cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    /// Only http:// and https:// URLs can be load-tested.
+    #[error("scheme {0:?} is not supported; use http:// or https://")]
+    Scheme(String),
+    /// The URL has no host, e.g. `http:///path`.
+    #[error("the URL has no host")]
+    NoHost,
+    /// The host name did not resolve: check its spelling, or use an IP address.
+    #[error("cannot resolve {host}: {source}")]
+    Resolve { host: String, source: io::Error },
+    /// A header name or value contains characters HTTP forbids (line breaks, colons in names).
+    #[error("header {0:?} is not a valid HTTP header")]
+    Header(String),
+}
+
+#[derive(Clone)]
+struct Tls {
+    connector: TlsConnector,
+    name: ServerName<'static>,
+}
+
+/// Opens connections to one target and exchanges one fixed request on them.
+#[derive(Clone)]
+pub struct HttpTransport {
+    addr: SocketAddr,
+    tls: Option<Tls>,
+    request: Arc<[u8]>,
+    head_only: bool,
+}
+
+impl HttpTransport {
+    /// Resolves the target and encodes the request. `insecure` skips TLS certificate checks
+    /// (for self-signed test servers).
+    pub async fn new(req: &HttpRequest, insecure: bool) -> Result<HttpTransport, TargetError> {
+        let scheme = req.url.scheme();
+        if scheme != "http" && scheme != "https" {
+            return Err(TargetError::Scheme(scheme.to_string()));
+        }
+        let host = req.url.host_str().ok_or(TargetError::NoHost)?.to_string();
+        let port = req.url.port_or_known_default().ok_or(TargetError::NoHost)?;
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let addr = tokio::net::lookup_host((bare, port))
+            .await
+            .and_then(|mut a| a.next().ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address")))
+            .map_err(|source| TargetError::Resolve { host: host.clone(), source })?;
+        let tls = if scheme == "https" { Some(tls_config(bare, insecure)?) } else { None };
+        Ok(HttpTransport { addr, tls, request: encode(req)?.into(), head_only: req.method.eq_ignore_ascii_case("HEAD") })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+fn tls_config(host: &str, insecure: bool) -> Result<Tls, TargetError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default protocol versions");
+    let mut config = if insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(crate::insecure::AcceptAnyCert::new(provider)))
+            .with_no_client_auth()
+    } else {
+        let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+        builder.with_root_certificates(roots).with_no_client_auth()
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let name = ServerName::try_from(host.to_string()).map_err(|_| TargetError::NoHost)?;
+    Ok(Tls { connector: TlsConnector::from(Arc::new(config)), name })
+}
+
+fn encode(req: &HttpRequest) -> Result<Vec<u8>, TargetError> {
+    let mut target = req.url.path().to_string();
+    if let Some(q) = req.url.query() {
+        target.push('?');
+        target.push_str(q);
+    }
+    let host = match req.url.port() {
+        Some(p) => format!("{}:{p}", req.url.host_str().unwrap_or_default()),
+        None => req.url.host_str().unwrap_or_default().to_string(),
+    };
+    let mut out = format!("{} {target} HTTP/1.1\r\nHost: {host}\r\n", req.method);
+    let has = |name: &str| req.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+    if !has("user-agent") {
+        out.push_str(concat!("User-Agent: sojourn/", env!("CARGO_PKG_VERSION"), "\r\n"));
+    }
+    for (name, value) in &req.headers {
+        let bad = |s: &str| s.contains(['\r', '\n']);
+        if name.is_empty() || name.contains(':') || bad(name) || bad(value) {
+            return Err(TargetError::Header(format!("{name}: {value}")));
+        }
+        out.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if !req.body.is_empty() && !has("content-length") {
+        out.push_str(&format!("Content-Length: {}\r\n", req.body.len()));
+    }
+    out.push_str("\r\n");
+    let mut bytes = out.into_bytes();
+    bytes.extend_from_slice(&req.body);
+    Ok(bytes)
+}
+
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl Transport for HttpTransport {
+    type Conn = HttpConnection;
+
+    async fn connect(&self) -> Result<HttpConnection, FailureClass> {
+        let tcp = TcpStream::connect(self.addr).await.map_err(|_| FailureClass::Connect)?;
+        let _ = tcp.set_nodelay(true);
+        let stream = match &self.tls {
+            None => Stream::Plain(tcp),
+            Some(tls) => {
+                let s = tls.connector.connect(tls.name.clone(), tcp).await.map_err(|_| FailureClass::Connect)?;
+                Stream::Tls(Box::new(s))
+            }
+        };
+        Ok(HttpConnection {
+            stream,
+            buf: BytesMut::with_capacity(8 * 1024),
+            request: self.request.clone(),
+            head_only: self.head_only,
+            served: 0,
+            keep_alive: true,
+        })
+    }
+}
+
+/// One keep-alive HTTP/1.1 connection.
+pub struct HttpConnection {
+    stream: Stream,
+    buf: BytesMut,
+    request: Arc<[u8]>,
+    head_only: bool,
+    served: u64,
+    keep_alive: bool,
+}
+
+impl Connection for HttpConnection {
+    async fn exchange(&mut self, sent: &Cell<Option<Instant>>) -> Result<Outcome, ExchangeError> {
+        sent.set(Some(Instant::now()));
+        let result = match &mut self.stream {
+            Stream::Plain(s) => round_trip(s, &self.request, &mut self.buf, self.head_only).await,
+            Stream::Tls(s) => round_trip(s.as_mut(), &self.request, &mut self.buf, self.head_only).await,
+        };
+        match result {
+            Ok(head) => {
+                self.served += 1;
+                self.keep_alive = head.keep_alive;
+                Ok(Outcome::of_status(head.status))
+            }
+            Err(e) => {
+                self.keep_alive = false;
+                Err(match e {
+                    Broken::BeforeAnswer if self.served > 0 => ExchangeError::Stale,
+                    Broken::BeforeAnswer | Broken::Io => ExchangeError::Failed(FailureClass::Io),
+                    Broken::Protocol => ExchangeError::Failed(FailureClass::Protocol),
+                })
+            }
+        }
+    }
+
+    fn reusable(&self) -> bool {
+        self.keep_alive
+    }
+}
+
+enum Broken {
+    /// The peer closed or reset before any byte of the answer.
+    BeforeAnswer,
+    Io,
+    Protocol,
+}
+
+struct Head {
+    status: u16,
+    keep_alive: bool,
+}
+
+async fn round_trip<S>(s: &mut S, request: &[u8], buf: &mut BytesMut, head_only: bool) -> Result<Head, Broken>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    buf.clear();
+    if s.write_all(request).await.is_err() || s.flush().await.is_err() {
+        return Err(Broken::BeforeAnswer);
+    }
+    loop {
+        let head = read_head(s, buf).await?;
+        // 1xx answers are interim: the final answer follows on the same connection.
+        if (100..200).contains(&head.status) && head.status != 101 {
+            continue;
+        }
+        let framing = if head_only || head.status == 204 || head.status == 304 { Framing::Length(0) } else { head.framing };
+        skip_body(s, buf, framing).await?;
+        return Ok(Head { status: head.status, keep_alive: head.keep_alive && framing != Framing::UntilClose });
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    Length(u64),
+    Chunked,
+    UntilClose,
+}
+
+struct ParsedHead {
+    status: u16,
+    keep_alive: bool,
+    framing: Framing,
+}
+
+/// Reads until a full response head is in `buf`, parses it and consumes it from `buf`.
+async fn read_head<S: AsyncRead + Unpin>(s: &mut S, buf: &mut BytesMut) -> Result<ParsedHead, Broken> {
+    loop {
+        if let Some((len, head)) = parse_head(buf)? {
+            buf.advance(len);
+            return Ok(head);
+        }
+        fill(s, buf, buf.is_empty()).await?;
+    }
+}
+
+/// Parses a response head if `buf` holds a whole one: `(bytes used, head)`.
+fn parse_head(buf: &[u8]) -> Result<Option<(usize, ParsedHead)>, Broken> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut res = httparse::Response::new(&mut headers);
+    let len = match res.parse(buf) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(_) => return Err(Broken::Protocol),
+    };
+    let status = res.code.ok_or(Broken::Protocol)?;
+    let mut keep_alive = res.version == Some(1);
+    let mut framing = Framing::UntilClose;
+    for h in res.headers.iter() {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let n = std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse().ok()).ok_or(Broken::Protocol)?;
+            if framing != Framing::Chunked {
+                framing = Framing::Length(n);
+            }
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            if h.value.to_ascii_lowercase().windows(7).any(|w| w == b"chunked") {
+                framing = Framing::Chunked;
+            }
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            let v = h.value.to_ascii_lowercase();
+            if v.windows(5).any(|w| w == b"close") {
+                keep_alive = false;
+            } else if v.windows(10).any(|w| w == b"keep-alive") {
+                keep_alive = true;
+            }
+        }
+    }
+    Ok(Some((len, ParsedHead { status, keep_alive, framing })))
+}
+
+/// Reads more bytes into `buf`. `fresh` says no byte of the answer has arrived yet, so an EOF
+/// or reset means the peer dropped the request rather than broke an answer.
+async fn fill<S: AsyncRead + Unpin>(s: &mut S, buf: &mut BytesMut, fresh: bool) -> Result<(), Broken> {
+    if buf.capacity() - buf.len() < 1024 {
+        buf.reserve(8 * 1024);
+    }
+    match s.read_buf(buf).await {
+        Ok(0) | Err(_) if fresh => Err(Broken::BeforeAnswer),
+        Ok(0) | Err(_) => Err(Broken::Io),
+        Ok(_) => Ok(()),
+    }
+}
+
+async fn skip_body<S: AsyncRead + Unpin>(s: &mut S, buf: &mut BytesMut, framing: Framing) -> Result<(), Broken> {
+    match framing {
+        Framing::Length(n) => skip_exact(s, buf, n).await,
+        Framing::Chunked => skip_chunked(s, buf).await,
+        Framing::UntilClose => loop {
+            buf.clear();
+            match s.read_buf(buf).await {
+                Ok(0) => return Ok(()),
+                Ok(_) => {}
+                Err(_) => return Err(Broken::Io),
+            }
+        },
+    }
+}
+
+async fn skip_exact<S: AsyncRead + Unpin>(s: &mut S, buf: &mut BytesMut, mut n: u64) -> Result<(), Broken> {
+    loop {
+        let take = n.min(buf.len() as u64);
+        buf.advance(take as usize);
+        n -= take;
+        if n == 0 {
+            return Ok(());
+        }
+        fill(s, buf, false).await?;
+    }
+}
+
+async fn skip_chunked<S: AsyncRead + Unpin>(s: &mut S, buf: &mut BytesMut) -> Result<(), Broken> {
+    loop {
+        let (used, size) = loop {
+            match httparse::parse_chunk_size(buf) {
+                Ok(httparse::Status::Complete(found)) => break found,
+                Ok(httparse::Status::Partial) => fill(s, buf, false).await?,
+                Err(_) => return Err(Broken::Protocol),
+            }
+        };
+        buf.advance(used);
+        if size == 0 {
+            return skip_trailers(s, buf).await;
+        }
+        skip_exact(s, buf, size + 2).await?;
+    }
+}
+
+/// After the last chunk: optional trailer lines, then an empty line.
+async fn skip_trailers<S: AsyncRead + Unpin>(s: &mut S, buf: &mut BytesMut) -> Result<(), Broken> {
+    loop {
+        match buf.windows(2).position(|w| w == b"\r\n") {
+            Some(0) => {
+                buf.advance(2);
+                return Ok(());
+            }
+            Some(end) => buf.advance(end + 2),
+            None => fill(s, buf, false).await?,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::duplex;
+
+    fn req(url: &str, method: &str, headers: &[(&str, &str)], body: &str) -> HttpRequest {
+        HttpRequest {
+            url: Url::parse(url).unwrap(),
+            method: method.into(),
+            headers: headers.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn request_encoding() {
+        let bytes = encode(&req("http://127.0.0.1:8080/api?x=1", "POST", &[("X-Test", "1")], "hello")).unwrap();
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(text.starts_with("POST /api?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"), "{text}");
+        assert!(text.contains("X-Test: 1\r\n"));
+        assert!(text.ends_with("Content-Length: 5\r\n\r\nhello"), "{text}");
+        let get = String::from_utf8(encode(&req("http://example.test/", "GET", &[], "")).unwrap()).unwrap();
+        assert!(get.contains("Host: example.test\r\n") && !get.contains("Content-Length"));
+        assert!(matches!(encode(&req("http://a/", "GET", &[("Bad\r\nName", "v")], "")), Err(TargetError::Header(_))));
+    }
+
+    /// Plays a canned server script over an in-memory pipe and checks each exchange.
+    async fn exchange_with(script: &'static [u8], n: usize) -> Vec<Result<(u16, bool), String>> {
+        let (mut client, mut server) = duplex(64 * 1024);
+        tokio::spawn(async move {
+            let mut sink = [0u8; 1024];
+            let _ = server.read(&mut sink).await;
+            // Dribble the answer a few bytes at a time to exercise partial parses.
+            for chunk in script.chunks(7) {
+                if server.write_all(chunk).await.is_err() {
+                    return;
+                }
+            }
+            // End of script: the server closes, as a real one would after its last answer.
+            let _ = server.shutdown().await;
+        });
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for _ in 0..n {
+            out.push(match round_trip(&mut client, b"GET / HTTP/1.1\r\n\r\n", &mut buf, false).await {
+                Ok(h) => Ok((h.status, h.keep_alive)),
+                Err(Broken::BeforeAnswer) => Err("before".into()),
+                Err(Broken::Io) => Err("io".into()),
+                Err(Broken::Protocol) => Err("protocol".into()),
+            });
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn content_length_framing() {
+        let r = exchange_with(b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world", 1).await;
+        assert_eq!(r, vec![Ok((200, true))]);
+    }
+
+    #[tokio::test]
+    async fn chunked_framing_with_trailers() {
+        let r = exchange_with(b"HTTP/1.1 503 Busy\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;x=y\r\n world\r\n0\r\nX-T: 1\r\n\r\n", 1).await;
+        assert_eq!(r, vec![Ok((503, true))]);
+    }
+
+    #[tokio::test]
+    async fn connection_close_and_interim_answers() {
+        let r = exchange_with(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", 1).await;
+        assert_eq!(r, vec![Ok((200, false))], "100 is skipped; close is honoured");
+        let r = exchange_with(b"HTTP/1.0 200 OK\r\n\r\nuntil close", 1).await;
+        assert_eq!(r, vec![Ok((200, false))], "HTTP/1.0 without length reads to EOF");
+    }
+
+    #[tokio::test]
+    async fn truncated_and_garbage_answers_are_classified() {
+        let r = exchange_with(b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nshort", 1).await;
+        assert_eq!(r, vec![Err("io".into())], "EOF mid-body is a broken exchange");
+        let r = exchange_with(b"NOT HTTP AT ALL\r\n\r\n", 1).await;
+        assert_eq!(r, vec![Err("protocol".into())]);
+    }
+}

@@ -1,0 +1,72 @@
+//! Turning a finished run into the shared result document.
+use std::time::Duration;
+
+use sojourn_core::check::{assess_closed, assess_open};
+use sojourn_core::{nanos, Arrival, End, Mode, RunConfig, RunFacts, RunResult};
+
+use crate::run::{Load, Plan, RunReport};
+
+/// Describes the plan in the result's terms.
+pub fn config(plan: &Plan, target: Option<String>) -> RunConfig {
+    let mut c = RunConfig {
+        target,
+        connections: plan.connections as u32,
+        threads: Some(plan.worker_count() as u32),
+        timeout_ns: Some(nanos(plan.timeout)),
+        interval_ns: nanos(plan.interval),
+        ..Default::default()
+    };
+    let end = match plan.load {
+        Load::Open(s) => {
+            c.rate = Some(s.rate.get());
+            c.arrival = Some(s.arrival.name().to_string());
+            match s.arrival {
+                Arrival::Poisson { seed } => c.seed = Some(seed),
+                Arrival::Ramp { to } => c.ramp_to = Some(to.get()),
+                Arrival::Constant => {}
+            }
+            s.end
+        }
+        Load::Closed(end) => end,
+    };
+    match end {
+        End::After(d) => c.duration_ns = Some(nanos(d)),
+        End::Count(n) => c.requests = Some(n),
+    }
+    c
+}
+
+/// Builds the result document, with the self-check for open loops and the back-filled
+/// estimate for closed ones.
+pub fn build(plan: &Plan, report: &RunReport, label: &str, target: Option<String>) -> RunResult {
+    let m = &report.measurements;
+    let (mode, checks, backfill_interval) = match plan.load {
+        Load::Open(_) => {
+            let mut checks = assess_open(m, plan.connections as u32);
+            if !report.precise_timer {
+                checks.notes.push("no timerfd on this system: the dispatcher used tokio's 1 ms timer, so send lag includes up to 1 ms of timer error".into());
+            }
+            (Mode::Open, checks, None)
+        }
+        Load::Closed(_) => (Mode::Closed, assess_closed(), Some(per_connection_interval(plan, report))),
+    };
+    let facts = RunFacts {
+        label: label.to_string(),
+        mode,
+        config: config(plan, target),
+        scheduled: report.scheduled,
+        elapsed: report.elapsed,
+        interrupted: report.interrupted,
+        checks,
+        backfill_interval,
+    };
+    RunResult::build(m, facts)
+}
+
+/// The mean time between one connection's requests: what a closed loop "expected" between
+/// samples, used for HdrHistogram's back-fill (as wrk does).
+fn per_connection_interval(plan: &Plan, report: &RunReport) -> Duration {
+    let answered = report.measurements.tally.completed + report.measurements.tally.failed.total();
+    let per_connection = (answered as f64 / plan.connections.max(1) as f64).max(1.0);
+    Duration::from_secs_f64(report.elapsed.as_secs_f64() / per_connection)
+}

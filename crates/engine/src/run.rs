@@ -1,0 +1,131 @@
+//! Spreads a run over worker threads, one current-thread runtime each, and merges what they
+//! recorded.
+use std::sync::Arc;
+use std::time::Duration;
+
+use sojourn_core::{End, Measurements, Recorder, Schedule};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::closed::ClosedWorker;
+use crate::lane::{Lane, LaneConfig};
+use crate::open::{OpenWorker, WorkerReport};
+use crate::progress::Progress;
+use crate::transport::Transport;
+
+/// The kind of load.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Load {
+    /// Requests due on a schedule, whatever the answers do.
+    Open(Schedule),
+    /// N connections each looping send → wait → record, until a duration or a count.
+    Closed(End),
+}
+
+/// A validated run: everything the engine needs, nothing from the command line.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub load: Load,
+    /// Open loop: the pool's maximum size. Closed loop: the number of looping connections.
+    pub connections: usize,
+    pub threads: usize,
+    /// How long one exchange may take; also how long the run drains after the schedule ends.
+    pub timeout: Duration,
+    /// Width of the timeline's intervals.
+    pub interval: Duration,
+}
+
+impl Plan {
+    /// Threads actually used: never more than connections, never zero.
+    pub fn worker_count(&self) -> usize {
+        self.threads.clamp(1, self.connections.max(1))
+    }
+}
+
+/// What a run produced.
+pub struct RunReport {
+    pub measurements: Measurements,
+    pub scheduled: u64,
+    pub elapsed: Duration,
+    pub interrupted: bool,
+    /// Whether the dispatcher had microsecond timers (timerfd) or fell back to tokio's 1 ms.
+    pub precise_timer: bool,
+}
+
+/// Time given to worker threads to build their runtimes before the first request is due, so
+/// thread start-up is not charged to the first requests as send lag.
+const WARMUP: Duration = Duration::from_millis(20);
+
+/// Runs the plan on `transport` and blocks until it is over (or cancelled).
+pub fn execute<T: Transport>(plan: &Plan, transport: T, cancel: CancellationToken, progress: Arc<Progress>) -> std::io::Result<RunReport> {
+    let workers = plan.worker_count();
+    let t0 = Instant::now() + WARMUP;
+    let precise_timer = sojourn_timer::Timer::new().is_precise();
+    let reports: Vec<std::io::Result<WorkerReport>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|w| {
+                let cfg = LaneConfig { t0, timeout: plan.timeout, interval: plan.interval, progress: progress.clone(), worker: w, cancel: cancel.clone() };
+                let transport = transport.clone();
+                std::thread::Builder::new()
+                    .name(format!("sojourn-worker-{w}"))
+                    .spawn_scoped(scope, move || run_worker(plan, w, workers, transport, cfg))
+                    .expect("spawning a worker thread")
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("worker thread panicked")).collect()
+    });
+    let reports = reports.into_iter().collect::<std::io::Result<Vec<_>>>()?;
+    let scheduled = reports.iter().map(|r| r.scheduled).sum();
+    let elapsed = reports.iter().map(|r| r.lane.end).max().unwrap_or_default();
+    let measurements = Recorder::merge_all(reports.into_iter().map(|r| r.lane.recorder));
+    Ok(RunReport { measurements, scheduled, elapsed, interrupted: cancel.is_cancelled(), precise_timer })
+}
+
+fn run_worker<T: Transport>(plan: &Plan, w: usize, workers: usize, transport: T, cfg: LaneConfig) -> std::io::Result<WorkerReport> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let local = tokio::task::LocalSet::new();
+    let connections = share(plan.connections as u64, w, workers) as usize;
+    Ok(local.block_on(&rt, async move {
+        let lane = Lane::new(transport, cfg);
+        match plan.load {
+            Load::Open(schedule) => {
+                let worker = OpenWorker { lane, connections, schedule_end: schedule_end(&schedule), timeout: plan.timeout };
+                worker.run(schedule.slice(w, workers), &mut sojourn_timer::Timer::new()).await
+            }
+            Load::Closed(end) => {
+                let end = match end {
+                    End::Count(n) => End::Count(share(n, w, workers)),
+                    after => after,
+                };
+                ClosedWorker { lane, connections, end, timeout: plan.timeout }.run().await
+            }
+        }
+    }))
+}
+
+/// Worker `w`'s even share of `total`.
+fn share(total: u64, w: usize, workers: usize) -> u64 {
+    let (w, workers) = (w as u64, workers.max(1) as u64);
+    total / workers + u64::from(w < total % workers)
+}
+
+/// When the schedule stops issuing: its duration, or its last due time for a count.
+pub fn schedule_end(schedule: &Schedule) -> Duration {
+    match schedule.end {
+        End::After(d) => d,
+        End::Count(_) => schedule.iter().last().map(|d| d.at).unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_add_up() {
+        for (total, workers) in [(10u64, 3usize), (1, 4), (0, 2), (1000, 7)] {
+            let sum: u64 = (0..workers).map(|w| share(total, w, workers)).sum();
+            assert_eq!(sum, total, "{total} over {workers}");
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! The dispatcher and the closed loop, driven in tokio's paused (virtual) time through the
+//! in-process transport: deterministic, instant, and independent of machine load.
+use std::sync::Arc;
+use std::time::Duration;
+
+use sojourn_core::{Arrival, End, FailureClass, Measurements, Rate, Recorder, Schedule};
+use sojourn_engine::closed::ClosedWorker;
+use sojourn_engine::lane::{Lane, LaneConfig};
+use sojourn_engine::open::{OpenWorker, WorkerReport};
+use sojourn_engine::sleeper::TokioSleeper;
+use sojourn_engine::{FnTransport, Progress, Transport};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+/// A server with a 1 ms baseline whose gate is closed from 1 s to 2 s after `base`: a request
+/// reaching the gate during the stall waits for its end (DESIGN §3 `hiccup`).
+fn hiccup(base: Instant) -> impl Transport {
+    FnTransport::new(move || async move {
+        tokio::time::sleep(ms(1)).await;
+        let reach = Instant::now() - base;
+        if reach >= ms(1000) && reach < ms(2000) {
+            tokio::time::sleep_until(base + ms(2000)).await;
+        }
+        Ok(200)
+    })
+}
+
+fn lane<T: Transport>(transport: T, t0: Instant, cancel: CancellationToken) -> std::rc::Rc<Lane<T>> {
+    let cfg = LaneConfig { t0, timeout: ms(5000), interval: Duration::from_secs(1), progress: Progress::new(1), worker: 0, cancel };
+    Lane::new(transport, cfg)
+}
+
+async fn open_run<T: Transport>(transport: T, t0: Instant, rate: f64, secs: u64, connections: usize, cancel: CancellationToken) -> (WorkerReport, Measurements) {
+    let schedule = Schedule::new(Arrival::Constant, Rate::per_second(rate).unwrap(), End::After(Duration::from_secs(secs))).unwrap();
+    let worker = OpenWorker { lane: lane(transport, t0, cancel), connections, schedule_end: Duration::from_secs(secs), timeout: ms(5000) };
+    let mut report = worker.run(schedule.iter(), &mut TokioSleeper).await;
+    let m = Recorder::merge_all([std::mem::replace(&mut report.lane.recorder, Recorder::new(Duration::from_secs(1)))]);
+    (report, m)
+}
+
+fn slow_count(m: &Measurements, above: Duration) -> u64 {
+    m.hist.response.count_between(above.as_nanos() as u64, u64::MAX)
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn open_loop_measures_every_request_delayed_by_the_stall() {
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async {
+            let t0 = Instant::now();
+            let (report, m) = open_run(hiccup(t0), t0, 1000.0, 3, 2000, CancellationToken::new()).await;
+            assert_eq!(report.scheduled, 3000);
+            assert_eq!(m.tally.accounted(), 3000, "nothing lost");
+            assert_eq!(m.tally.completed, 3000);
+            // Requests due from ≈0.999 s to 2 s all wait for the gate: ≈1,000 of them, taking
+            // between ≈1 ms and ≈1 s.
+            let late = slow_count(&m, ms(5));
+            assert!((990..=1010).contains(&late), "late requests: {late}");
+            let p99 = m.response_at(99.0).value;
+            assert!(p99 > 700_000_000, "p99 reflects the wedge: {p99} ns");
+            let max = m.hist.response.max();
+            assert!(max > 990_000_000 && max < 1_010_000_000, "the first request in the stall waits ≈1 s: {max}");
+            assert_eq!(m.hist.dispatch_lag.max(), 0, "in virtual time the dispatcher is never late");
+            assert_eq!(m.tally.waited_for_connection, 0, "2000 connections absorb the 1000-request queue");
+        })
+        .await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn closed_loop_hides_the_stall() {
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async {
+            let t0 = Instant::now();
+            let worker = ClosedWorker { lane: lane(hiccup(t0), t0, CancellationToken::new()), connections: 10, end: End::After(ms(3000)), timeout: ms(5000) };
+            let mut report = worker.run().await;
+            let m = Recorder::merge_all([std::mem::replace(&mut report.lane.recorder, Recorder::new(Duration::from_secs(1)))]);
+            assert_eq!(m.tally.accounted(), report.scheduled, "nothing lost");
+            // Each of the 10 connections meets the stall once; nothing else is slow.
+            let late = slow_count(&m, ms(5));
+            assert_eq!(late, 10, "one slow sample per connection");
+            let p99 = m.response_at(99.0).value;
+            assert!(p99 < 2_000_000, "closed-loop p99 stays at the baseline: {p99} ns");
+            assert!(m.hist.response.max() > 990_000_000, "…while the max shows the stall");
+        })
+        .await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_full_pool_is_counted_as_waiting_for_a_connection_not_generator_lag() {
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async {
+            let t0 = Instant::now();
+            // 10 ms per request at 1000 req/s needs ≈10 connections; give it 5.
+            let slow = FnTransport::new(|| async {
+                tokio::time::sleep(ms(10)).await;
+                Ok(200)
+            });
+            let (_, m) = open_run(slow, t0, 1000.0, 1, 5, CancellationToken::new()).await;
+            assert_eq!(m.tally.accounted(), 1000);
+            assert!(m.tally.waited_for_connection > 900, "waited: {}", m.tally.waited_for_connection);
+            assert_eq!(m.hist.dispatch_lag.max(), 0, "the generator itself was on time");
+            assert!(m.hist.send_lag.max() > 500_000_000, "the queue grows: capacity is 500 req/s");
+            let checks = sojourn_core::check::assess_open(&m, 5);
+            assert!(checks.passed(), "a small pool is not the generator's fault");
+            assert!(checks.notes.iter().any(|n| n.contains("waited for a free connection")));
+        })
+        .await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn timeouts_are_classified_and_censored_at_the_timeout() {
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async {
+            let t0 = Instant::now();
+            let n = Arc::new(std::sync::atomic::AtomicU64::new(0));
+            let hangs_every_tenth = FnTransport::new(move || {
+                let i = n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                async move {
+                    if i % 10 == 9 {
+                        std::future::pending::<()>().await;
+                    }
+                    tokio::time::sleep(ms(1)).await;
+                    Ok(if i % 10 == 4 { 503 } else { 200 })
+                }
+            });
+            let (_, m) = open_run(hangs_every_tenth, t0, 100.0, 1, 1000, CancellationToken::new()).await;
+            assert_eq!(m.tally.accounted(), 100);
+            assert_eq!(m.tally.failed.get(FailureClass::Timeout), 10);
+            assert_eq!(m.tally.failed.get(FailureClass::Http5xx), 10);
+            assert_eq!(m.tally.completed, 80);
+            assert_eq!(m.censored.len(), 10, "each timeout is a lower bound");
+            assert!(m.response_at(100.0).lower_bound);
+            assert!(!m.response_at(50.0).lower_bound);
+        })
+        .await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn cancelling_mid_stall_accounts_for_every_due_request() {
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async {
+            let t0 = Instant::now();
+            let cancel = CancellationToken::new();
+            let stopper = cancel.clone();
+            tokio::task::spawn_local(async move {
+                tokio::time::sleep_until(t0 + ms(1500)).await;
+                stopper.cancel();
+            });
+            let (report, m) = open_run(hiccup(t0), t0, 1000.0, 3, 2000, cancel).await;
+            let end = report.lane.end;
+            assert!(end >= ms(1500) && end < ms(1510), "stopped at the cancel: {end:?}");
+            assert!((1499..=1502).contains(&report.scheduled), "only what was due: {}", report.scheduled);
+            assert_eq!(m.tally.accounted(), report.scheduled, "nothing lost");
+            // Everything sent into the stall is still out: censored, at least end − intended.
+            assert!(m.tally.censored > 490, "censored: {}", m.tally.censored);
+            assert!(m.response_at(100.0).lower_bound);
+        })
+        .await;
+}
