@@ -1,0 +1,173 @@
+//! `sojourn serve` as a user runs it: the address line, a truth log, SIGTERM, and bad input.
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn sojourn() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sojourn"))
+}
+
+/// One request on its own connection; returns the status code.
+fn get(addr: &str, path: &str) -> u16 {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    reply.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn serves_on_the_printed_address_logs_truth_and_stops_on_sigterm() {
+    let truth = std::env::temp_dir().join(format!("sojourn-serve-{}.csv", std::process::id()));
+    let mut child = sojourn()
+        .args([
+            "serve",
+            "--scenario",
+            "every-nth",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .args(["--set", "every-nth.n=2", "--set", "every-nth.slow=50ms"])
+        .arg("--truth")
+        .arg(&truth)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on http://")
+        .expect(&line)
+        .to_owned();
+    assert!(
+        addr.starts_with("127.0.0.1:") && !addr.ends_with(":0"),
+        "{line}"
+    );
+
+    for _ in 0..4 {
+        assert_eq!(get(&addr, "/api"), 200);
+    }
+    assert_eq!(get(&addr, "/healthy"), 200);
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("serving every-nth: service fixed 1ms"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("stopped: 4 /api requests (4 ok"),
+        "{stderr}"
+    );
+
+    let text = std::fs::read_to_string(&truth).unwrap();
+    std::fs::remove_file(&truth).unwrap();
+    let mut slow: Vec<u64> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            l.split(',')
+                .map(|c| c.parse::<u64>().unwrap_or(0))
+                .collect::<Vec<_>>()
+        })
+        .filter(|c| c[3] - c[2] >= 50_000_000)
+        .map(|c| c[0])
+        .collect();
+    slow.sort();
+    assert_eq!(
+        slow,
+        vec![1, 3],
+        "the 2nd and 4th requests are slow:\n{text}"
+    );
+}
+
+/// Each row: arguments after `serve`, and what the one-line error must say.
+#[test]
+fn bad_input_names_the_flag_and_exits_2() {
+    let rows: &[(&[&str], &str)] = &[
+        (
+            &["--scenario", "hiccups"],
+            "error: --scenario: unknown scenario \"hiccups\"; built-ins are healthy",
+        ),
+        (
+            &["--scenario", "hiccup", "--set", "hiccup.at=soon"],
+            "error: --set: hiccup.at: expected a duration",
+        ),
+        (
+            &["--scenario", "hiccup", "--set", "at=5s"],
+            "error: --set: \"at=5s\": expected NAME.PARAM=VALUE",
+        ),
+        (
+            &["--scenario", "hiccup", "--set", "hiccup.when=5s"],
+            "error: --set: hiccup.when: unknown field; accepted: hiccup.baseline",
+        ),
+        (
+            &["--listen", "localhost"],
+            "error: --listen: expected an address like 127.0.0.1:8080",
+        ),
+    ];
+    for (args, want) in rows {
+        let out = sojourn().arg("serve").args(*args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(want),
+            "{args:?}:\n got  {stderr}\n want {want}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    }
+}
+
+#[test]
+fn list_and_print_describe_the_builtins() {
+    let out = sojourn().args(["serve", "--list"]).output().unwrap();
+    let list = String::from_utf8_lossy(&out.stdout);
+    for name in [
+        "healthy",
+        "hiccup",
+        "ramp",
+        "gc-pauses",
+        "saturation",
+        "every-nth",
+        "bimodal",
+        "spike",
+    ] {
+        assert!(
+            list.lines().any(|l| l.starts_with(name)),
+            "{name} in:\n{list}"
+        );
+    }
+    assert!(list.contains("--set hiccup.at=30s"));
+    let out = sojourn()
+        .args([
+            "serve",
+            "--scenario",
+            "spike",
+            "--set",
+            "spike.at=3s",
+            "--print",
+        ])
+        .output()
+        .unwrap();
+    let toml = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(
+        toml.contains("kind = \"stall\"") && toml.contains("at = \"3s\""),
+        "{toml}"
+    );
+}
