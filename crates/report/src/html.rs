@@ -1,0 +1,888 @@
+//! `sojourn report`: result files → one self-contained HTML file.
+//!
+//! Everything is inline (CSS and SVG; no script, no fonts, no network), so the file reads the
+//! same offline, attached to a ticket, or years later. Sections: a summary per run, the response
+//! percentiles side by side (with ratios when runs are compared), the percentile spectrum, a
+//! latency timeline per run, throughput and send lag over time.
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use hdrhistogram::Histogram;
+use sojourn_core::check::GeneratorVerdict;
+use sojourn_core::record::bound_at;
+use sojourn_core::result::{decode_base64, HistogramSummary, Mode, RunResult, SCHEMA};
+use sojourn_core::units::format_ns;
+
+use crate::error::ReportError;
+use crate::plot::{self, Band, Curve, LineKind, Look, Marker, OverTime, Span, Timeline};
+use crate::samples::{read_downsampled, Sample};
+
+/// Sampled requests drawn per run on its timeline; more add bytes, not insight.
+pub const MAX_DOTS: usize = 2500;
+
+/// One run to report on.
+#[derive(Debug, Clone)]
+pub struct ReportRun {
+    /// Where it came from (shown in the report), e.g. the result file's name.
+    pub source: String,
+    pub result: RunResult,
+    /// Per-request samples, if recorded (already downsampled; see [`MAX_DOTS`]).
+    pub samples: Vec<Sample>,
+}
+
+impl ReportRun {
+    /// Loads a result file, and its samples if a sibling samples file exists
+    /// (see [`samples_path_for`]).
+    pub fn load(path: &Path) -> Result<ReportRun, ReportError> {
+        let result = load_result(path)?;
+        let samples = match samples_path_for(path) {
+            Some(p) => read_downsampled(&p, MAX_DOTS)?,
+            None => Vec::new(),
+        };
+        let source = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        Ok(ReportRun {
+            source,
+            result,
+            samples,
+        })
+    }
+}
+
+/// Reads and checks a result file: JSON, a sojourn result, and a schema version this build reads.
+pub fn load_result(path: &Path) -> Result<RunResult, ReportError> {
+    let text = std::fs::read_to_string(path).map_err(ReportError::io(path))?;
+    let not_result = |reason: String| ReportError::NotAResult {
+        path: path.to_owned(),
+        reason,
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| not_result(format!("not JSON: {e}")))?;
+    let schema = value
+        .get("schema")
+        .and_then(|s| s.as_str())
+        .ok_or_else(|| not_result("no \"schema\" field".into()))?;
+    if !schema.starts_with("sojourn.result/") {
+        return Err(not_result(format!(
+            "schema {schema:?} is not a sojourn result"
+        )));
+    }
+    if schema != SCHEMA {
+        return Err(ReportError::Schema {
+            path: path.to_owned(),
+            found: schema.to_owned(),
+            expected: SCHEMA,
+        });
+    }
+    serde_json::from_value(value).map_err(|e| not_result(e.to_string()))
+}
+
+/// The samples file that goes with a result file, by convention: `X.json` → `X.samples.csv`
+/// or `X.samples.bin`, whichever exists.
+pub fn samples_path_for(result: &Path) -> Option<PathBuf> {
+    let stem = result.with_extension("");
+    ["samples.csv", "samples.bin"]
+        .iter()
+        .map(|ext| crate::hgrm::with_suffix(&stem, &format!(".{ext}")))
+        .find(|p| p.is_file())
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct HtmlOptions {
+    /// The page title; a default names the runs.
+    pub title: Option<String>,
+}
+
+/// The whole report as one HTML document.
+pub fn render(runs: &[ReportRun], opts: &HtmlOptions) -> Result<String, ReportError> {
+    let views: Vec<RunView> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| RunView::new(i, r))
+        .collect::<Result<_, _>>()?;
+    let title = opts.title.clone().unwrap_or_else(|| default_title(runs));
+    let mut page = String::new();
+    head(&mut page, &title);
+    let _ = writeln!(
+        page,
+        "<header><h1>{}</h1><p class=\"lede\">{}</p></header>",
+        escape(&title),
+        lede(runs)
+    );
+    summary_section(&mut page, &views);
+    percentile_section(&mut page, &views);
+    spectrum_section(&mut page, &views)?;
+    timeline_section(&mut page, &views)?;
+    throughput_section(&mut page, &views)?;
+    send_lag_section(&mut page, &views)?;
+    let _ = writeln!(
+        page,
+        "<footer>Written by sojourn {}. Sources: {}.</footer>\n</body>\n</html>",
+        env!("CARGO_PKG_VERSION"),
+        sources(runs)
+    );
+    Ok(page)
+}
+
+fn default_title(runs: &[ReportRun]) -> String {
+    let labels: Vec<&str> = runs.iter().map(|r| r.result.label.as_str()).collect();
+    format!("sojourn report: {}", labels.join(" vs "))
+}
+
+fn lede(runs: &[ReportRun]) -> String {
+    let scenario = runs
+        .iter()
+        .find_map(|r| r.result.scenario.as_ref().and_then(scenario_name));
+    let target = runs.iter().find_map(|r| r.result.config.target.clone());
+    let mut parts = vec![format!(
+        "{} run{}",
+        runs.len(),
+        if runs.len() == 1 { "" } else { "s" }
+    )];
+    if let Some(s) = scenario {
+        parts.push(format!("scenario <b>{}</b>", escape(&s)));
+    }
+    if let Some(t) = target {
+        parts.push(format!("target <code>{}</code>", escape(&t)));
+    }
+    parts.push("response time = done − intended: measured from when each request was due, not from when it was sent".into());
+    parts.join(" · ")
+}
+
+fn sources(runs: &[ReportRun]) -> String {
+    runs.iter()
+        .map(|r| format!("<code>{}</code>", escape(&r.source)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Escapes text for HTML element content and attribute values.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+fn head(page: &mut String, title: &str) {
+    let _ = write!(
+        page,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{}</title>\n<style>{}</style>\n</head>\n<body>\n",
+        escape(title),
+        CSS
+    );
+}
+
+const CSS: &str = "
+body { font-family: system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; color: #222;
+       max-width: 1060px; margin: 0 auto; padding: 16px 24px 48px; line-height: 1.45; background: #fff; }
+h1 { font-size: 26px; margin: 8px 0 4px; } h2 { font-size: 20px; margin: 36px 0 8px; border-bottom: 1px solid #ddd; }
+.lede { color: #555; margin-top: 0; }
+table { border-collapse: collapse; margin: 8px 0 4px; font-size: 14px; }
+th, td { padding: 4px 12px; border-bottom: 1px solid #e4e4e4; text-align: right; vertical-align: top; }
+th:first-child, td:first-child { text-align: left; }
+thead th { border-bottom: 2px solid #999; }
+td.note { text-align: left; max-width: 640px; color: #444; }
+.bad { color: #b00020; font-weight: 600; } .ok { color: #1b6e20; } .muted { color: #777; }
+figure { margin: 12px 0 24px; } figure svg { max-width: 100%; height: auto; display: block; }
+figcaption { color: #444; font-size: 14px; max-width: 900px; }
+.swatch { display: inline-block; width: 12px; height: 12px; margin-right: 6px; vertical-align: -1px; border: 1px solid #0003; }
+code { background: #f3f3f3; padding: 0 3px; border-radius: 3px; }
+footer { margin-top: 40px; color: #777; font-size: 13px; }
+";
+
+/// Everything the page needs about one run, computed once.
+struct RunView<'a> {
+    run: &'a ReportRun,
+    look: Look,
+    response: Option<Histogram<u64>>,
+    censored: Histogram<u64>,
+    spans: Vec<Span>,
+}
+
+impl<'a> RunView<'a> {
+    fn new(index: usize, run: &'a ReportRun) -> Result<RunView<'a>, ReportError> {
+        let r = &run.result;
+        // A result imported from a peer tool may carry no histogram: fall back to its percentiles.
+        let response = decode_base64(&r.histograms.response.hdr).ok();
+        let censored = r
+            .histograms
+            .censored
+            .as_ref()
+            .and_then(|c| decode_base64(&c.hdr).ok())
+            .unwrap_or_else(sojourn_core::record::new_histogram);
+        let spans = r
+            .scenario
+            .as_ref()
+            .map(|s| scenario_windows(s, r.elapsed_ns))
+            .unwrap_or_default();
+        let spans = spans
+            .into_iter()
+            .map(|w| Span {
+                label: w.kind,
+                start: w.start_ns as f64 / 1e9,
+                end: w.end_ns as f64 / 1e9,
+            })
+            .collect();
+        Ok(RunView {
+            run,
+            look: look_for(index, r.mode),
+            response,
+            censored,
+            spans,
+        })
+    }
+
+    fn r(&self) -> &RunResult {
+        &self.run.result
+    }
+
+    fn name(&self) -> String {
+        format!("{} ({})", self.r().label, self.r().mode.label())
+    }
+}
+
+fn look_for(index: usize, mode: Mode) -> Look {
+    let color = plot::PALETTE[index % plot::PALETTE.len()];
+    match mode {
+        Mode::Open => Look {
+            color,
+            line: LineKind::Solid,
+            marker: Marker::Circle,
+        },
+        Mode::Closed => Look {
+            color,
+            line: LineKind::Dashed,
+            marker: Marker::Triangle,
+        },
+        Mode::Tracking => Look {
+            color,
+            line: LineKind::Dotted,
+            marker: Marker::Square,
+        },
+    }
+}
+
+fn swatch(look: Look) -> String {
+    let c = look.color;
+    let shape = match look.marker {
+        Marker::Circle => "border-radius: 50%;",
+        Marker::Triangle => "clip-path: polygon(50% 0, 100% 100%, 0 100%);",
+        Marker::Square => "",
+    };
+    format!(
+        "<span class=\"swatch\" style=\"background: rgb({}, {}, {}); {shape}\"></span>",
+        c.0, c.1, c.2
+    )
+}
+
+// ---- summary -------------------------------------------------------------------------------
+
+/// How one summary row shows a run.
+type Cell = fn(&RunResult) -> String;
+
+fn summary_section(page: &mut String, views: &[RunView]) {
+    page.push_str("<section id=\"summary\">\n<h2>Runs</h2>\n<table>\n<thead><tr><th></th>");
+    for v in views {
+        let _ = write!(page, "<th>{}{}</th>", swatch(v.look), escape(&v.name()));
+    }
+    page.push_str("</tr></thead>\n<tbody>\n");
+    let rows: [(&str, Cell); 12] = [
+        ("tool", |r| {
+            escape(&format!("{} {}", r.tool.name, r.tool.version))
+        }),
+        ("target rate", |r| {
+            r.rate
+                .target
+                .map_or("— (closed loop: as fast as answers come)".into(), |t| {
+                    format!("{} req/s", num(t))
+                })
+        }),
+        ("achieved rate (answers)", |r| {
+            format!("{} req/s", num(r.rate.achieved))
+        }),
+        ("duration", |r| format_ns(r.elapsed_ns)),
+        ("connections", |r| r.config.connections.to_string()),
+        ("scheduled", |r| count(r.counts.scheduled)),
+        ("completed", |r| count(r.counts.completed)),
+        ("failed", failures),
+        ("censored (no answer at the end)", |r| {
+            count(r.counts.censored)
+        }),
+        ("never sent", |r| count(r.counts.never_sent)),
+        ("waited for a free connection", |r| {
+            count(r.counts.waited_for_connection)
+        }),
+        ("generator self-check", verdict),
+    ];
+    for (name, cell) in rows {
+        let _ = write!(page, "<tr><th>{name}</th>");
+        for v in views {
+            let _ = write!(page, "<td>{}</td>", cell(v.r()));
+        }
+        page.push_str("</tr>\n");
+    }
+    page.push_str("</tbody>\n</table>\n");
+    notes(page, views);
+    page.push_str("</section>\n");
+}
+
+fn num(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
+/// A count with thousands separators: 13,500.
+fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn failures(r: &RunResult) -> String {
+    let parts: Vec<String> = r
+        .counts
+        .failed
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(c, n)| format!("{} {}", count(n), c.name()))
+        .collect();
+    if parts.is_empty() {
+        "0".into()
+    } else {
+        format!("<span class=\"bad\">{}</span>", parts.join(", "))
+    }
+}
+
+fn verdict(r: &RunResult) -> String {
+    match r.checks.generator {
+        GeneratorVerdict::Ok => "<span class=\"ok\">ok: sent on schedule</span>".into(),
+        GeneratorVerdict::Behind => {
+            "<span class=\"bad\">BEHIND: the generator itself was late</span>".into()
+        }
+        GeneratorVerdict::NotApplicable => {
+            "<span class=\"muted\">n/a (closed loop has no schedule)</span>".into()
+        }
+    }
+}
+
+fn notes(page: &mut String, views: &[RunView]) {
+    let mut items = String::new();
+    for v in views {
+        let r = v.r();
+        for n in &r.checks.notes {
+            let _ = write!(items, "<li><b>{}</b>: {}</li>", escape(&r.label), escape(n));
+        }
+        if r.interrupted {
+            let _ = write!(
+                items,
+                "<li><b>{}</b>: the run was interrupted; this is what was gathered until then</li>",
+                escape(&r.label)
+            );
+        }
+        if r.counts.unaccounted() != 0 {
+            let _ = write!(
+                items,
+                "<li class=\"bad\"><b>{}</b>: {} scheduled requests are unaccounted for</li>",
+                escape(&r.label),
+                r.counts.unaccounted()
+            );
+        }
+    }
+    if !items.is_empty() {
+        let _ = writeln!(page, "<ul class=\"notes\">{items}</ul>");
+    }
+}
+
+// ---- percentiles side by side --------------------------------------------------------------
+
+const TABLE_PERCENTILES: [(f64, &str); 6] = [
+    (50.0, "p50"),
+    (90.0, "p90"),
+    (99.0, "p99"),
+    (99.9, "p99.9"),
+    (99.99, "p99.99"),
+    (100.0, "max"),
+];
+
+fn percentile_section(page: &mut String, views: &[RunView]) {
+    page.push_str("<section id=\"percentiles\">\n<h2>Response time percentiles</h2>\n<table>\n<thead><tr><th></th>");
+    for v in views {
+        let _ = write!(page, "<th>{}{}</th>", swatch(v.look), escape(&v.r().label));
+    }
+    for v in views.iter().skip(1) {
+        let _ = write!(
+            page,
+            "<th>ratio {} / {}</th>",
+            escape(&v.r().label),
+            escape(&views[0].r().label)
+        );
+    }
+    page.push_str("</tr></thead>\n<tbody>\n");
+    let _ = write!(page, "<tr><th>count</th>");
+    for v in views {
+        let _ = write!(page, "<td>{}</td>", count(v.r().histograms.response.count));
+    }
+    page.push_str(&"<td></td>".repeat(views.len().saturating_sub(1)));
+    page.push_str("</tr>\n");
+    for (p, name) in TABLE_PERCENTILES {
+        let _ = write!(page, "<tr><th>{name}</th>");
+        let cells: Vec<Option<(u64, bool)>> = views.iter().map(|v| value_at(v, p)).collect();
+        for c in &cells {
+            let _ = write!(
+                page,
+                "<td>{}</td>",
+                c.map_or("—".into(), |(v, lb)| latency(v, lb))
+            );
+        }
+        for c in cells.iter().skip(1) {
+            let _ = write!(page, "<td>{}</td>", ratio(cells[0], *c));
+        }
+        page.push_str("</tr>\n");
+    }
+    page.push_str("</tbody>\n</table>\n<p class=\"muted\">A value marked ≥ is only a lower bound: requests still unanswered when the run ended (or timed out) are counted at the time they had waited so far, and could have taken longer.</p>\n</section>\n");
+}
+
+fn value_at(v: &RunView, p: f64) -> Option<(u64, bool)> {
+    if let Some(h) = &v.response {
+        if h.is_empty() {
+            return None;
+        }
+        let b = bound_at(h, &v.censored, p);
+        return Some((b.value, b.lower_bound));
+    }
+    v.r()
+        .histograms
+        .response
+        .at(p)
+        .map(|b| (b.value, b.lower_bound))
+}
+
+fn latency(ns: u64, lower_bound: bool) -> String {
+    if lower_bound {
+        format!("≥ {}", format_ns(ns))
+    } else {
+        format_ns(ns)
+    }
+}
+
+fn ratio(base: Option<(u64, bool)>, other: Option<(u64, bool)>) -> String {
+    let (Some((a, a_lb)), Some((b, b_lb))) = (base, other) else {
+        return "—".into();
+    };
+    if a == 0 {
+        return "—".into();
+    }
+    let x = b as f64 / a as f64;
+    let text = if x >= 10.0 {
+        format!("{x:.0}×")
+    } else {
+        format!("{x:.1}×")
+    };
+    match (a_lb, b_lb) {
+        (false, false) => text,
+        (false, true) => format!("≥ {text}"),
+        (true, false) => format!("≤ {text}"),
+        (true, true) => "? (both censored)".into(),
+    }
+}
+
+// ---- spectrum ------------------------------------------------------------------------------
+
+fn spectrum_section(page: &mut String, views: &[RunView]) -> Result<(), ReportError> {
+    let mut curves = Vec::new();
+    let mut max_inverse: f64 = 100.0;
+    for v in views {
+        let (curve, reach) = spectrum_curve(v);
+        max_inverse = max_inverse.max(reach);
+        curves.push(curve);
+        if let Some(b) = &v.r().histograms.backfilled {
+            if let Some(c) = backfilled_curve(v, b) {
+                curves.push(c);
+            }
+        }
+    }
+    let svg = plot::spectrum(&curves, max_inverse)?;
+    let _ = write!(
+        page,
+        "<section>\n<h2>Percentile spectrum</h2>\n<figure>\n{svg}\n<figcaption>How to read: each curve is one run's response time \
+         (ms, log scale) at every percentile. Moving right, each grid step is ten times rarer: 90% of requests were at or below the \
+         curve's value at 90%, 99% at 99%, and so on. Markers sit at p50, p90, p99, p99.9 and p99.99; a hollow marker is only a lower \
+         bound (censored requests). Open loop is drawn solid with circles, closed loop dashed with triangles. Where a closed-loop \
+         curve stays flat while an open-loop curve climbs (usually from p90–p99 on), the closed loop stopped sending while the \
+         server stalled and never measured what users would have waited.</figcaption>\n</figure>\n</section>\n"
+    );
+    Ok(())
+}
+
+/// One run's spectrum curve and how far right (1/(1−p)) its data reaches.
+fn spectrum_curve(v: &RunView) -> (Curve, f64) {
+    let label = v.name();
+    let mut points = Vec::new();
+    let mut marks = Vec::new();
+    if let Some(h) = v.response.as_ref().filter(|h| !h.is_empty()) {
+        for t in crate::hgrm::ticks(h, 5)
+            .into_iter()
+            .filter(|t| t.percentile < 100.0)
+        {
+            points.push((1.0 / (1.0 - t.percentile / 100.0), ms(t.value)));
+        }
+        for (p, _) in TABLE_PERCENTILES
+            .iter()
+            .filter(|(p, _)| *p < 100.0 && reachable(*p, h.len()))
+        {
+            let b = bound_at(h, &v.censored, *p);
+            marks.push((1.0 / (1.0 - p / 100.0), ms(b.value), b.lower_bound));
+        }
+    } else {
+        // No histogram (imported results): draw the summary percentiles alone.
+        for (p, value) in v
+            .r()
+            .histograms
+            .response
+            .percentiles
+            .0
+            .iter()
+            .filter(|(p, _)| *p < 100.0)
+        {
+            let lb = v
+                .r()
+                .histograms
+                .response
+                .at(*p)
+                .is_some_and(|b| b.lower_bound);
+            points.push((1.0 / (1.0 - p / 100.0), ms(*value)));
+            marks.push((1.0 / (1.0 - p / 100.0), ms(*value), lb));
+        }
+    }
+    let reach = points.last().map_or(1.0, |p| p.0);
+    (
+        Curve {
+            label,
+            look: v.look,
+            points,
+            marks,
+            width: 3,
+            legend_marker: true,
+        },
+        reach,
+    )
+}
+
+/// A percentile is worth marking only if the run has enough requests to resolve it.
+fn reachable(p: f64, n: u64) -> bool {
+    1.0 / (1.0 - p / 100.0) <= n as f64
+}
+
+fn backfilled_curve(v: &RunView, b: &HistogramSummary) -> Option<Curve> {
+    let h = b.histogram().ok().filter(|h| !h.is_empty())?;
+    let points = crate::hgrm::ticks(&h, 5)
+        .into_iter()
+        .filter(|t| t.percentile < 100.0)
+        .map(|t| (1.0 / (1.0 - t.percentile / 100.0), ms(t.value)))
+        .collect();
+    let look = Look {
+        line: LineKind::Dotted,
+        color: plot::GREY,
+        ..v.look
+    };
+    Some(Curve {
+        label: format!("{}: back-filled estimate (not measured)", v.r().label),
+        look,
+        points,
+        marks: vec![],
+        width: 2,
+        legend_marker: false,
+    })
+}
+
+/// Nanoseconds as milliseconds, floored at 1 µs so a log axis can show a zero.
+fn ms(ns: u64) -> f64 {
+    (ns as f64 / 1e6).max(0.001)
+}
+
+// ---- timelines -----------------------------------------------------------------------------
+
+fn x_max(views: &[RunView]) -> f64 {
+    let end = views
+        .iter()
+        .flat_map(|v| {
+            v.r()
+                .intervals
+                .iter()
+                .map(|i| (i.start_ns + i.duration_ns) as f64 / 1e9)
+        })
+        .fold(0.0, f64::max);
+    let elapsed = views
+        .iter()
+        .map(|v| v.r().elapsed_ns as f64 / 1e9)
+        .fold(0.0, f64::max);
+    end.max(elapsed).max(1.0)
+}
+
+fn bands(r: &RunResult) -> Vec<Band> {
+    r.intervals
+        .iter()
+        .filter(|i| i.completed + i.failed > 0)
+        .map(|i| Band {
+            start: i.start_ns as f64 / 1e9,
+            end: (i.start_ns + i.duration_ns) as f64 / 1e9,
+            p50: i.p50 as f64 / 1e6,
+            p99: i.p99 as f64 / 1e6,
+            max: i.max as f64 / 1e6,
+        })
+        .collect()
+}
+
+/// (intended offset s, response ms) of a run's sampled requests.
+type Dots = Vec<(f64, f64)>;
+
+fn dots(run: &ReportRun) -> Dots {
+    run.samples
+        .iter()
+        .map(|s| {
+            (
+                s.intended_offset.as_secs_f64(),
+                s.response.as_secs_f64() * 1e3,
+            )
+        })
+        .collect()
+}
+
+fn timeline_section(page: &mut String, views: &[RunView]) -> Result<(), ReportError> {
+    let x = x_max(views);
+    let all: Vec<(Vec<Band>, Dots)> = views.iter().map(|v| (bands(v.r()), dots(v.run))).collect();
+    let top = all
+        .iter()
+        .flat_map(|(b, d)| b.iter().map(|b| b.max).chain(d.iter().map(|d| d.1)))
+        .fold(0.0, f64::max);
+    let y = plot::nice_ceiling(top * 1.05);
+    page.push_str("<section>\n<h2>Latency over time</h2>\n<figure id=\"timeline\">\n");
+    for (i, (v, (b, d))) in views.iter().zip(&all).enumerate() {
+        if b.is_empty() && d.is_empty() {
+            let _ = writeln!(
+                page,
+                "<p class=\"muted\">{}: this result has no timeline.</p>",
+                escape(&v.name())
+            );
+            continue;
+        }
+        let t = Timeline {
+            id: format!("timeline-{}", i + 1),
+            title: v.name(),
+            look: v.look,
+            bands: b,
+            dots: d,
+            spans: &v.spans,
+            x_max: x,
+            y_max: y,
+        };
+        page.push_str(&plot::timeline(&t)?);
+        page.push('\n');
+    }
+    page.push_str(
+        "<figcaption>How to read: one chart per run, on the same axes. For every interval (1 s by default) the bands show the \
+         p50 (solid), p99 (dashed) and maximum (dotted) response time of the requests that <i>finished</i> in it; a gap means \
+         nothing finished. Dots, when samples were recorded, are single requests placed at the time they were <i>due</i>, so a \
+         stall appears as a wedge: requests due early in the stall waited longest. Grey shading marks the scenario's stalls, \
+         pauses and ramps. A closed loop shows only a few slow requests per stall (one per connection); an open loop shows every \
+         request users would have sent.</figcaption>\n</figure>\n</section>\n",
+    );
+    Ok(())
+}
+
+fn spans_of<'a>(views: &'a [RunView]) -> &'a [Span] {
+    views
+        .iter()
+        .map(|v| v.spans.as_slice())
+        .find(|s| !s.is_empty())
+        .unwrap_or(&[])
+}
+
+fn throughput_section(page: &mut String, views: &[RunView]) -> Result<(), ReportError> {
+    let curves: Vec<Curve> = views
+        .iter()
+        .map(|v| {
+            rate_curve(v, |i| {
+                (i.completed + i.failed) as f64 / (i.duration_ns as f64 / 1e9).max(1e-9)
+            })
+        })
+        .collect();
+    let mut references: Vec<(String, f64)> = Vec::new();
+    for t in views.iter().filter_map(|v| v.r().rate.target) {
+        if !references.iter().any(|r| (r.1 - t).abs() < 1e-9) {
+            references.push((format!("target {} req/s", num(t)), t));
+        }
+    }
+    let chart = OverTime {
+        id: "throughput",
+        title: "Throughput: answers per second",
+        y_desc: "answers per second",
+        curves: &curves,
+        references: &references,
+        spans: spans_of(views),
+        x_max: x_max(views),
+    };
+    let svg = plot::over_time(&chart)?;
+    let _ = write!(
+        page,
+        "<section>\n<h2>Throughput</h2>\n<figure>\n{svg}\n<figcaption>How to read: answers (completed or failed) per second, per \
+         interval, by when they finished. An open loop keeps offering the target rate, so a stall shows as a drop to zero followed \
+         by a burst as the queue drains; a closed loop's rate follows the server down and back up.</figcaption>\n</figure>\n</section>\n"
+    );
+    Ok(())
+}
+
+fn send_lag_section(page: &mut String, views: &[RunView]) -> Result<(), ReportError> {
+    let curves: Vec<Curve> = views
+        .iter()
+        .map(|v| rate_curve(v, |i| i.send_lag_p99 as f64 / 1e6))
+        .collect();
+    let chart = OverTime {
+        id: "send-lag",
+        title: "Send lag: p99 per interval",
+        y_desc: "send lag p99 (ms)",
+        curves: &curves,
+        references: &[],
+        spans: spans_of(views),
+        x_max: x_max(views),
+    };
+    let svg = plot::over_time(&chart)?;
+    let _ = write!(
+        page,
+        "<section>\n<h2>Send lag</h2>\n<figure>\n{svg}\n<figcaption>How to read: how long requests waited in the client between \
+         being due and being sent (p99 per interval). It is counted in response time, not hidden. Lag with a passing self-check \
+         means every connection was busy (the pool is part of the offered system); lag with a failing self-check means sojourn \
+         itself fell behind — see the notes under Runs. A closed loop sends when it is ready, so its lag is zero by definition.\
+         </figcaption>\n</figure>\n</section>\n"
+    );
+    Ok(())
+}
+
+/// A stepped line of one value per interval, with empty intervals (gaps) drawn as zero.
+fn rate_curve(v: &RunView, value: impl Fn(&sojourn_core::result::IntervalSummary) -> f64) -> Curve {
+    let mut points = Vec::new();
+    let mut expected_start = 0u64;
+    for i in &v.r().intervals {
+        if i.start_ns > expected_start {
+            points.extend([
+                (expected_start as f64 / 1e9, 0.0),
+                (i.start_ns as f64 / 1e9, 0.0),
+            ]);
+        }
+        let y = value(i);
+        points.extend([
+            (i.start_ns as f64 / 1e9, y),
+            ((i.start_ns + i.duration_ns) as f64 / 1e9, y),
+        ]);
+        expected_start = i.start_ns + i.duration_ns;
+    }
+    Curve {
+        label: v.name(),
+        look: v.look,
+        points,
+        marks: vec![],
+        width: 2,
+        legend_marker: true,
+    }
+}
+
+// ---- scenario ------------------------------------------------------------------------------
+
+/// A span of the run during which a scenario fault acts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Window {
+    pub kind: String,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// The stall, pause and ramp windows of the scenario stored in a result, up to `horizon_ns`.
+///
+/// Reads an explicit `windows` (or `events`) array of `{kind, start_ns, end_ns}` if the result
+/// has one; otherwise rebuilds the scenario from its stored TOML form and asks it. Anything
+/// unreadable gives no windows: shading is a help, not a requirement.
+pub fn scenario_windows(scenario: &serde_json::Value, horizon_ns: u64) -> Vec<Window> {
+    for key in ["windows", "events"] {
+        if let Some(list) = scenario.get(key).and_then(|l| l.as_array()) {
+            return list
+                .iter()
+                .filter_map(window_of)
+                .filter(|w| w.start_ns < horizon_ns)
+                .collect();
+        }
+    }
+    let Some(s) = rebuild_scenario(scenario) else {
+        return Vec::new();
+    };
+    s.windows(std::time::Duration::from_nanos(horizon_ns))
+        .into_iter()
+        .map(|w| Window {
+            kind: window_kind(w.kind).into(),
+            start_ns: sojourn_core::units::nanos(w.start),
+            end_ns: sojourn_core::units::nanos(w.end),
+        })
+        .collect()
+}
+
+fn window_kind(k: sojourn_scenario::WindowKind) -> &'static str {
+    match k {
+        sojourn_scenario::WindowKind::Stall => "stall",
+        sojourn_scenario::WindowKind::Pause => "pause",
+        sojourn_scenario::WindowKind::Ramp => "ramp",
+    }
+}
+
+fn window_of(v: &serde_json::Value) -> Option<Window> {
+    Some(Window {
+        kind: v.get("kind")?.as_str()?.to_string(),
+        start_ns: v.get("start_ns")?.as_u64()?,
+        end_ns: v.get("end_ns")?.as_u64()?,
+    })
+}
+
+/// The scenario from its TOML form, stored as JSON or as TOML text.
+fn rebuild_scenario(v: &serde_json::Value) -> Option<sojourn_scenario::Scenario> {
+    let text = match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Object(_) => {
+            toml::to_string(&serde_json::from_value::<toml::Table>(v.clone()).ok()?).ok()?
+        }
+        _ => return None,
+    };
+    sojourn_scenario::Scenario::from_toml_str(&text, "scenario").ok()
+}
+
+fn scenario_name(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::String(s) => s.lines().find_map(|l| {
+            l.trim().strip_prefix("name").map(|r| {
+                r.trim_start_matches([' ', '='])
+                    .trim_matches('"')
+                    .to_string()
+            })
+        }),
+        _ => v.get("name")?.as_str().map(str::to_string),
+    }
+}

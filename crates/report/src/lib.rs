@@ -1,0 +1,19 @@
+//! Everything sojourn shows people: terminal tables, HdrHistogram files, per-request samples,
+//! and a self-contained HTML report with plots.
+//!
+//! - [`hgrm`]: the percentile-distribution text format, as the HdrHistogram reference writes it;
+//! - [`hlog`]: the HdrHistogram interval log (tagged, compressed V2 histograms);
+//! - [`samples`]: streaming per-request samples (CSV or compact binary), with uniform sampling;
+//! - [`html`]: `sojourn report`: result files → one HTML file with inline SVG charts.
+#![forbid(unsafe_code)]
+
+mod error;
+pub mod hgrm;
+pub mod hlog;
+pub mod html;
+mod javafmt;
+mod plot;
+pub mod samples;
+pub mod text;
+
+pub use error::ReportError;

@@ -1,0 +1,320 @@
+//! The HTML report's content, and loading result files.
+mod common;
+
+use std::time::Duration;
+
+use sojourn_core::outcome::Outcome;
+use sojourn_core::record::{bound_at, Recorder, Stamps};
+use sojourn_core::result::{Mode, RunConfig, RunFacts, RunResult};
+use sojourn_report::html::{load_result, render, scenario_windows, HtmlOptions, ReportRun, Window};
+use sojourn_report::ReportError;
+
+fn run(result: RunResult) -> ReportRun {
+    ReportRun {
+        source: format!("{}.json", result.label),
+        result,
+        samples: Vec::new(),
+    }
+}
+
+fn page(runs: &[ReportRun]) -> String {
+    render(runs, &HtmlOptions::default()).unwrap()
+}
+
+/// The `<svg id="…">…</svg>` element with this id.
+fn svg<'a>(page: &'a str, id: &str) -> &'a str {
+    let start = page
+        .find(&format!("<svg id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no chart {id}"));
+    let end = start + page[start..].find("</svg>").unwrap();
+    &page[start..end]
+}
+
+/// The trimmed contents of every `<text>` element of an SVG.
+fn texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            Some(
+                t.split_once('>')?
+                    .1
+                    .split("</text>")
+                    .next()?
+                    .trim()
+                    .to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_chart_and_table_is_there() {
+    let (closed, _) = common::closed_run();
+    let (open, samples) = common::open_run();
+    let p = page(&[
+        run(closed),
+        ReportRun {
+            samples,
+            ..run(open)
+        },
+    ]);
+    for id in [
+        "spectrum",
+        "timeline-1",
+        "timeline-2",
+        "throughput",
+        "send-lag",
+    ] {
+        assert!(svg(&p, id).len() > 1000, "chart {id} has content");
+    }
+    assert!(p.contains("<section id=\"summary\">") && p.contains("<section id=\"percentiles\">"));
+    assert!(
+        !p.contains("<script") && !p.contains("src=\"http") && !p.contains("<link"),
+        "self-contained, no script"
+    );
+    let spectrum = svg(&p, "spectrum");
+    let labels = texts(spectrum);
+    for label in [
+        "50%",
+        "90%",
+        "99%",
+        "99.9%",
+        "response time (ms, log scale)",
+        "open (open loop)",
+        "closed (closed loop)",
+    ] {
+        assert!(
+            labels.iter().any(|t| t == label),
+            "spectrum shows {label:?} in {labels:?}"
+        );
+    }
+    assert!(
+        labels
+            .iter()
+            .any(|t| t == "closed: back-filled estimate (not measured)"),
+        "the estimate is labelled as such"
+    );
+    assert!(
+        svg(&p, "timeline-2").matches("<circle").count() > 100,
+        "the open loop's samples are drawn as dots"
+    );
+    assert!(texts(svg(&p, "throughput"))
+        .iter()
+        .any(|t| t == "target 200 req/s"));
+}
+
+#[test]
+fn the_stall_is_shaded_from_the_stored_scenario() {
+    let (open, _) = common::open_run();
+    let windows = scenario_windows(open.scenario.as_ref().unwrap(), open.elapsed_ns);
+    assert_eq!(
+        windows,
+        vec![Window {
+            kind: "stall".into(),
+            start_ns: 5_000_000_000,
+            end_ns: 6_000_000_000
+        }]
+    );
+    let p = page(&[run(open)]);
+    for id in ["timeline-1", "throughput", "send-lag"] {
+        assert!(
+            texts(svg(&p, id)).iter().any(|t| t == "stall"),
+            "{id} labels the shaded stall"
+        );
+    }
+}
+
+#[test]
+fn scenario_windows_read_an_explicit_list_and_ignore_garbage() {
+    let listed = serde_json::json!({"windows": [{"kind": "pause", "start_ns": 10, "end_ns": 20}, {"kind": "pause", "start_ns": 500, "end_ns": 600}]});
+    assert_eq!(
+        scenario_windows(&listed, 100),
+        vec![Window {
+            kind: "pause".into(),
+            start_ns: 10,
+            end_ns: 20
+        }],
+        "windows past the run's end are dropped"
+    );
+    assert!(scenario_windows(
+        &serde_json::json!({"name": "x", "faults": "nonsense"}),
+        1_000
+    )
+    .is_empty());
+    assert!(scenario_windows(&serde_json::json!(42), 1_000).is_empty());
+}
+
+#[test]
+fn percentiles_sit_side_by_side_with_ratios_from_the_data() {
+    let (closed, _) = common::closed_run();
+    let (open, _) = common::open_run();
+    let p = page(&[run(closed.clone()), run(open.clone())]);
+    assert!(p.contains("<th>ratio open / closed</th>"));
+    let p99 = |r: &RunResult| r.histograms.response.at(99.0).unwrap().value as f64;
+    let want = p99(&open) / p99(&closed);
+    let row = p
+        .split("<tr><th>p99</th>")
+        .nth(1)
+        .unwrap()
+        .split("</tr>")
+        .next()
+        .unwrap();
+    assert!(
+        row.contains(&format!("<td>{want:.0}×</td>")),
+        "p99 ratio {want:.0}× in {row}"
+    );
+    assert!(want > 10.0, "the hiccup separates the loops at p99");
+}
+
+/// A run whose last requests were still out when it ended.
+fn censored_run() -> RunResult {
+    let mut r = Recorder::new(Duration::from_secs(1));
+    for i in 0..100u64 {
+        let at = Duration::from_millis(i * 10);
+        r.record(
+            &Stamps::on_time(at),
+            at + Duration::from_millis(5),
+            Outcome::Ok,
+        );
+    }
+    for i in 0..3u64 {
+        r.record_in_flight(
+            &Stamps::on_time(Duration::from_millis(990 + i)),
+            Duration::from_millis(1500),
+        );
+    }
+    let m = Recorder::merge_all([r]);
+    let config = RunConfig {
+        rate: Some(100.0),
+        connections: 4,
+        interval_ns: 1_000_000_000,
+        ..Default::default()
+    };
+    let checks = sojourn_core::check::assess_open(&m, 4);
+    let facts = RunFacts {
+        label: "cut-short".into(),
+        mode: Mode::Open,
+        config,
+        scheduled: 103,
+        elapsed: Duration::from_millis(1500),
+        interrupted: true,
+        checks,
+        backfill_interval: None,
+    };
+    RunResult::build(&m, facts)
+}
+
+#[test]
+fn censored_percentiles_print_as_lower_bounds() {
+    let r = censored_run();
+    let h = r.histograms.response.histogram().unwrap();
+    let c = r.histograms.censored.as_ref().unwrap().histogram().unwrap();
+    assert!(
+        bound_at(&h, &c, 99.0).lower_bound,
+        "the fixture censors p99"
+    );
+    let p = page(&[run(r)]);
+    let row = p
+        .split("<tr><th>p99</th>")
+        .nth(1)
+        .unwrap()
+        .split("</tr>")
+        .next()
+        .unwrap();
+    assert!(row.contains("≥ "), "p99 is printed as a lower bound: {row}");
+    let p50 = p
+        .split("<tr><th>p50</th>")
+        .nth(1)
+        .unwrap()
+        .split("</tr>")
+        .next()
+        .unwrap();
+    assert!(!p50.contains('≥'), "p50 is exact: {p50}");
+    assert!(p.contains("the run was interrupted"));
+}
+
+#[test]
+fn an_imported_result_without_histograms_or_timeline_still_renders() {
+    let mut r = censored_run();
+    r.histograms.response.hdr = String::new();
+    r.intervals.clear();
+    r.tool.name = "wrk".into();
+    let p = page(&[run(r.clone())]);
+    let spectrum = svg(&p, "spectrum");
+    assert!(
+        spectrum.contains("cut-short"),
+        "the spectrum falls back to the summary percentiles"
+    );
+    assert!(p.contains("this result has no timeline"));
+    assert!(p.contains(&sojourn_core::units::format_ns(
+        r.histograms.response.at(50.0).unwrap().value
+    )));
+}
+
+#[test]
+fn labels_are_escaped() {
+    let mut r = censored_run();
+    r.label = "<script>alert(1)</script>".into();
+    let p = page(&[run(r)]);
+    assert!(!p.contains("<script>"));
+    assert!(p.contains("&lt;script&gt;"));
+}
+
+fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("sojourn-report-html-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn loading_names_what_is_wrong() {
+    let missing = load_result(std::path::Path::new("/nonexistent/result.json")).unwrap_err();
+    assert!(matches!(missing, ReportError::Io { .. }), "{missing}");
+    let not_json = load_result(&temp_file("a.json", "hello")).unwrap_err();
+    assert!(
+        matches!(not_json, ReportError::NotAResult { .. })
+            && not_json.to_string().contains("a.json"),
+        "{not_json}"
+    );
+    let other = load_result(&temp_file("b.json", r#"{"schema": "k6.summary/1"}"#)).unwrap_err();
+    assert!(matches!(other, ReportError::NotAResult { .. }), "{other}");
+    let newer = load_result(&temp_file("c.json", r#"{"schema": "sojourn.result/2"}"#)).unwrap_err();
+    assert!(
+        matches!(newer, ReportError::Schema { .. })
+            && newer.to_string().contains("sojourn.result/2"),
+        "{newer}"
+    );
+    let (open, _) = common::open_run();
+    let good = temp_file("d.json", &serde_json::to_string(&open).unwrap());
+    assert_eq!(load_result(&good).unwrap(), open);
+}
+
+#[test]
+fn checked_in_fixtures_load_and_match_the_result_schema() {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../../schema/result.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let (open, _) = common::open_run();
+    let (closed, _) = common::closed_run();
+    let built = [
+        serde_json::to_value(open).unwrap(),
+        serde_json::to_value(closed).unwrap(),
+        serde_json::to_value(censored_run()).unwrap(),
+    ];
+    let files = ["hiccup-open.json", "hiccup-closed.json"]
+        .map(|f| serde_json::to_value(load_result(&common::fixtures().join(f)).unwrap()).unwrap());
+    for doc in built.iter().chain(&files) {
+        let errors: Vec<String> = validator
+            .iter_errors(doc)
+            .map(|e| format!("{e} at {}", e.instance_path))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{} ({}): {errors:#?}",
+            doc["label"],
+            doc["mode"]
+        );
+    }
+}
