@@ -13,15 +13,28 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// The main job: an embedded misbehaving server, closed loop vs open loop side by side,
+    /// the simulator's prediction, and an HTML report.
+    Demo(Box<crate::demo::DemoArgs>),
+    /// Closed loop then open loop against your own URL, side by side, with a verdict.
+    Compare(Box<crate::compare::CompareArgs>),
     /// Drive HTTP load on a schedule (open loop) or from N looping connections (--closed).
-    Run(crate::run::RunArgs),
+    Run(Box<crate::run::RunArgs>),
     /// Serve a misbehaving scenario over HTTP on 127.0.0.1.
     Serve(crate::serve::ServeArgs),
+    /// Simulate a scenario × client model in virtual time: the ground truth, in milliseconds.
+    Sim(Box<crate::sim::SimArgs>),
+    /// Turn result files into one self-contained HTML report with plots.
+    Report(crate::report::ReportArgs),
 }
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Run(args) => crate::run::run(args),
+        Command::Demo(args) => crate::demo::run(*args),
+        Command::Compare(args) => crate::compare::run(*args),
+        Command::Run(args) => crate::run::run(*args),
         Command::Serve(args) => crate::serve::run(args),
+        Command::Report(args) => crate::report::run(args),
+        Command::Sim(args) => crate::sim::run(*args),
     }
 }

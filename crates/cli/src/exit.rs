@@ -37,7 +37,11 @@ pub fn report(result: anyhow::Result<ExitCode>) -> ExitCode {
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            let code = if e.chain().any(|c| c.is::<BadInput>()) { BAD_INPUT } else { 1 };
+            let code = if e.chain().any(|c| c.is::<BadInput>()) {
+                BAD_INPUT
+            } else {
+                1
+            };
             let mut stderr = std::io::stderr().lock();
             let _ = write!(stderr, "error: {e}");
             for cause in e.chain().skip(1) {

@@ -1,10 +1,19 @@
 //! The `sojourn` binary: argument parsing and wiring, nothing else.
 #![forbid(unsafe_code)]
 
+mod args;
 mod cli;
+mod compare;
+mod demo;
+mod embedded;
 mod exit;
+mod progress;
+mod report;
 mod run;
+mod scenario_arg;
 mod serve;
+mod side_by_side;
+mod sim;
 
 use std::process::ExitCode;
 

@@ -1,9 +1,342 @@
-//! `sojourn run`: placeholder while the engine is wired.
+//! `sojourn run URL`: drive HTTP load, open loop by default.
+use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
+use anyhow::Context;
+use sojourn_core::{Arrival, End, Rate, RunResult, Schedule};
+use sojourn_engine::{HttpRequest, HttpTransport, Load, Plan, Progress};
+use tokio_util::sync::CancellationToken;
+use url::Url;
+
+use crate::args;
+use crate::bad_input;
+use crate::exit::CHECK_FAILED;
+
+/// The arguments as typed.
 #[derive(clap::Args, Debug)]
-pub struct RunArgs {}
+pub struct RunArgs {
+    /// The target, e.g. http://127.0.0.1:8080/api
+    pub url: String,
+    /// Open loop: requests per second, due on a schedule whatever the responses do.
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// How arrivals are spaced: constant, poisson (seeded), or ramp (from --rate to --ramp-to).
+    #[arg(long, value_enum, default_value_t = ArrivalKind::Constant)]
+    pub arrival: ArrivalKind,
+    /// With --arrival ramp: the rate at the end of the run.
+    #[arg(long)]
+    pub ramp_to: Option<f64>,
+    /// With --arrival poisson: the random seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// How long to send for (default 10s).
+    #[arg(long, value_parser = args::positive_duration, conflicts_with = "requests")]
+    pub duration: Option<Duration>,
+    /// Send this many requests in all, instead of a duration.
+    #[arg(long)]
+    pub requests: Option<u64>,
+    /// Open loop: the most connections to open (lazily; due requests queue FIFO for a free one).
+    /// Closed loop: the number of looping connections. [default: 2048 open, 10 closed]
+    #[arg(long, short = 'c')]
+    pub connections: Option<usize>,
+    /// Worker threads, each with its own connections and slice of the schedule.
+    /// [default: the number of CPUs]
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Longest wait for one answer; also the longest drain after the schedule ends.
+    #[arg(long, value_parser = args::positive_duration, default_value = "10s")]
+    pub timeout: Duration,
+    /// Closed loop: each connection sends, waits for the answer, records, repeats.
+    /// For comparison and for truly closed workloads; every output labels it.
+    #[arg(long)]
+    pub closed: bool,
+    /// HTTP method.
+    #[arg(long, short = 'X', default_value = "GET")]
+    pub method: String,
+    /// A request header, "Name: value"; repeatable.
+    #[arg(long = "header", short = 'H', value_parser = args::header)]
+    pub headers: Vec<(String, String)>,
+    /// Request body.
+    #[arg(long, conflicts_with = "body_file")]
+    pub body: Option<String>,
+    /// Request body read from a file.
+    #[arg(long)]
+    pub body_file: Option<PathBuf>,
+    /// Skip TLS certificate verification (self-signed test servers).
+    #[arg(long)]
+    pub insecure: bool,
+    /// Write the result document (JSON, schema sojourn.result/1) here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Width of the timeline's intervals.
+    #[arg(long, value_parser = args::positive_duration, default_value = "1s")]
+    pub interval: Duration,
+    /// A name for this run in reports.
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Exit 3 if the self-check finds that the generator itself fell behind.
+    #[arg(long)]
+    pub strict: bool,
+    /// The dispatcher wakes this long before each due time and spins to it, so requests leave
+    /// within microseconds of schedule. 0 saves CPU but adds the kernel's wake-up latency.
+    #[arg(long, value_parser = args::duration, default_value = "100us")]
+    pub timer_spin: Duration,
+}
 
-pub fn run(_args: RunArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("sojourn run is not built yet")
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArrivalKind {
+    Constant,
+    Poisson,
+    Ramp,
+}
+
+/// A run that has passed validation: the engine's plan plus what to send and where to write.
+pub struct Validated {
+    pub plan: Plan,
+    pub request: HttpRequest,
+    pub insecure: bool,
+    pub json: Option<PathBuf>,
+    pub label: String,
+    pub strict: bool,
+}
+
+const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+const DEFAULT_OPEN_CONNECTIONS: usize = 2048;
+const DEFAULT_CLOSED_CONNECTIONS: usize = 10;
+
+pub fn validate(a: RunArgs) -> anyhow::Result<Validated> {
+    let url = Url::parse(&a.url).map_err(|e| {
+        bad_input!(
+            "URL: {:?} is not a valid URL ({e}); expected e.g. http://127.0.0.1:8080/api",
+            a.url
+        )
+    })?;
+    if url.scheme() != "http" && url.scheme() != "https" {
+        return Err(bad_input!(
+            "URL: scheme {:?} is not supported; use http:// or https://",
+            url.scheme()
+        ));
+    }
+    let end = match (a.duration, a.requests) {
+        (_, Some(0)) => return Err(bad_input!("--requests: must be at least 1, got 0")),
+        (_, Some(n)) => End::Count(n),
+        (Some(d), None) => End::After(d),
+        (None, None) => End::After(DEFAULT_DURATION),
+    };
+    let load = if a.closed {
+        closed_load(&a, end)?
+    } else {
+        open_load(&a, end)?
+    };
+    let default_connections = if a.closed {
+        DEFAULT_CLOSED_CONNECTIONS
+    } else {
+        DEFAULT_OPEN_CONNECTIONS
+    };
+    let connections = match a.connections {
+        Some(0) => return Err(bad_input!("--connections: must be at least 1, got 0")),
+        Some(n) => n,
+        None => default_connections,
+    };
+    let threads = match a.threads {
+        Some(0) => return Err(bad_input!("--threads: must be at least 1, got 0")),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let body = match (&a.body, &a.body_file) {
+        (Some(b), _) => b.clone().into_bytes(),
+        (None, Some(path)) => std::fs::read(path)
+            .map_err(|e| bad_input!("--body-file: cannot read {}: {e}", path.display()))?,
+        (None, None) => Vec::new(),
+    };
+    let method = a.method.to_ascii_uppercase();
+    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
+        return Err(bad_input!(
+            "--method: {:?} is not an HTTP method; expected e.g. GET or POST",
+            a.method
+        ));
+    }
+    let label = a.label.clone().unwrap_or_else(|| {
+        if a.closed {
+            "closed".into()
+        } else {
+            "open".into()
+        }
+    });
+    Ok(Validated {
+        plan: Plan {
+            load,
+            connections,
+            threads,
+            timeout: a.timeout,
+            interval: a.interval,
+            spin: a.timer_spin,
+        },
+        request: HttpRequest {
+            url,
+            method,
+            headers: a.headers,
+            body,
+        },
+        insecure: a.insecure,
+        json: a.json,
+        label,
+        strict: a.strict,
+    })
+}
+
+fn open_load(a: &RunArgs, end: End) -> anyhow::Result<Load> {
+    let rate = a.rate.ok_or_else(|| bad_input!("--rate: required for the open loop, e.g. --rate 1000 (requests per second); or use --closed"))?;
+    let rate = Rate::per_second(rate).map_err(|e| bad_input!("--rate: {e}"))?;
+    let arrival = match a.arrival {
+        ArrivalKind::Constant => Arrival::Constant,
+        ArrivalKind::Poisson => Arrival::Poisson {
+            seed: a.seed.unwrap_or(1),
+        },
+        ArrivalKind::Ramp => {
+            let to = a.ramp_to.ok_or_else(|| {
+                bad_input!(
+                    "--ramp-to: required with --arrival ramp, e.g. --rate 100 --ramp-to 1000"
+                )
+            })?;
+            Arrival::Ramp {
+                to: Rate::per_second(to).map_err(|e| bad_input!("--ramp-to: {e}"))?,
+            }
+        }
+    };
+    if a.ramp_to.is_some() && a.arrival != ArrivalKind::Ramp {
+        return Err(bad_input!("--ramp-to: only applies to --arrival ramp"));
+    }
+    if a.seed.is_some() && a.arrival != ArrivalKind::Poisson {
+        return Err(bad_input!("--seed: only applies to --arrival poisson"));
+    }
+    let schedule = Schedule::new(arrival, rate, end)
+        .map_err(|e| bad_input!("--arrival ramp: {e}; give --duration"))?;
+    Ok(Load::Open(schedule))
+}
+
+fn closed_load(a: &RunArgs, end: End) -> anyhow::Result<Load> {
+    if a.rate.is_some() {
+        return Err(bad_input!("--rate: a closed loop has no rate (each connection sends as soon as it has its answer); drop --rate or --closed"));
+    }
+    if a.arrival != ArrivalKind::Constant || a.ramp_to.is_some() || a.seed.is_some() {
+        return Err(bad_input!(
+            "--arrival: a closed loop has no schedule; drop --arrival/--ramp-to/--seed or --closed"
+        ));
+    }
+    Ok(Load::Closed(end))
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let v = validate(args)?;
+    raise_fd_limit();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let transport = rt.block_on(connectable(&v))?;
+    let result = execute(&rt, &v.plan, transport, &v.label, v.request.url.as_str())?;
+    print!("{}", sojourn_report::text::summary(&result));
+    if let Some(path) = &v.json {
+        write_json(path, &result)?;
+    }
+    if v.strict && !result.checks.passed() {
+        return Ok(ExitCode::from(CHECK_FAILED));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Resolves the target and opens one connection, so an unreachable host is a clear error
+/// before the run rather than a run full of connect failures.
+pub async fn connectable(v: &Validated) -> anyhow::Result<HttpTransport> {
+    let url = v.request.url.as_str();
+    let transport = HttpTransport::new(&v.request, v.insecure)
+        .await
+        .map_err(|e| bad_input!("URL: {url}: {e}"))?;
+    let probe = tokio::time::timeout(
+        v.plan.timeout.min(Duration::from_secs(5)),
+        sojourn_engine::Transport::connect(&transport),
+    )
+    .await;
+    match probe {
+        Ok(Ok(_)) => Ok(transport),
+        Ok(Err(_)) => Err(bad_input!(
+            "URL: cannot connect to {url} ({}): is the server running and the port right?",
+            transport.addr()
+        )),
+        Err(_) => Err(bad_input!(
+            "URL: connecting to {url} ({}) timed out: is the host reachable?",
+            transport.addr()
+        )),
+    }
+}
+
+/// Runs the plan on worker threads while this thread shows progress and listens for Ctrl-C.
+/// Ctrl-C stops the schedule; everything gathered so far is still reported.
+pub fn execute(
+    rt: &tokio::runtime::Runtime,
+    plan: &Plan,
+    transport: HttpTransport,
+    label: &str,
+    url: &str,
+) -> anyhow::Result<RunResult> {
+    let cancel = CancellationToken::new();
+    let progress = Progress::new(plan.worker_count());
+    let bar = crate::progress::Bar::new(plan, progress.clone());
+    let report = std::thread::scope(|scope| {
+        let engine = scope
+            .spawn(|| sojourn_engine::execute(plan, transport, cancel.clone(), progress.clone()));
+        rt.block_on(watch(&cancel, &bar, || engine.is_finished()));
+        engine.join().expect("engine thread panicked")
+    })
+    .context("running the load")?;
+    bar.finish();
+    Ok(sojourn_engine::result::build(
+        plan,
+        &report,
+        label,
+        Some(url.to_string()),
+    ))
+}
+
+async fn watch(
+    cancel: &CancellationToken,
+    bar: &crate::progress::Bar,
+    finished: impl Fn() -> bool,
+) {
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c(), if !cancel.is_cancelled() => {
+                eprintln!("\ninterrupted: stopping the schedule and reporting what was gathered");
+                cancel.cancel();
+            }
+            _ = tick.tick() => {
+                if finished() {
+                    return;
+                }
+                bar.update();
+            }
+        }
+    }
+}
+
+pub fn write_json(path: &std::path::Path, result: &RunResult) -> anyhow::Result<()> {
+    let file = std::fs::File::create(path)
+        .with_context(|| format!("--json: cannot create {}", path.display()))?;
+    serde_json::to_writer_pretty(std::io::BufWriter::new(file), result)
+        .with_context(|| format!("--json: cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// An open loop may need thousands of sockets during a stall; lift the soft limit to the hard
+/// one so the pool, not the file-descriptor limit, decides.
+fn raise_fd_limit() {
+    let _ = rlimit::increase_nofile_limit(u64::MAX);
+}
+
+/// Whether the terminal shows a live progress line.
+pub fn interactive() -> bool {
+    std::io::stderr().is_terminal()
 }

@@ -42,9 +42,13 @@ impl Checks {
 /// Assesses an open-loop run. `connections` is the pool's maximum size.
 pub fn assess_open(m: &Measurements, connections: u32) -> Checks {
     let lag = &m.hist.dispatch_lag;
-    let (p99, p999, max) = (lag.value_at_quantile(0.99), lag.value_at_quantile(0.999), lag.max());
+    let (p99, p999, max) = (
+        lag.value_at_quantile(0.99),
+        lag.value_at_quantile(0.999),
+        lag.max(),
+    );
     let mut notes = Vec::new();
-    let generator = if lag.len() > 0 && p99 > BEHIND_P99_NS {
+    let generator = if !lag.is_empty() && p99 > BEHIND_P99_NS {
         notes.push(format!(
             "GENERATOR BEHIND: sojourn itself dispatched requests late (dispatch lag p99 {}, max {}). \
              That delay is the tool's, not the target's, and it is included in response times. \
@@ -98,7 +102,12 @@ mod tests {
         let mut r = Recorder::new(Duration::from_secs(1));
         for i in 0..1000u64 {
             let at = Duration::from_millis(i);
-            let s = Stamps { intended: at, dispatched: at + lag, sent: at + lag, waited_for_connection: i % waited_every == 0 };
+            let s = Stamps {
+                intended: at,
+                dispatched: at + lag,
+                sent: at + lag,
+                waited_for_connection: i % waited_every == 0,
+            };
             r.record(&s, at + lag + Duration::from_millis(1), Outcome::Ok);
         }
         Recorder::merge_all([r])
@@ -106,7 +115,10 @@ mod tests {
 
     #[test]
     fn a_late_generator_is_called_out() {
-        let checks = assess_open(&run_with_dispatch_lag(Duration::from_millis(3), u64::MAX), 10);
+        let checks = assess_open(
+            &run_with_dispatch_lag(Duration::from_millis(3), u64::MAX),
+            10,
+        );
         assert_eq!(checks.generator, GeneratorVerdict::Behind);
         assert!(!checks.passed());
         assert!(checks.notes[0].contains("GENERATOR BEHIND"));
@@ -117,6 +129,9 @@ mod tests {
         let checks = assess_open(&run_with_dispatch_lag(Duration::from_micros(5), 10), 8);
         assert_eq!(checks.generator, GeneratorVerdict::Ok);
         assert!(checks.passed());
-        assert!(checks.notes.iter().any(|n| n.contains("100 of 1000") && n.contains("all 8 were busy")));
+        assert!(checks
+            .notes
+            .iter()
+            .any(|n| n.contains("100 of 1000") && n.contains("all 8 were busy")));
     }
 }

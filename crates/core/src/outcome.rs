@@ -133,9 +133,18 @@ mod tests {
     fn statuses_map_to_classes() {
         assert_eq!(Outcome::of_status(200), Outcome::Ok);
         assert_eq!(Outcome::of_status(204), Outcome::Ok);
-        assert_eq!(Outcome::of_status(404), Outcome::Failed(FailureClass::Http4xx));
-        assert_eq!(Outcome::of_status(503), Outcome::Failed(FailureClass::Http5xx));
-        assert_eq!(Outcome::of_status(302), Outcome::Failed(FailureClass::HttpOther));
+        assert_eq!(
+            Outcome::of_status(404),
+            Outcome::Failed(FailureClass::Http4xx)
+        );
+        assert_eq!(
+            Outcome::of_status(503),
+            Outcome::Failed(FailureClass::Http5xx)
+        );
+        assert_eq!(
+            Outcome::of_status(302),
+            Outcome::Failed(FailureClass::HttpOther)
+        );
     }
 
     #[test]

@@ -35,7 +35,12 @@ pub struct Stamps {
 impl Stamps {
     /// Stamps of a request sent the moment it was due (closed loop, simulator).
     pub fn on_time(at: Duration) -> Stamps {
-        Stamps { intended: at, dispatched: at, sent: at, waited_for_connection: false }
+        Stamps {
+            intended: at,
+            dispatched: at,
+            sent: at,
+            waited_for_connection: false,
+        }
     }
 }
 
@@ -77,7 +82,8 @@ impl Histograms {
 }
 
 fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) {
-    into.add(from).expect("auto-resizing histograms of equal precision always add");
+    into.add(from)
+        .expect("auto-resizing histograms of equal precision always add");
 }
 
 fn record_ns(h: &mut Histogram<u64>, d: Duration) {
@@ -140,7 +146,9 @@ impl IntervalRecord {
 
 fn encode(h: &Histogram<u64>) -> Vec<u8> {
     let mut out = Vec::new();
-    V2Serializer::new().serialize(h, &mut out).expect("serializing into a Vec cannot fail");
+    V2Serializer::new()
+        .serialize(h, &mut out)
+        .expect("serializing into a Vec cannot fail");
     out
 }
 
@@ -160,7 +168,12 @@ struct LiveInterval {
 
 impl LiveInterval {
     fn new() -> Self {
-        LiveInterval { completed: 0, failed: 0, response: new_histogram(), send_lag: new_histogram() }
+        LiveInterval {
+            completed: 0,
+            failed: 0,
+            response: new_histogram(),
+            send_lag: new_histogram(),
+        }
     }
 
     fn seal(self, index: u64) -> IntervalRecord {
@@ -188,7 +201,11 @@ const LIVE_INTERVALS: u64 = 2;
 
 impl Timeline {
     fn new(width: Duration) -> Self {
-        Timeline { width: width.max(Duration::from_millis(1)), live: BTreeMap::new(), sealed: Vec::new() }
+        Timeline {
+            width: width.max(Duration::from_millis(1)),
+            live: BTreeMap::new(),
+            sealed: Vec::new(),
+        }
     }
 
     fn slot(&mut self, done: Duration) -> &mut LiveInterval {
@@ -225,7 +242,12 @@ pub struct Recorder {
 impl Recorder {
     /// A recorder whose timeline has intervals of `interval` (1 s by default in the CLI).
     pub fn new(interval: Duration) -> Self {
-        Recorder { hist: Histograms::new(), tally: Tally::default(), censored: new_histogram(), timeline: Timeline::new(interval) }
+        Recorder {
+            hist: Histograms::new(),
+            tally: Tally::default(),
+            censored: new_histogram(),
+            timeline: Timeline::new(interval),
+        }
     }
 
     /// A request that got an answer (or failed) at `done`.
@@ -255,10 +277,19 @@ impl Recorder {
 
     /// A request that failed before anything was sent (e.g. its connection could not be
     /// opened). It has a time to failure but no send lag and no service time.
-    pub fn record_unsent_failure(&mut self, intended: Duration, dispatched: Duration, done: Duration, class: FailureClass) {
+    pub fn record_unsent_failure(
+        &mut self,
+        intended: Duration,
+        dispatched: Duration,
+        done: Duration,
+        class: FailureClass,
+    ) {
         let response = done.saturating_sub(intended);
         record_ns(&mut self.hist.response, response);
-        record_ns(&mut self.hist.dispatch_lag, dispatched.saturating_sub(intended));
+        record_ns(
+            &mut self.hist.dispatch_lag,
+            dispatched.saturating_sub(intended),
+        );
         self.tally.failed.add(class);
         if class == FailureClass::Timeout {
             self.lower_bound(response);
@@ -278,14 +309,20 @@ impl Recorder {
 
     /// A request due at `intended` but never sent before the run ended at `end`.
     pub fn record_never_sent(&mut self, intended: Duration, dispatched: Duration, end: Duration) {
-        record_ns(&mut self.hist.dispatch_lag, dispatched.saturating_sub(intended));
+        record_ns(
+            &mut self.hist.dispatch_lag,
+            dispatched.saturating_sub(intended),
+        );
         self.tally.never_sent += 1;
         self.censor(intended, end);
     }
 
     fn record_send(&mut self, s: &Stamps) {
         record_ns(&mut self.hist.send_lag, s.sent.saturating_sub(s.intended));
-        record_ns(&mut self.hist.dispatch_lag, s.dispatched.saturating_sub(s.intended));
+        record_ns(
+            &mut self.hist.dispatch_lag,
+            s.dispatched.saturating_sub(s.intended),
+        );
         if s.waited_for_connection {
             self.tally.waited_for_connection += 1;
         }
@@ -319,7 +356,13 @@ impl Recorder {
             width = r.timeline.width;
             records.extend(r.timeline.into_records());
         }
-        Measurements { hist, tally, censored, interval: width, intervals: merge_intervals(records) }
+        Measurements {
+            hist,
+            tally,
+            censored,
+            interval: width,
+            intervals: merge_intervals(records),
+        }
     }
 }
 
@@ -399,20 +442,33 @@ pub struct Bound {
 /// precision), censoring cannot change it and it is exact; otherwise the optimistic value is a
 /// lower bound.
 pub fn bound_at(h: &Histogram<u64>, censored: &Histogram<u64>, p: f64) -> Bound {
-    let value = if p >= 100.0 { h.max() } else { h.value_at_quantile(p / 100.0) };
+    let value = if p >= 100.0 {
+        h.max()
+    } else {
+        h.value_at_quantile(p / 100.0)
+    };
     let (n, k) = (h.len(), censored.len().min(h.len()));
     if k == 0 {
-        return Bound { value, lower_bound: false };
+        return Bound {
+            value,
+            lower_bound: false,
+        };
     }
     let rank = ((p / 100.0) * n as f64).ceil().max(1.0) as u64;
     let uncensored_n = n - k;
     if rank > uncensored_n {
-        return Bound { value, lower_bound: true };
+        return Bound {
+            value,
+            lower_bound: true,
+        };
     }
     let mut uncensored = h.clone();
     let _ = uncensored.subtract(censored);
     let pessimistic = uncensored.value_at_quantile(rank as f64 / uncensored_n as f64);
-    Bound { value, lower_bound: !h.equivalent(value, pessimistic) }
+    Bound {
+        value,
+        lower_bound: !h.equivalent(value, pessimistic),
+    }
 }
 
 #[cfg(test)]
@@ -424,7 +480,12 @@ mod tests {
     }
 
     fn sent_late(intended: u64, sent: u64, waited: bool) -> Stamps {
-        Stamps { intended: ms(intended), dispatched: ms(intended), sent: ms(sent), waited_for_connection: waited }
+        Stamps {
+            intended: ms(intended),
+            dispatched: ms(intended),
+            sent: ms(sent),
+            waited_for_connection: waited,
+        }
     }
 
     #[test]
@@ -437,7 +498,11 @@ mod tests {
         assert!(near(&m.hist.response, 40), "response = done − intended");
         assert!(near(&m.hist.service, 10), "service = done − sent");
         assert!(near(&m.hist.send_lag, 30), "send lag = sent − intended");
-        assert_eq!(m.hist.dispatch_lag.max(), 0, "the generator itself was on time");
+        assert_eq!(
+            m.hist.dispatch_lag.max(),
+            0,
+            "the generator itself was on time"
+        );
         assert_eq!(m.tally.waited_for_connection, 1);
         assert_eq!(m.tally.completed, 1);
     }
@@ -456,22 +521,42 @@ mod tests {
         assert_eq!(m.tally.accounted(), 100);
         assert_eq!((m.tally.censored, m.tally.never_sent), (1, 1));
         assert_eq!(m.censored.len(), 2);
-        assert!(m.hist.response.equivalent(m.censored.min(), 10_000_000), "the smaller bound");
+        assert!(
+            m.hist.response.equivalent(m.censored.min(), 10_000_000),
+            "the smaller bound"
+        );
         let p50 = m.response_at(50.0);
-        assert!(!p50.lower_bound, "p50 = 5 ms: moving two censored values to +∞ cannot change it");
+        assert!(
+            !p50.lower_bound,
+            "p50 = 5 ms: moving two censored values to +∞ cannot change it"
+        );
         let p99 = m.response_at(99.0);
-        assert!(p99.lower_bound, "p99 of 100 is the 99th value, one of the censored pair in the worst case");
+        assert!(
+            p99.lower_bound,
+            "p99 of 100 is the 99th value, one of the censored pair in the worst case"
+        );
         let max = m.response_at(100.0);
-        assert!(max.lower_bound, "the maximum is a censored value: at least 20 ms");
+        assert!(
+            max.lower_bound,
+            "the maximum is a censored value: at least 20 ms"
+        );
         assert!(m.hist.response.equivalent(max.value, 20_000_000));
-        assert_eq!(m.hist.send_lag.len(), 99, "never-sent requests have no send lag");
+        assert_eq!(
+            m.hist.send_lag.len(),
+            99,
+            "never-sent requests have no send lag"
+        );
     }
 
     #[test]
     fn a_timeout_is_a_lower_bound_at_the_timeout() {
         let mut r = Recorder::new(Duration::from_secs(1));
         r.record(&Stamps::on_time(ms(0)), ms(1), Outcome::Ok);
-        r.record(&Stamps::on_time(ms(0)), ms(500), Outcome::Failed(FailureClass::Timeout));
+        r.record(
+            &Stamps::on_time(ms(0)),
+            ms(500),
+            Outcome::Failed(FailureClass::Timeout),
+        );
         let m = Recorder::merge_all([r]);
         assert_eq!(m.tally.failed.get(FailureClass::Timeout), 1);
         assert!(m.response_at(100.0).lower_bound);
@@ -481,11 +566,18 @@ mod tests {
     #[test]
     fn merging_per_thread_recorders_equals_recording_in_one() {
         let mut whole = Recorder::new(Duration::from_secs(1));
-        let mut parts = [Recorder::new(Duration::from_secs(1)), Recorder::new(Duration::from_secs(1))];
+        let mut parts = [
+            Recorder::new(Duration::from_secs(1)),
+            Recorder::new(Duration::from_secs(1)),
+        ];
         for i in 0..2_000u64 {
             let s = sent_late(i, i + i % 7, i % 7 == 3);
             let done = ms(i + 3 + (i * 37) % 101);
-            let outcome = if i % 50 == 0 { Outcome::Failed(FailureClass::Http5xx) } else { Outcome::Ok };
+            let outcome = if i % 50 == 0 {
+                Outcome::Failed(FailureClass::Http5xx)
+            } else {
+                Outcome::Ok
+            };
             whole.record(&s, done, outcome);
             parts[(i % 2) as usize].record(&s, done, outcome);
         }
@@ -497,7 +589,10 @@ mod tests {
         assert_eq!(a.tally, b.tally);
         assert_eq!(a.intervals.len(), b.intervals.len());
         for (x, y) in a.intervals.iter().zip(&b.intervals) {
-            assert_eq!((x.index, x.completed, x.failed), (y.index, y.completed, y.failed));
+            assert_eq!(
+                (x.index, x.completed, x.failed),
+                (y.index, y.completed, y.failed)
+            );
             assert_eq!(x.response_histogram(), y.response_histogram());
         }
         assert_eq!(b.tally.failed.get(FailureClass::Http5xx), 40);
@@ -527,7 +622,14 @@ mod tests {
         let m = Recorder::merge_all([r]);
         let raw_p99 = m.response_at(99.0).value;
         let corrected = m.backfilled(ms(1));
-        assert!(corrected.len() > 1900, "≈999 invented samples, got {}", corrected.len() - 1000);
-        assert!(corrected.value_at_quantile(0.99) > 100 * raw_p99, "the back-filled tail is far worse");
+        assert!(
+            corrected.len() > 1900,
+            "≈999 invented samples, got {}",
+            corrected.len() - 1000
+        );
+        assert!(
+            corrected.value_at_quantile(0.99) > 100 * raw_p99,
+            "the back-filled tail is far worse"
+        );
     }
 }

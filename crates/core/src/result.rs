@@ -47,7 +47,10 @@ pub struct Tool {
 
 impl Tool {
     pub fn sojourn() -> Tool {
-        Tool { name: "sojourn".into(), version: env!("CARGO_PKG_VERSION").into() }
+        Tool {
+            name: "sojourn".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }
     }
 }
 
@@ -107,7 +110,10 @@ pub struct Percentiles(pub Vec<(f64, u64)>);
 
 impl Percentiles {
     pub fn get(&self, p: f64) -> Option<u64> {
-        self.0.iter().find(|(q, _)| (*q - p).abs() < 1e-9).map(|(_, v)| *v)
+        self.0
+            .iter()
+            .find(|(q, _)| (*q - p).abs() < 1e-9)
+            .map(|(_, v)| *v)
     }
 }
 
@@ -132,7 +138,9 @@ impl<'de> Deserialize<'de> for Percentiles {
         let map = BTreeMap::<String, u64>::deserialize(d)?;
         let mut out = Vec::with_capacity(map.len());
         for (k, v) in map {
-            let p: f64 = k.parse().map_err(|_| serde::de::Error::custom(format!("percentile key {k:?} is not a number")))?;
+            let p: f64 = k.parse().map_err(|_| {
+                serde::de::Error::custom(format!("percentile key {k:?} is not a number"))
+            })?;
             out.push((p, v));
         }
         out.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -160,8 +168,11 @@ pub struct HistogramSummary {
 
 impl HistogramSummary {
     pub fn of(h: &Histogram<u64>, censored: &Histogram<u64>) -> HistogramSummary {
-        let empty = h.len() == 0;
-        let bounds: Vec<(f64, Bound)> = PERCENTILES.iter().map(|&p| (p, bound_at(h, censored, p))).collect();
+        let empty = h.is_empty();
+        let bounds: Vec<(f64, Bound)> = PERCENTILES
+            .iter()
+            .map(|&p| (p, bound_at(h, censored, p)))
+            .collect();
         HistogramSummary {
             unit: "ns".into(),
             count: h.len(),
@@ -170,7 +181,11 @@ impl HistogramSummary {
             mean: if empty { 0.0 } else { h.mean() },
             stdev: if empty { 0.0 } else { h.stdev() },
             percentiles: Percentiles(bounds.iter().map(|(p, b)| (*p, b.value)).collect()),
-            lower_bounds: bounds.iter().filter(|(_, b)| b.lower_bound).map(|(p, _)| percentile_key(*p)).collect(),
+            lower_bounds: bounds
+                .iter()
+                .filter(|(_, b)| b.lower_bound)
+                .map(|(p, _)| percentile_key(*p))
+                .collect(),
             hdr: encode_base64(h),
         }
     }
@@ -178,7 +193,10 @@ impl HistogramSummary {
     /// The value at `p` and whether it is only a lower bound.
     pub fn at(&self, p: f64) -> Option<Bound> {
         let value = self.percentiles.get(p)?;
-        Some(Bound { value, lower_bound: self.lower_bounds.contains(&percentile_key(p)) })
+        Some(Bound {
+            value,
+            lower_bound: self.lower_bounds.contains(&percentile_key(p)),
+        })
     }
 
     /// Decodes the carried histogram.
@@ -200,7 +218,9 @@ pub enum HdrDecodeError {
 
 pub fn encode_base64(h: &Histogram<u64>) -> String {
     let mut bytes = Vec::new();
-    V2DeflateSerializer::new().serialize(h, &mut bytes).expect("serializing into a Vec cannot fail");
+    V2DeflateSerializer::new()
+        .serialize(h, &mut bytes)
+        .expect("serializing into a Vec cannot fail");
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
@@ -323,11 +343,19 @@ impl RunResult {
                 response: HistogramSummary::of(&m.hist.response, &m.censored),
                 service: HistogramSummary::of(&m.hist.service, &none),
                 send_lag: HistogramSummary::of(&m.hist.send_lag, &none),
-                dispatch_lag: has_dispatch.then(|| HistogramSummary::of(&m.hist.dispatch_lag, &none)),
-                censored: (m.censored.len() > 0).then(|| HistogramSummary::of(&m.censored, &none)),
-                backfilled: facts.backfill_interval.map(|i| HistogramSummary::of(&m.backfilled(i), &none)),
+                dispatch_lag: has_dispatch
+                    .then(|| HistogramSummary::of(&m.hist.dispatch_lag, &none)),
+                censored: (!m.censored.is_empty())
+                    .then(|| HistogramSummary::of(&m.censored, &none)),
+                backfilled: facts
+                    .backfill_interval
+                    .map(|i| HistogramSummary::of(&m.backfilled(i), &none)),
             },
-            intervals: m.intervals.iter().map(|r| IntervalSummary::of(r, m.interval)).collect(),
+            intervals: m
+                .intervals
+                .iter()
+                .map(|r| IntervalSummary::of(r, m.interval))
+                .collect(),
             config: facts.config,
             scenario: None,
             checks: facts.checks,
@@ -348,14 +376,28 @@ mod tests {
         let mut r = Recorder::new(Duration::from_secs(1));
         for i in 0..3000u64 {
             let at = Duration::from_millis(i);
-            r.record(&Stamps::on_time(at), at + Duration::from_millis(1 + i % 13), Outcome::Ok);
+            r.record(
+                &Stamps::on_time(at),
+                at + Duration::from_millis(1 + i % 13),
+                Outcome::Ok,
+            );
         }
-        r.record_in_flight(&Stamps::on_time(Duration::from_millis(2999)), Duration::from_secs(3));
+        r.record_in_flight(
+            &Stamps::on_time(Duration::from_millis(2999)),
+            Duration::from_secs(3),
+        );
         let m = Recorder::merge_all([r]);
         let facts = RunFacts {
             label: "open".into(),
             mode: Mode::Open,
-            config: RunConfig { rate: Some(1000.0), arrival: Some("constant".into()), duration_ns: Some(3_000_000_000), connections: 10, interval_ns: 1_000_000_000, ..Default::default() },
+            config: RunConfig {
+                rate: Some(1000.0),
+                arrival: Some("constant".into()),
+                duration_ns: Some(3_000_000_000),
+                connections: 10,
+                interval_ns: 1_000_000_000,
+                ..Default::default()
+            },
             scheduled: 3001,
             elapsed: Duration::from_secs(3),
             interrupted: false,
@@ -369,27 +411,46 @@ mod tests {
     fn result_round_trips_and_keeps_percentile_order() {
         let result = sample_result();
         let text = serde_json::to_string_pretty(&result).unwrap();
-        let keys: Vec<&str> = text.lines().filter_map(|l| l.trim().strip_prefix('"')).filter_map(|l| l.split('"').next()).filter(|k| k.starts_with(|c: char| c.is_ascii_digit())).take(6).collect();
+        let keys: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix('"'))
+            .filter_map(|l| l.split('"').next())
+            .filter(|k| k.starts_with(|c: char| c.is_ascii_digit()))
+            .take(6)
+            .collect();
         assert_eq!(keys, ["50", "90", "99", "99.9", "99.99", "100"]);
         let back: RunResult = serde_json::from_str(&text).unwrap();
         assert_eq!(back, result);
         assert_eq!(back.counts.unaccounted(), 0);
         assert_eq!(back.histograms.response.histogram().unwrap().len(), 3001);
-        assert!(back.histograms.response.at(100.0).unwrap().lower_bound, "the censored one could be the max");
-        assert!(!back.histograms.response.at(50.0).unwrap().lower_bound, "one censored of 3001 cannot move p50");
+        assert!(
+            back.histograms.response.at(100.0).unwrap().lower_bound,
+            "the censored one could be the max"
+        );
+        assert!(
+            !back.histograms.response.at(50.0).unwrap().lower_bound,
+            "one censored of 3001 cannot move p50"
+        );
         assert_eq!(back.histograms.censored.as_ref().unwrap().count, 1);
         assert_eq!(back.intervals.len(), 4, "0,1,2 and the censored one at 3 s");
     }
 
     #[test]
     fn result_matches_the_checked_in_schema() {
-        let schema: serde_json::Value = serde_json::from_str(include_str!("../../../schema/result.schema.json")).unwrap();
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../../schema/result.schema.json")).unwrap();
         let validator = jsonschema::validator_for(&schema).unwrap();
         let doc = serde_json::to_value(sample_result()).unwrap();
-        let errors: Vec<String> = validator.iter_errors(&doc).map(|e| format!("{} at {}", e, e.instance_path)).collect();
+        let errors: Vec<String> = validator
+            .iter_errors(&doc)
+            .map(|e| format!("{} at {}", e, e.instance_path))
+            .collect();
         assert!(errors.is_empty(), "{errors:#?}");
         let mut broken = doc.clone();
         broken["counts"]["scheduled"] = serde_json::json!("many");
-        assert!(!validator.is_valid(&broken), "the schema must reject a malformed count");
+        assert!(
+            !validator.is_valid(&broken),
+            "the schema must reject a malformed count"
+        );
     }
 }

@@ -96,7 +96,15 @@ impl Schedule {
                 slice_seed(seed, worker),
             )),
         };
-        Slice { law, next: worker as u64, stride: workers as u64, worker: worker as u64, end: self.end, taken: 0, workers: workers as u64 }
+        Slice {
+            law,
+            next: worker as u64,
+            stride: workers as u64,
+            worker: worker as u64,
+            end: self.end,
+            taken: 0,
+            workers: workers as u64,
+        }
     }
 
     /// The whole schedule as one sender sees it.
@@ -148,7 +156,10 @@ pub struct Ramp {
 impl Ramp {
     pub fn new(from: Rate, to: Rate, over: Duration) -> Ramp {
         let secs = over.as_secs_f64().max(f64::MIN_POSITIVE);
-        Ramp { from: from.get(), slope: (to.get() - from.get()) / secs }
+        Ramp {
+            from: from.get(),
+            slope: (to.get() - from.get()) / secs,
+        }
     }
 
     pub fn at(&self, i: u64) -> Duration {
@@ -260,9 +271,24 @@ mod tests {
             (1000.0, 0, ms(0), "the first request is due at the start"),
             (1000.0, 1, ms(1), "1000/s is one every millisecond"),
             (1000.0, 999, ms(999), "the last request of the first second"),
-            (450.0, 450, ms(1000), "seed 000's rate: request 450 opens second two"),
-            (450.0, 1, Duration::from_nanos(2_222_222), "1/450 s rounds to the nanosecond"),
-            (3.0, 2, Duration::from_nanos(666_666_667), "2/3 s rounds up, not down"),
+            (
+                450.0,
+                450,
+                ms(1000),
+                "seed 000's rate: request 450 opens second two",
+            ),
+            (
+                450.0,
+                1,
+                Duration::from_nanos(2_222_222),
+                "1/450 s rounds to the nanosecond",
+            ),
+            (
+                3.0,
+                2,
+                Duration::from_nanos(666_666_667),
+                "2/3 s rounds up, not down",
+            ),
             (50_000.0, 7, us(140), "high rates keep microsecond spacing"),
         ];
         for &(r, i, want, why) in table {
@@ -272,10 +298,18 @@ mod tests {
 
     #[test]
     fn duration_bound_counts_requests_strictly_before_the_end() {
-        let s = Schedule::new(Arrival::Constant, rate(450.0), End::After(Duration::from_secs(30))).unwrap();
+        let s = Schedule::new(
+            Arrival::Constant,
+            rate(450.0),
+            End::After(Duration::from_secs(30)),
+        )
+        .unwrap();
         // Seed 000: 450 req/s × 30 s = 13,500 requests.
         assert_eq!(s.planned_count(), Some(13_500));
-        assert_eq!(s.iter().last().unwrap().at, constant_at(rate(450.0), 13_499));
+        assert_eq!(
+            s.iter().last().unwrap().at,
+            constant_at(rate(450.0), 13_499)
+        );
     }
 
     #[test]
@@ -290,7 +324,11 @@ mod tests {
         let s = Schedule::new(Arrival::Constant, rate(1000.0), End::Count(10)).unwrap();
         let mut merged: Vec<Due> = (0..3).flat_map(|w| s.slice(w, 3)).collect();
         merged.sort_by_key(|d| d.index);
-        assert_eq!(merged, s.iter().collect::<Vec<_>>(), "three slices rebuild the whole");
+        assert_eq!(
+            merged,
+            s.iter().collect::<Vec<_>>(),
+            "three slices rebuild the whole"
+        );
         assert_eq!(s.slice(0, 3).count(), 4, "worker 0 owns indices 0,3,6,9");
         assert_eq!(s.slice(2, 3).count(), 3, "worker 2 owns indices 2,5,8");
     }
@@ -303,8 +341,16 @@ mod tests {
         let table: &[(u64, f64, &str)] = &[
             (0, 0.0, "starts at zero"),
             (100, first_100, "Λ(t) = 100 solves 10t² + 100t − 100 = 0"),
-            (750, 5.0, "Λ(5) = 500 + 250: half the time, well under half the requests"),
-            (2000, 10.0, "Λ(10) = 1000 + 1000: the last request lands on the end"),
+            (
+                750,
+                5.0,
+                "Λ(5) = 500 + 250: half the time, well under half the requests",
+            ),
+            (
+                2000,
+                10.0,
+                "Λ(10) = 1000 + 1000: the last request lands on the end",
+            ),
         ];
         for &(i, want_secs, why) in table {
             let got = r.at(i).as_secs_f64();
@@ -318,12 +364,23 @@ mod tests {
         for i in [0u64, 1, 17, 999] {
             let a = flat.at(i).as_nanos() as i128;
             let b = constant_at(rate(200.0), i).as_nanos() as i128;
-            assert!((a - b).abs() <= 1, "a flat ramp is a constant schedule (i={i})");
+            assert!(
+                (a - b).abs() <= 1,
+                "a flat ramp is a constant schedule (i={i})"
+            );
         }
         // 300 → 100 over 10 s issues the same 2,000 requests as 100 → 300, back to front.
-        let s = Schedule::new(Arrival::Ramp { to: rate(100.0) }, rate(300.0), End::After(Duration::from_secs(10))).unwrap();
+        let s = Schedule::new(
+            Arrival::Ramp { to: rate(100.0) },
+            rate(300.0),
+            End::After(Duration::from_secs(10)),
+        )
+        .unwrap();
         let n = s.planned_count().unwrap();
-        assert!((1999..=2001).contains(&n), "ramp down issues ≈2000, got {n}");
+        assert!(
+            (1999..=2001).contains(&n),
+            "ramp down issues ≈2000, got {n}"
+        );
     }
 
     #[test]
@@ -336,12 +393,24 @@ mod tests {
 
     #[test]
     fn poisson_is_seeded_and_has_the_right_rate() {
-        let s = Schedule::new(Arrival::Poisson { seed: 7 }, rate(1000.0), End::After(Duration::from_secs(20))).unwrap();
+        let s = Schedule::new(
+            Arrival::Poisson { seed: 7 },
+            rate(1000.0),
+            End::After(Duration::from_secs(20)),
+        )
+        .unwrap();
         let a: Vec<_> = s.iter().take(50).collect();
         let b: Vec<_> = s.iter().take(50).collect();
         assert_eq!(a, b, "same seed, same arrivals");
-        let other = Schedule { arrival: Arrival::Poisson { seed: 8 }, ..s };
-        assert_ne!(a, other.iter().take(50).collect::<Vec<_>>(), "another seed, other arrivals");
+        let other = Schedule {
+            arrival: Arrival::Poisson { seed: 8 },
+            ..s
+        };
+        assert_ne!(
+            a,
+            other.iter().take(50).collect::<Vec<_>>(),
+            "another seed, other arrivals"
+        );
         // 20,000 expected; a Poisson count has sd √20000 ≈ 141, so ±5 sd is ±710.
         let n = s.iter().count() as i64;
         assert!((n - 20_000).abs() < 710, "count {n}");
@@ -359,8 +428,14 @@ mod tests {
         let s = Schedule::new(Arrival::Poisson { seed: 1 }, rate(900.0), End::Count(1000)).unwrap();
         let counts: Vec<usize> = (0..3).map(|w| s.slice(w, 3).count()).collect();
         assert_eq!(counts, vec![334, 333, 333]);
-        let s = Schedule { end: End::After(Duration::from_secs(10)), ..s };
+        let s = Schedule {
+            end: End::After(Duration::from_secs(10)),
+            ..s
+        };
         let total: usize = (0..3).map(|w| s.slice(w, 3).count()).sum();
-        assert!((total as i64 - 9000).abs() < 480, "three slices at 300/s give ≈9000, got {total}");
+        assert!(
+            (total as i64 - 9000).abs() < 480,
+            "three slices at 300/s give ≈9000, got {total}"
+        );
     }
 }

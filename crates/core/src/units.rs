@@ -71,18 +71,18 @@ pub fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// Formats nanoseconds the way the seeds print latencies: µs below a millisecond, ms below
-/// ten seconds, seconds above.
+/// Formats nanoseconds the way the seeds print latencies: µs below a millisecond, ms below a
+/// second, seconds above.
 pub fn format_ns(ns: u64) -> String {
     let ns = ns as f64;
     if ns < 1_000.0 {
         format!("{ns:.0} ns")
     } else if ns < 1_000_000.0 {
         format!("{:.1} µs", ns / 1e3)
-    } else if ns < 10_000_000_000.0 {
+    } else if ns < 1_000_000_000.0 {
         format!("{:.2} ms", ns / 1e6)
     } else {
-        format!("{:.2} s", ns / 1e9)
+        format!("{:.3} s", ns / 1e9)
     }
 }
 
@@ -112,6 +112,7 @@ mod tests {
         assert_eq!(format_ns(850), "850 ns");
         assert_eq!(format_ns(19_500), "19.5 µs");
         assert_eq!(format_ns(194_640_000), "194.64 ms");
-        assert_eq!(format_ns(12_300_000_000), "12.30 s");
+        assert_eq!(format_ns(1_007_000_000), "1.007 s");
+        assert_eq!(format_ns(12_300_000_000), "12.300 s");
     }
 }

@@ -46,7 +46,11 @@ impl Tickets {
 
 impl<T: Transport> ClosedWorker<T> {
     pub async fn run(self) -> WorkerReport {
-        let tickets = Rc::new(Tickets { started: Cell::new(0), end: self.end, t0: self.lane.t0() });
+        let tickets = Rc::new(Tickets {
+            started: Cell::new(0),
+            end: self.end,
+            t0: self.lane.t0(),
+        });
         let mut loops = tokio::task::JoinSet::new();
         for _ in 0..self.connections.max(1) {
             loops.spawn_local(connection_loop(self.lane.clone(), tickets.clone()));
@@ -58,7 +62,10 @@ impl<T: Transport> ClosedWorker<T> {
             _ = tokio::time::sleep_until(self.hard_stop()) => {}
         }
         let end = self.lane.now();
-        WorkerReport { lane: self.lane.close(end), scheduled: tickets.started.get() }
+        WorkerReport {
+            lane: self.lane.close(end),
+            scheduled: tickets.started.get(),
+        }
     }
 
     /// A duration-bounded loop stops starting requests at its end and waits at most one

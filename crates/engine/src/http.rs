@@ -75,10 +75,25 @@ impl HttpTransport {
         let bare = host.trim_start_matches('[').trim_end_matches(']');
         let addr = tokio::net::lookup_host((bare, port))
             .await
-            .and_then(|mut a| a.next().ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address")))
-            .map_err(|source| TargetError::Resolve { host: host.clone(), source })?;
-        let tls = if scheme == "https" { Some(tls_config(bare, insecure)?) } else { None };
-        Ok(HttpTransport { addr, tls, request: encode(req)?.into(), head_only: req.method.eq_ignore_ascii_case("HEAD") })
+            .and_then(|mut a| {
+                a.next()
+                    .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address"))
+            })
+            .map_err(|source| TargetError::Resolve {
+                host: host.clone(),
+                source,
+            })?;
+        let tls = if scheme == "https" {
+            Some(tls_config(bare, insecure)?)
+        } else {
+            None
+        };
+        Ok(HttpTransport {
+            addr,
+            tls,
+            request: encode(req)?.into(),
+            head_only: req.method.eq_ignore_ascii_case("HEAD"),
+        })
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -94,15 +109,22 @@ fn tls_config(host: &str, insecure: bool) -> Result<Tls, TargetError> {
     let mut config = if insecure {
         builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(crate::insecure::AcceptAnyCert::new(provider)))
+            .with_custom_certificate_verifier(Arc::new(crate::insecure::AcceptAnyCert::new(
+                provider,
+            )))
             .with_no_client_auth()
     } else {
-        let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+        let roots = rustls::RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        };
         builder.with_root_certificates(roots).with_no_client_auth()
     };
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     let name = ServerName::try_from(host.to_string()).map_err(|_| TargetError::NoHost)?;
-    Ok(Tls { connector: TlsConnector::from(Arc::new(config)), name })
+    Ok(Tls {
+        connector: TlsConnector::from(Arc::new(config)),
+        name,
+    })
 }
 
 fn encode(req: &HttpRequest) -> Result<Vec<u8>, TargetError> {
@@ -116,9 +138,17 @@ fn encode(req: &HttpRequest) -> Result<Vec<u8>, TargetError> {
         None => req.url.host_str().unwrap_or_default().to_string(),
     };
     let mut out = format!("{} {target} HTTP/1.1\r\nHost: {host}\r\n", req.method);
-    let has = |name: &str| req.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+    let has = |name: &str| {
+        req.headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name))
+    };
     if !has("user-agent") {
-        out.push_str(concat!("User-Agent: sojourn/", env!("CARGO_PKG_VERSION"), "\r\n"));
+        out.push_str(concat!(
+            "User-Agent: sojourn/",
+            env!("CARGO_PKG_VERSION"),
+            "\r\n"
+        ));
     }
     for (name, value) in &req.headers {
         let bad = |s: &str| s.contains(['\r', '\n']);
@@ -145,12 +175,18 @@ impl Transport for HttpTransport {
     type Conn = HttpConnection;
 
     async fn connect(&self) -> Result<HttpConnection, FailureClass> {
-        let tcp = TcpStream::connect(self.addr).await.map_err(|_| FailureClass::Connect)?;
+        let tcp = TcpStream::connect(self.addr)
+            .await
+            .map_err(|_| FailureClass::Connect)?;
         let _ = tcp.set_nodelay(true);
         let stream = match &self.tls {
             None => Stream::Plain(tcp),
             Some(tls) => {
-                let s = tls.connector.connect(tls.name.clone(), tcp).await.map_err(|_| FailureClass::Connect)?;
+                let s = tls
+                    .connector
+                    .connect(tls.name.clone(), tcp)
+                    .await
+                    .map_err(|_| FailureClass::Connect)?;
                 Stream::Tls(Box::new(s))
             }
         };
@@ -180,7 +216,9 @@ impl Connection for HttpConnection {
         sent.set(Some(Instant::now()));
         let result = match &mut self.stream {
             Stream::Plain(s) => round_trip(s, &self.request, &mut self.buf, self.head_only).await,
-            Stream::Tls(s) => round_trip(s.as_mut(), &self.request, &mut self.buf, self.head_only).await,
+            Stream::Tls(s) => {
+                round_trip(s.as_mut(), &self.request, &mut self.buf, self.head_only).await
+            }
         };
         match result {
             Ok(head) => {
@@ -216,7 +254,12 @@ struct Head {
     keep_alive: bool,
 }
 
-async fn round_trip<S>(s: &mut S, request: &[u8], buf: &mut BytesMut, head_only: bool) -> Result<Head, Broken>
+async fn round_trip<S>(
+    s: &mut S,
+    request: &[u8],
+    buf: &mut BytesMut,
+    head_only: bool,
+) -> Result<Head, Broken>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -230,9 +273,16 @@ where
         if (100..200).contains(&head.status) && head.status != 101 {
             continue;
         }
-        let framing = if head_only || head.status == 204 || head.status == 304 { Framing::Length(0) } else { head.framing };
+        let framing = if head_only || head.status == 204 || head.status == 304 {
+            Framing::Length(0)
+        } else {
+            head.framing
+        };
         skip_body(s, buf, framing).await?;
-        return Ok(Head { status: head.status, keep_alive: head.keep_alive && framing != Framing::UntilClose });
+        return Ok(Head {
+            status: head.status,
+            keep_alive: head.keep_alive && framing != Framing::UntilClose,
+        });
     }
 }
 
@@ -250,7 +300,10 @@ struct ParsedHead {
 }
 
 /// Reads until a full response head is in `buf`, parses it and consumes it from `buf`.
-async fn read_head<S: AsyncRead + Unpin>(s: &mut S, buf: &mut BytesMut) -> Result<ParsedHead, Broken> {
+async fn read_head<S: AsyncRead + Unpin>(
+    s: &mut S,
+    buf: &mut BytesMut,
+) -> Result<ParsedHead, Broken> {
     loop {
         if let Some((len, head)) = parse_head(buf)? {
             buf.advance(len);
@@ -274,12 +327,19 @@ fn parse_head(buf: &[u8]) -> Result<Option<(usize, ParsedHead)>, Broken> {
     let mut framing = Framing::UntilClose;
     for h in res.headers.iter() {
         if h.name.eq_ignore_ascii_case("content-length") {
-            let n = std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse().ok()).ok_or(Broken::Protocol)?;
+            let n = std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .ok_or(Broken::Protocol)?;
             if framing != Framing::Chunked {
                 framing = Framing::Length(n);
             }
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            if h.value.to_ascii_lowercase().windows(7).any(|w| w == b"chunked") {
+            if h.value
+                .to_ascii_lowercase()
+                .windows(7)
+                .any(|w| w == b"chunked")
+            {
                 framing = Framing::Chunked;
             }
         } else if h.name.eq_ignore_ascii_case("connection") {
@@ -291,12 +351,23 @@ fn parse_head(buf: &[u8]) -> Result<Option<(usize, ParsedHead)>, Broken> {
             }
         }
     }
-    Ok(Some((len, ParsedHead { status, keep_alive, framing })))
+    Ok(Some((
+        len,
+        ParsedHead {
+            status,
+            keep_alive,
+            framing,
+        },
+    )))
 }
 
 /// Reads more bytes into `buf`. `fresh` says no byte of the answer has arrived yet, so an EOF
 /// or reset means the peer dropped the request rather than broke an answer.
-async fn fill<S: AsyncRead + Unpin>(s: &mut S, buf: &mut BytesMut, fresh: bool) -> Result<(), Broken> {
+async fn fill<S: AsyncRead + Unpin>(
+    s: &mut S,
+    buf: &mut BytesMut,
+    fresh: bool,
+) -> Result<(), Broken> {
     if buf.capacity() - buf.len() < 1024 {
         buf.reserve(8 * 1024);
     }
@@ -307,7 +378,11 @@ async fn fill<S: AsyncRead + Unpin>(s: &mut S, buf: &mut BytesMut, fresh: bool) 
     }
 }
 
-async fn skip_body<S: AsyncRead + Unpin>(s: &mut S, buf: &mut BytesMut, framing: Framing) -> Result<(), Broken> {
+async fn skip_body<S: AsyncRead + Unpin>(
+    s: &mut S,
+    buf: &mut BytesMut,
+    framing: Framing,
+) -> Result<(), Broken> {
     match framing {
         Framing::Length(n) => skip_exact(s, buf, n).await,
         Framing::Chunked => skip_chunked(s, buf).await,
@@ -322,7 +397,11 @@ async fn skip_body<S: AsyncRead + Unpin>(s: &mut S, buf: &mut BytesMut, framing:
     }
 }
 
-async fn skip_exact<S: AsyncRead + Unpin>(s: &mut S, buf: &mut BytesMut, mut n: u64) -> Result<(), Broken> {
+async fn skip_exact<S: AsyncRead + Unpin>(
+    s: &mut S,
+    buf: &mut BytesMut,
+    mut n: u64,
+) -> Result<(), Broken> {
     loop {
         let take = n.min(buf.len() as u64);
         buf.advance(take as usize);
@@ -374,21 +453,37 @@ mod tests {
         HttpRequest {
             url: Url::parse(url).unwrap(),
             method: method.into(),
-            headers: headers.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
+            headers: headers
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect(),
             body: body.as_bytes().to_vec(),
         }
     }
 
     #[test]
     fn request_encoding() {
-        let bytes = encode(&req("http://127.0.0.1:8080/api?x=1", "POST", &[("X-Test", "1")], "hello")).unwrap();
+        let bytes = encode(&req(
+            "http://127.0.0.1:8080/api?x=1",
+            "POST",
+            &[("X-Test", "1")],
+            "hello",
+        ))
+        .unwrap();
         let text = String::from_utf8(bytes).unwrap();
-        assert!(text.starts_with("POST /api?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"), "{text}");
+        assert!(
+            text.starts_with("POST /api?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"),
+            "{text}"
+        );
         assert!(text.contains("X-Test: 1\r\n"));
         assert!(text.ends_with("Content-Length: 5\r\n\r\nhello"), "{text}");
-        let get = String::from_utf8(encode(&req("http://example.test/", "GET", &[], "")).unwrap()).unwrap();
+        let get = String::from_utf8(encode(&req("http://example.test/", "GET", &[], "")).unwrap())
+            .unwrap();
         assert!(get.contains("Host: example.test\r\n") && !get.contains("Content-Length"));
-        assert!(matches!(encode(&req("http://a/", "GET", &[("Bad\r\nName", "v")], "")), Err(TargetError::Header(_))));
+        assert!(matches!(
+            encode(&req("http://a/", "GET", &[("Bad\r\nName", "v")], "")),
+            Err(TargetError::Header(_))
+        ));
     }
 
     /// Plays a canned server script over an in-memory pipe and checks each exchange.
@@ -409,19 +504,25 @@ mod tests {
         let mut buf = BytesMut::new();
         let mut out = Vec::new();
         for _ in 0..n {
-            out.push(match round_trip(&mut client, b"GET / HTTP/1.1\r\n\r\n", &mut buf, false).await {
-                Ok(h) => Ok((h.status, h.keep_alive)),
-                Err(Broken::BeforeAnswer) => Err("before".into()),
-                Err(Broken::Io) => Err("io".into()),
-                Err(Broken::Protocol) => Err("protocol".into()),
-            });
+            out.push(
+                match round_trip(&mut client, b"GET / HTTP/1.1\r\n\r\n", &mut buf, false).await {
+                    Ok(h) => Ok((h.status, h.keep_alive)),
+                    Err(Broken::BeforeAnswer) => Err("before".into()),
+                    Err(Broken::Io) => Err("io".into()),
+                    Err(Broken::Protocol) => Err("protocol".into()),
+                },
+            );
         }
         out
     }
 
     #[tokio::test]
     async fn content_length_framing() {
-        let r = exchange_with(b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world", 1).await;
+        let r = exchange_with(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world",
+            1,
+        )
+        .await;
         assert_eq!(r, vec![Ok((200, true))]);
     }
 
@@ -434,15 +535,27 @@ mod tests {
     #[tokio::test]
     async fn connection_close_and_interim_answers() {
         let r = exchange_with(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", 1).await;
-        assert_eq!(r, vec![Ok((200, false))], "100 is skipped; close is honoured");
+        assert_eq!(
+            r,
+            vec![Ok((200, false))],
+            "100 is skipped; close is honoured"
+        );
         let r = exchange_with(b"HTTP/1.0 200 OK\r\n\r\nuntil close", 1).await;
-        assert_eq!(r, vec![Ok((200, false))], "HTTP/1.0 without length reads to EOF");
+        assert_eq!(
+            r,
+            vec![Ok((200, false))],
+            "HTTP/1.0 without length reads to EOF"
+        );
     }
 
     #[tokio::test]
     async fn truncated_and_garbage_answers_are_classified() {
         let r = exchange_with(b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nshort", 1).await;
-        assert_eq!(r, vec![Err("io".into())], "EOF mid-body is a broken exchange");
+        assert_eq!(
+            r,
+            vec![Err("io".into())],
+            "EOF mid-body is a broken exchange"
+        );
         let r = exchange_with(b"NOT HTTP AT ALL\r\n\r\n", 1).await;
         assert_eq!(r, vec![Err("protocol".into())]);
     }

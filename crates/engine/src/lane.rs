@@ -27,7 +27,12 @@ pub struct Track {
 
 impl Track {
     pub fn new(intended: Duration, dispatched: Duration) -> Rc<Track> {
-        Rc::new(Track { intended, dispatched, sent: Cell::new(None), waited_for_connection: Cell::new(false) })
+        Rc::new(Track {
+            intended,
+            dispatched,
+            sent: Cell::new(None),
+            waited_for_connection: Cell::new(false),
+        })
     }
 }
 
@@ -62,7 +67,15 @@ pub struct LaneReport {
 impl<T: Transport> Lane<T> {
     pub fn new(transport: T, cfg: LaneConfig) -> Rc<Self> {
         let recorder = RefCell::new(Recorder::new(cfg.interval));
-        Rc::new(Lane { transport, cfg, idle: RefCell::default(), recorder, pending: RefCell::default(), emptied: Notify::new(), closed: Cell::new(false) })
+        Rc::new(Lane {
+            transport,
+            cfg,
+            idle: RefCell::default(),
+            recorder,
+            pending: RefCell::default(),
+            emptied: Notify::new(),
+            closed: Cell::new(false),
+        })
     }
 
     pub fn t0(&self) -> Instant {
@@ -172,12 +185,19 @@ impl<T: Transport> Lane<T> {
     }
 
     fn stamps(&self, track: &Track, sent: Duration) -> Stamps {
-        Stamps { intended: track.intended, dispatched: track.dispatched, sent, waited_for_connection: track.waited_for_connection.get() }
+        Stamps {
+            intended: track.intended,
+            dispatched: track.dispatched,
+            sent,
+            waited_for_connection: track.waited_for_connection.get(),
+        }
     }
 
     /// Records a request that was due but will never be sent (the run was stopped).
     pub fn never_sent(&self, intended: Duration, end: Duration) {
-        self.recorder.borrow_mut().record_never_sent(intended, end, end);
+        self.recorder
+            .borrow_mut()
+            .record_never_sent(intended, end, end);
     }
 
     /// Waits until every tracked request has finished, the deadline passes, or the run is
@@ -201,7 +221,9 @@ impl<T: Transport> Lane<T> {
         let mut recorder = self.recorder.replace(Recorder::new(self.cfg.interval));
         for (_, track) in self.pending.borrow_mut().drain() {
             match track.sent.get() {
-                Some(sent) => recorder.record_in_flight(&self.stamps(&track, self.offset(sent)), end),
+                Some(sent) => {
+                    recorder.record_in_flight(&self.stamps(&track, self.offset(sent)), end)
+                }
                 None => recorder.record_never_sent(track.intended, track.dispatched, end),
             }
         }

@@ -58,7 +58,12 @@ impl<T: Transport> OpenWorker<T> {
                 scheduled += 1;
                 let track = Track::new(due.at, dispatched);
                 self.lane.track(due.index, track.clone());
-                tokio::task::spawn_local(serve(self.lane.clone(), permits.clone(), due.index, track));
+                tokio::task::spawn_local(serve(
+                    self.lane.clone(),
+                    permits.clone(),
+                    due.index,
+                    track,
+                ));
             }
         }
         if self.lane.cancel().is_cancelled() {
@@ -67,26 +72,44 @@ impl<T: Transport> OpenWorker<T> {
         let drain_until = t0 + self.schedule_end.max(self.lane.now()) + self.timeout;
         self.lane.drain(drain_until).await;
         let end = self.lane.now();
-        WorkerReport { lane: self.lane.close(end), scheduled }
+        WorkerReport {
+            lane: self.lane.close(end),
+            scheduled,
+        }
     }
 
     /// Ctrl-C: whatever was due by now but not dispatched is scheduled and never sent.
-    fn stop_now(&self, slice: impl Iterator<Item = sojourn_core::Due>, mut scheduled: u64) -> WorkerReport {
+    fn stop_now(
+        &self,
+        slice: impl Iterator<Item = sojourn_core::Due>,
+        mut scheduled: u64,
+    ) -> WorkerReport {
         let end = self.lane.now();
         for due in slice.take_while(|d| d.at <= end) {
             scheduled += 1;
             self.lane.never_sent(due.at, end);
         }
-        WorkerReport { lane: self.lane.close(end), scheduled }
+        WorkerReport {
+            lane: self.lane.close(end),
+            scheduled,
+        }
     }
 }
 
-async fn serve<T: Transport>(lane: Rc<Lane<T>>, permits: Rc<Semaphore>, index: u64, track: Rc<Track>) {
+async fn serve<T: Transport>(
+    lane: Rc<Lane<T>>,
+    permits: Rc<Semaphore>,
+    index: u64,
+    track: Rc<Track>,
+) {
     let _permit = match permits.try_acquire() {
         Ok(p) => p,
         Err(_) => {
             track.waited_for_connection.set(true);
-            permits.acquire().await.expect("the semaphore is never closed")
+            permits
+                .acquire()
+                .await
+                .expect("the semaphore is never closed")
         }
     };
     let outcome = lane.attempt(&track).await;

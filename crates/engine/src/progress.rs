@@ -29,7 +29,11 @@ pub struct ProgressSnapshot {
 
 impl Progress {
     pub fn new(workers: usize) -> Arc<Progress> {
-        Arc::new(Progress { workers: (0..workers.max(1)).map(|_| WorkerCounters::default()).collect() })
+        Arc::new(Progress {
+            workers: (0..workers.max(1))
+                .map(|_| WorkerCounters::default())
+                .collect(),
+        })
     }
 
     pub fn worker(&self, i: usize) -> &WorkerCounters {

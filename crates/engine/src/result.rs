@@ -48,7 +48,11 @@ pub fn build(plan: &Plan, report: &RunReport, label: &str, target: Option<String
             }
             (Mode::Open, checks, None)
         }
-        Load::Closed(_) => (Mode::Closed, assess_closed(), Some(per_connection_interval(plan, report))),
+        Load::Closed(_) => (
+            Mode::Closed,
+            assess_closed(),
+            Some(per_connection_interval(plan, report)),
+        ),
     };
     let facts = RunFacts {
         label: label.to_string(),

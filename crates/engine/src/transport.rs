@@ -32,7 +32,10 @@ pub trait Transport: Clone + Send + 'static {
 pub trait Connection: 'static {
     /// Sends one request and reads its whole answer. Must set `sent` to the moment the first
     /// byte is handed to the socket (or to the function), before any await that could stall.
-    fn exchange(&mut self, sent: &Cell<Option<Instant>>) -> impl Future<Output = Result<Outcome, ExchangeError>>;
+    fn exchange(
+        &mut self,
+        sent: &Cell<Option<Instant>>,
+    ) -> impl Future<Output = Result<Outcome, ExchangeError>>;
 
     /// Whether the connection can carry another exchange (keep-alive).
     fn reusable(&self) -> bool;
@@ -62,7 +65,9 @@ where
     type Conn = FnConnection<F>;
 
     async fn connect(&self) -> Result<Self::Conn, FailureClass> {
-        Ok(FnConnection { call: Rc::new(self.call.clone()) })
+        Ok(FnConnection {
+            call: Rc::new(self.call.clone()),
+        })
     }
 }
 

@@ -29,21 +29,54 @@ fn hiccup(base: Instant) -> impl Transport {
     })
 }
 
-fn lane<T: Transport>(transport: T, t0: Instant, cancel: CancellationToken) -> std::rc::Rc<Lane<T>> {
-    let cfg = LaneConfig { t0, timeout: ms(5000), interval: Duration::from_secs(1), progress: Progress::new(1), worker: 0, cancel };
+fn lane<T: Transport>(
+    transport: T,
+    t0: Instant,
+    cancel: CancellationToken,
+) -> std::rc::Rc<Lane<T>> {
+    let cfg = LaneConfig {
+        t0,
+        timeout: ms(5000),
+        interval: Duration::from_secs(1),
+        progress: Progress::new(1),
+        worker: 0,
+        cancel,
+    };
     Lane::new(transport, cfg)
 }
 
-async fn open_run<T: Transport>(transport: T, t0: Instant, rate: f64, secs: u64, connections: usize, cancel: CancellationToken) -> (WorkerReport, Measurements) {
-    let schedule = Schedule::new(Arrival::Constant, Rate::per_second(rate).unwrap(), End::After(Duration::from_secs(secs))).unwrap();
-    let worker = OpenWorker { lane: lane(transport, t0, cancel), connections, schedule_end: Duration::from_secs(secs), timeout: ms(5000) };
+async fn open_run<T: Transport>(
+    transport: T,
+    t0: Instant,
+    rate: f64,
+    secs: u64,
+    connections: usize,
+    cancel: CancellationToken,
+) -> (WorkerReport, Measurements) {
+    let schedule = Schedule::new(
+        Arrival::Constant,
+        Rate::per_second(rate).unwrap(),
+        End::After(Duration::from_secs(secs)),
+    )
+    .unwrap();
+    let worker = OpenWorker {
+        lane: lane(transport, t0, cancel),
+        connections,
+        schedule_end: Duration::from_secs(secs),
+        timeout: ms(5000),
+    };
     let mut report = worker.run(schedule.iter(), &mut TokioSleeper).await;
-    let m = Recorder::merge_all([std::mem::replace(&mut report.lane.recorder, Recorder::new(Duration::from_secs(1)))]);
+    let m = Recorder::merge_all([std::mem::replace(
+        &mut report.lane.recorder,
+        Recorder::new(Duration::from_secs(1)),
+    )]);
     (report, m)
 }
 
 fn slow_count(m: &Measurements, above: Duration) -> u64 {
-    m.hist.response.count_between(above.as_nanos() as u64, u64::MAX)
+    m.hist
+        .response
+        .count_between(above.as_nanos() as u64, u64::MAX)
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
@@ -52,7 +85,8 @@ async fn open_loop_measures_every_request_delayed_by_the_stall() {
     local
         .run_until(async {
             let t0 = Instant::now();
-            let (report, m) = open_run(hiccup(t0), t0, 1000.0, 3, 2000, CancellationToken::new()).await;
+            let (report, m) =
+                open_run(hiccup(t0), t0, 1000.0, 3, 2000, CancellationToken::new()).await;
             assert_eq!(report.scheduled, 3000);
             assert_eq!(m.tally.accounted(), 3000, "nothing lost");
             assert_eq!(m.tally.completed, 3000);
@@ -63,9 +97,19 @@ async fn open_loop_measures_every_request_delayed_by_the_stall() {
             let p99 = m.response_at(99.0).value;
             assert!(p99 > 700_000_000, "p99 reflects the wedge: {p99} ns");
             let max = m.hist.response.max();
-            assert!(max > 990_000_000 && max < 1_010_000_000, "the first request in the stall waits ≈1 s: {max}");
-            assert_eq!(m.hist.dispatch_lag.max(), 0, "in virtual time the dispatcher is never late");
-            assert_eq!(m.tally.waited_for_connection, 0, "2000 connections absorb the 1000-request queue");
+            assert!(
+                max > 990_000_000 && max < 1_010_000_000,
+                "the first request in the stall waits ≈1 s: {max}"
+            );
+            assert_eq!(
+                m.hist.dispatch_lag.max(),
+                0,
+                "in virtual time the dispatcher is never late"
+            );
+            assert_eq!(
+                m.tally.waited_for_connection, 0,
+                "2000 connections absorb the 1000-request queue"
+            );
         })
         .await;
 }
@@ -76,16 +120,30 @@ async fn closed_loop_hides_the_stall() {
     local
         .run_until(async {
             let t0 = Instant::now();
-            let worker = ClosedWorker { lane: lane(hiccup(t0), t0, CancellationToken::new()), connections: 10, end: End::After(ms(3000)), timeout: ms(5000) };
+            let worker = ClosedWorker {
+                lane: lane(hiccup(t0), t0, CancellationToken::new()),
+                connections: 10,
+                end: End::After(ms(3000)),
+                timeout: ms(5000),
+            };
             let mut report = worker.run().await;
-            let m = Recorder::merge_all([std::mem::replace(&mut report.lane.recorder, Recorder::new(Duration::from_secs(1)))]);
+            let m = Recorder::merge_all([std::mem::replace(
+                &mut report.lane.recorder,
+                Recorder::new(Duration::from_secs(1)),
+            )]);
             assert_eq!(m.tally.accounted(), report.scheduled, "nothing lost");
             // Each of the 10 connections meets the stall once; nothing else is slow.
             let late = slow_count(&m, ms(5));
             assert_eq!(late, 10, "one slow sample per connection");
             let p99 = m.response_at(99.0).value;
-            assert!(p99 < 2_000_000, "closed-loop p99 stays at the baseline: {p99} ns");
-            assert!(m.hist.response.max() > 990_000_000, "…while the max shows the stall");
+            assert!(
+                p99 < 2_000_000,
+                "closed-loop p99 stays at the baseline: {p99} ns"
+            );
+            assert!(
+                m.hist.response.max() > 990_000_000,
+                "…while the max shows the stall"
+            );
         })
         .await;
 }
@@ -103,12 +161,26 @@ async fn a_full_pool_is_counted_as_waiting_for_a_connection_not_generator_lag() 
             });
             let (_, m) = open_run(slow, t0, 1000.0, 1, 5, CancellationToken::new()).await;
             assert_eq!(m.tally.accounted(), 1000);
-            assert!(m.tally.waited_for_connection > 900, "waited: {}", m.tally.waited_for_connection);
-            assert_eq!(m.hist.dispatch_lag.max(), 0, "the generator itself was on time");
-            assert!(m.hist.send_lag.max() > 500_000_000, "the queue grows: capacity is 500 req/s");
+            assert!(
+                m.tally.waited_for_connection > 900,
+                "waited: {}",
+                m.tally.waited_for_connection
+            );
+            assert_eq!(
+                m.hist.dispatch_lag.max(),
+                0,
+                "the generator itself was on time"
+            );
+            assert!(
+                m.hist.send_lag.max() > 500_000_000,
+                "the queue grows: capacity is 500 req/s"
+            );
             let checks = sojourn_core::check::assess_open(&m, 5);
             assert!(checks.passed(), "a small pool is not the generator's fault");
-            assert!(checks.notes.iter().any(|n| n.contains("waited for a free connection")));
+            assert!(checks
+                .notes
+                .iter()
+                .any(|n| n.contains("waited for a free connection")));
         })
         .await;
 }
@@ -130,7 +202,15 @@ async fn timeouts_are_classified_and_censored_at_the_timeout() {
                     Ok(if i % 10 == 4 { 503 } else { 200 })
                 }
             });
-            let (_, m) = open_run(hangs_every_tenth, t0, 100.0, 1, 1000, CancellationToken::new()).await;
+            let (_, m) = open_run(
+                hangs_every_tenth,
+                t0,
+                100.0,
+                1,
+                1000,
+                CancellationToken::new(),
+            )
+            .await;
             assert_eq!(m.tally.accounted(), 100);
             assert_eq!(m.tally.failed.get(FailureClass::Timeout), 10);
             assert_eq!(m.tally.failed.get(FailureClass::Http5xx), 10);
@@ -156,8 +236,15 @@ async fn cancelling_mid_stall_accounts_for_every_due_request() {
             });
             let (report, m) = open_run(hiccup(t0), t0, 1000.0, 3, 2000, cancel).await;
             let end = report.lane.end;
-            assert!(end >= ms(1500) && end < ms(1510), "stopped at the cancel: {end:?}");
-            assert!((1499..=1502).contains(&report.scheduled), "only what was due: {}", report.scheduled);
+            assert!(
+                end >= ms(1500) && end < ms(1510),
+                "stopped at the cancel: {end:?}"
+            );
+            assert!(
+                (1499..=1502).contains(&report.scheduled),
+                "only what was due: {}",
+                report.scheduled
+            );
             assert_eq!(m.tally.accounted(), report.scheduled, "nothing lost");
             // Everything sent into the stall is still out: censored, at least end − intended.
             assert!(m.tally.censored > 490, "censored: {}", m.tally.censored);

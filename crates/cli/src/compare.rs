@@ -1,0 +1,130 @@
+//! `sojourn compare URL`: the closed loop, then the open loop at the same nominal rate, against
+//! your own service; the seeds' table, a verdict and a report.
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use crate::args;
+use crate::run::{ArrivalKind, RunArgs};
+
+#[derive(clap::Args, Debug)]
+pub struct CompareArgs {
+    /// The target, e.g. http://127.0.0.1:8080/api
+    pub url: String,
+    /// The open loop's rate, in requests per second.
+    #[arg(long)]
+    pub rate: f64,
+    /// How long each loop runs.
+    #[arg(long, value_parser = args::positive_duration, default_value = "20s")]
+    pub duration: Duration,
+    /// Connections of the closed loop.
+    #[arg(long, short = 'c', default_value_t = 10)]
+    pub connections: usize,
+    /// Worker threads for each loop. [default: the number of CPUs]
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Longest wait for one answer.
+    #[arg(long, value_parser = args::positive_duration, default_value = "10s")]
+    pub timeout: Duration,
+    /// A request header, "Name: value"; repeatable.
+    #[arg(long = "header", short = 'H', value_parser = args::header)]
+    pub headers: Vec<(String, String)>,
+    /// Skip TLS certificate verification (self-signed test servers).
+    #[arg(long)]
+    pub insecure: bool,
+    /// Where to write the HTML report.
+    #[arg(long, default_value = "compare.html")]
+    pub report: PathBuf,
+    /// Also write closed.json and open.json here.
+    #[arg(long)]
+    pub json_dir: Option<PathBuf>,
+}
+
+fn run_args(a: &CompareArgs, closed: bool) -> RunArgs {
+    RunArgs {
+        url: a.url.clone(),
+        rate: (!closed).then_some(a.rate),
+        arrival: ArrivalKind::Constant,
+        ramp_to: None,
+        seed: None,
+        duration: Some(a.duration),
+        requests: None,
+        connections: closed.then_some(a.connections),
+        threads: a.threads,
+        timeout: a.timeout,
+        closed,
+        method: "GET".into(),
+        headers: a.headers.clone(),
+        body: None,
+        body_file: None,
+        insecure: a.insecure,
+        json: a
+            .json_dir
+            .as_ref()
+            .map(|d| d.join(if closed { "closed.json" } else { "open.json" })),
+        interval: Duration::from_secs(1),
+        label: Some(if closed {
+            "closed loop".into()
+        } else {
+            "open loop".into()
+        }),
+        strict: false,
+        timer_spin: Duration::from_micros(100),
+    }
+}
+
+pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
+    let closed = crate::run::validate(run_args(&a, true))?;
+    let open = crate::run::validate(run_args(&a, false))?;
+    if let Some(dir) = &a.json_dir {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| crate::bad_input!("--json-dir: cannot create {}: {e}", dir.display()))?;
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut results = Vec::new();
+    for v in [&closed, &open] {
+        let transport = rt.block_on(crate::run::connectable(v))?;
+        eprintln!(
+            "running the {} for {} …",
+            v.label,
+            humantime::format_duration(a.duration)
+        );
+        let result =
+            crate::run::execute(&rt, &v.plan, transport, &v.label, v.request.url.as_str())?;
+        if let Some(path) = &v.json {
+            crate::run::write_json(path, &result)?;
+        }
+        results.push(result);
+    }
+    let (c, o) = (&results[0], &results[1]);
+    print!(
+        "{}",
+        crate::side_by_side::table(&[("closed loop", c), ("open loop", o)])
+    );
+    println!("\n{}", crate::side_by_side::verdict(c, o));
+    for r in [c, o] {
+        for note in &r.checks.notes {
+            println!("- {}: {note}", r.label);
+        }
+    }
+    let runs: Vec<sojourn_report::html::ReportRun> = results
+        .iter()
+        .map(|r| sojourn_report::html::ReportRun {
+            source: r.label.clone(),
+            result: r.clone(),
+            samples: Vec::new(),
+        })
+        .collect();
+    let html = sojourn_report::html::render(
+        &runs,
+        &sojourn_report::html::HtmlOptions {
+            title: Some(format!("sojourn compare: {}", a.url)),
+        },
+    )?;
+    std::fs::write(&a.report, html)
+        .map_err(|e| crate::bad_input!("--report: cannot write {}: {e}", a.report.display()))?;
+    println!("report: {}", a.report.display());
+    Ok(ExitCode::SUCCESS)
+}

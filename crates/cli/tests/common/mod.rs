@@ -1,0 +1,171 @@
+//! A tiny HTTP server for tests: answers after ~1 ms, stalls on command, counts what it got.
+#![allow(dead_code)]
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use http_body_util::Full;
+use hyper::body::Bytes;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use sojourn_core::RunResult;
+
+pub struct TestServer {
+    pub addr: SocketAddr,
+    stall_until: Arc<Mutex<Option<Instant>>>,
+    pub requests: Arc<AtomicU64>,
+    _shutdown: tokio::sync::oneshot::Sender<()>,
+}
+
+impl TestServer {
+    /// Starts on 127.0.0.1:0 in its own thread and runtime. With `tls`, serves HTTPS with a
+    /// fresh self-signed certificate.
+    pub fn start(tls: bool) -> TestServer {
+        let stall_until = Arc::new(Mutex::new(None));
+        let requests = Arc::new(AtomicU64::new(0));
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stall, count) = (stall_until.clone(), requests.clone());
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                addr_tx.send(listener.local_addr().unwrap()).unwrap();
+                let acceptor = tls.then(tls_acceptor);
+                tokio::select! {
+                    _ = accept_loop(listener, acceptor, stall, count) => {}
+                    _ = rx => {}
+                }
+            });
+        });
+        TestServer {
+            addr: addr_rx.recv().unwrap(),
+            stall_until,
+            requests,
+            _shutdown: tx,
+        }
+    }
+
+    /// Every request that reaches the server during the next `d` waits until it ends.
+    pub fn stall_for(&self, d: Duration) {
+        *self.stall_until.lock().unwrap() = Some(Instant::now() + d);
+    }
+
+    pub fn url(&self, scheme: &str) -> String {
+        format!("{scheme}://{}/api", self.addr)
+    }
+}
+
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    stall: Arc<Mutex<Option<Instant>>>,
+    count: Arc<AtomicU64>,
+) {
+    loop {
+        let Ok((tcp, _)) = listener.accept().await else {
+            continue;
+        };
+        let (stall, count, tls) = (stall.clone(), count.clone(), tls.clone());
+        tokio::spawn(async move {
+            let service =
+                hyper::service::service_fn(move |req| answer(req, stall.clone(), count.clone()));
+            let builder = hyper::server::conn::http1::Builder::new();
+            match tls {
+                Some(acceptor) => {
+                    if let Ok(stream) = acceptor.accept(tcp).await {
+                        let _ = builder
+                            .serve_connection(TokioIo::new(stream), service)
+                            .await;
+                    }
+                }
+                None => {
+                    let _ = builder.serve_connection(TokioIo::new(tcp), service).await;
+                }
+            }
+        });
+    }
+}
+
+async fn answer(
+    _req: Request<hyper::body::Incoming>,
+    stall: Arc<Mutex<Option<Instant>>>,
+    count: Arc<AtomicU64>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    count.fetch_add(1, Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_micros(500)).await;
+    let until = *stall.lock().unwrap();
+    if let Some(until) = until {
+        if Instant::now() < until {
+            tokio::time::sleep_until(until.into()).await;
+        }
+    }
+    Ok(Response::new(Full::new(Bytes::from_static(b"ok"))))
+}
+
+fn tls_acceptor() -> tokio_rustls::TlsAcceptor {
+    let cert =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()]).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.cert.der().clone()], key)
+        .unwrap();
+    tokio_rustls::TlsAcceptor::from(Arc::new(config))
+}
+
+pub fn sojourn(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sojourn"))
+        .args(args)
+        .output()
+        .expect("running sojourn")
+}
+
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sojourn-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+pub fn read_result(path: &Path) -> RunResult {
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    serde_json::from_str(&text).expect("a sojourn result")
+}
+
+/// Asserts the accounting identity every result must satisfy.
+pub fn assert_nothing_lost(r: &RunResult) {
+    let c = &r.counts;
+    assert_eq!(
+        c.scheduled,
+        c.completed + c.failed.total() + c.censored + c.never_sent,
+        "counts must add up: {c:?}"
+    );
+}
+
+/// Responses slower than `above` in the result's response histogram.
+pub fn slower_than(r: &RunResult, above: Duration) -> u64 {
+    let h = r.histograms.response.histogram().unwrap();
+    h.count_between(
+        above.as_nanos() as u64,
+        h.max().max(above.as_nanos() as u64),
+    )
+}
+
+/// Runs heavy tests one at a time so they do not distort each other's timing on two cores.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}

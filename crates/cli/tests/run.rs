@@ -1,0 +1,365 @@
+//! `sojourn run` against a real HTTP server on real sockets.
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+
+/// Starts `sojourn run` and stalls the server for 1 s, 1 s into the run.
+fn run_through_a_stall(
+    server: &TestServer,
+    args: &[&str],
+    json: &std::path::Path,
+) -> sojourn_core::RunResult {
+    let url = server.url("http");
+    let mut all = vec!["run", url.as_str(), "--json", json.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_sojourn"))
+        .args(&all)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    server.stall_for(Duration::from_secs(1));
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "sojourn failed: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    read_result(json)
+}
+
+#[test]
+fn open_loop_records_every_request_the_stall_delayed() {
+    let _guard = serial();
+    let server = TestServer::start(false);
+    let dir = temp_dir("open-stall");
+    let r = run_through_a_stall(
+        &server,
+        &["--rate", "1000", "--duration", "3s"],
+        &dir.join("open.json"),
+    );
+    assert_nothing_lost(&r);
+    assert_eq!(r.counts.scheduled, 3000);
+    assert_eq!(r.counts.completed, 3000);
+    // About 1,000 requests were due during the 1 s stall; each waited for its end.
+    let late = slower_than(&r, Duration::from_millis(100));
+    assert!(
+        (800..=1200).contains(&late),
+        "requests delayed by the stall: {late}"
+    );
+    let p99 = r.histograms.response.percentiles.get(99.0).unwrap();
+    assert!(
+        p99 > 500_000_000,
+        "open-loop p99 must show the stall: {p99} ns"
+    );
+    assert_eq!(
+        server.requests.load(std::sync::atomic::Ordering::Relaxed),
+        3000,
+        "the server saw every request"
+    );
+}
+
+#[test]
+fn closed_loop_with_ten_connections_does_not() {
+    let _guard = serial();
+    let server = TestServer::start(false);
+    let dir = temp_dir("closed-stall");
+    let r = run_through_a_stall(
+        &server,
+        &["--closed", "--connections", "10", "--duration", "3s"],
+        &dir.join("closed.json"),
+    );
+    assert_nothing_lost(&r);
+    assert_eq!(r.mode, sojourn_core::Mode::Closed);
+    // Each connection meets the stall once, and then waits: ten slow samples, no wedge.
+    let late = slower_than(&r, Duration::from_millis(100));
+    assert!(
+        (1..=20).contains(&late),
+        "closed loop sees only a handful of slow requests: {late}"
+    );
+    let p99 = r.histograms.response.percentiles.get(99.0).unwrap();
+    assert!(
+        p99 < 100_000_000,
+        "closed-loop p99 hides the stall: {p99} ns"
+    );
+    assert!(
+        r.histograms.backfilled.is_some(),
+        "the back-filled estimate is reported separately"
+    );
+}
+
+#[test]
+fn counts_add_up_when_the_run_ends_mid_stall() {
+    let _guard = serial();
+    let server = TestServer::start(false);
+    let dir = temp_dir("censored");
+    let json = dir.join("r.json");
+    let url = server.url("http");
+    server.stall_for(Duration::from_secs(30));
+    // Timeout 500 ms: everything sent in the last 0.5 s is still out at the end of the drain.
+    let out = sojourn(&[
+        "run",
+        &url,
+        "--rate",
+        "200",
+        "--duration",
+        "1s",
+        "--timeout",
+        "500ms",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = read_result(&json);
+    assert_nothing_lost(&r);
+    assert_eq!(r.counts.scheduled, 200);
+    assert_eq!(r.counts.completed, 0);
+    assert_eq!(
+        r.counts.failed.get(sojourn_core::FailureClass::Timeout) + r.counts.censored,
+        200,
+        "{:?}",
+        r.counts
+    );
+    assert!(
+        r.histograms
+            .response
+            .lower_bounds
+            .contains(&"99".to_string()),
+        "p99 is only a lower bound"
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains('≥'), "lower bounds print as ≥: {stdout}");
+}
+
+#[test]
+fn ctrl_c_still_writes_what_was_gathered() {
+    let _guard = serial();
+    let server = TestServer::start(false);
+    let dir = temp_dir("sigint");
+    let json = dir.join("r.json");
+    let url = server.url("http");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_sojourn"))
+        .args([
+            "run",
+            &url,
+            "--rate",
+            "500",
+            "--duration",
+            "60s",
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "exit {:?}", out.status);
+    let r = read_result(&json);
+    assert!(r.interrupted);
+    assert_nothing_lost(&r);
+    assert!(
+        (400..=1200).contains(&r.counts.scheduled),
+        "about 1.5 s of a 500/s schedule: {}",
+        r.counts.scheduled
+    );
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .contains("INTERRUPTED"));
+}
+
+#[test]
+fn https_with_keep_alive() {
+    let _guard = serial();
+    let server = TestServer::start(true);
+    let dir = temp_dir("https");
+    let json = dir.join("r.json");
+    let url = server.url("https");
+    let out = sojourn(&[
+        "run",
+        &url,
+        "--insecure",
+        "--rate",
+        "200",
+        "--duration",
+        "1s",
+        "--connections",
+        "4",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = read_result(&json);
+    assert_eq!(r.counts.completed, 200);
+    // Without --insecure the self-signed certificate is refused before the run starts.
+    let refused = sojourn(&["run", &url, "--rate", "10", "--duration", "1s"]);
+    assert_eq!(refused.status.code(), Some(2));
+}
+
+#[test]
+fn results_match_the_schema() {
+    let _guard = serial();
+    let server = TestServer::start(false);
+    let dir = temp_dir("schema");
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../../schema/result.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let url = server.url("http");
+    for (name, extra) in [
+        (
+            "open",
+            vec!["--rate", "100", "--arrival", "poisson", "--seed", "3"],
+        ),
+        ("closed", vec!["--closed", "--requests", "50"]),
+    ] {
+        let json = dir.join(format!("{name}.json"));
+        let mut args = vec![
+            "run",
+            url.as_str(),
+            "--duration",
+            "1s",
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        if name == "closed" {
+            args.retain(|a| *a != "--duration" && *a != "1s");
+        }
+        args.extend(extra);
+        let out = sojourn(&args);
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&doc)
+            .map(|e| format!("{e} at {}", e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{name}: {errors:#?}");
+    }
+    assert_eq!(read_result(&dir.join("closed.json")).counts.scheduled, 50);
+}
+
+/// Each bad input: exit 2, and the message names the flag.
+#[test]
+fn bad_input_names_the_flag_and_exits_2() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "not a url", "--rate", "10"], "URL"),
+        (&["run", "ftp://127.0.0.1/", "--rate", "10"], "URL"),
+        (&["run", "http://127.0.0.1:9/", "--rate", "0"], "--rate"),
+        (&["run", "http://127.0.0.1:9/", "--rate=-5"], "--rate"),
+        (&["run", "http://127.0.0.1:9/"], "--rate"),
+        (
+            &[
+                "run",
+                "http://127.0.0.1:9/",
+                "--rate",
+                "10",
+                "--duration",
+                "ten",
+            ],
+            "--duration",
+        ),
+        (
+            &[
+                "run",
+                "http://127.0.0.1:9/",
+                "--rate",
+                "10",
+                "--duration",
+                "1s",
+                "--requests",
+                "5",
+            ],
+            "--requests",
+        ),
+        (
+            &["run", "http://127.0.0.1:9/", "--closed", "--rate", "10"],
+            "--rate",
+        ),
+        (
+            &[
+                "run",
+                "http://127.0.0.1:9/",
+                "--rate",
+                "10",
+                "--arrival",
+                "ramp",
+            ],
+            "--ramp-to",
+        ),
+        (
+            &[
+                "run",
+                "http://127.0.0.1:9/",
+                "--rate",
+                "10",
+                "--connections",
+                "0",
+            ],
+            "--connections",
+        ),
+        (
+            &[
+                "run",
+                "http://127.0.0.1:9/",
+                "--rate",
+                "10",
+                "--header",
+                "nocolon",
+            ],
+            "--header",
+        ),
+    ];
+    for (args, flag) in cases {
+        let out = sojourn(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(flag),
+            "{args:?} should name {flag}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn an_unreachable_host_is_bad_input_before_the_run() {
+    // Bind then drop a listener: the port is now (almost certainly) closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = sojourn(&[
+        "run",
+        &format!("http://127.0.0.1:{port}/"),
+        "--rate",
+        "10",
+        "--duration",
+        "1s",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("URL") && stderr.contains("cannot connect"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+}
