@@ -70,6 +70,10 @@ fn run_args(a: &CompareArgs, closed: bool) -> RunArgs {
         }),
         strict: false,
         timer_spin: Duration::from_micros(100),
+        hgrm: None,
+        hlog: None,
+        samples: None,
+        sample_ratio: 1.0,
     }
 }
 

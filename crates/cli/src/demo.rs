@@ -124,6 +124,7 @@ pub fn measure(
         timeout,
         interval: Duration::from_secs(1),
         spin: Duration::from_micros(100),
+        samples: None,
     };
     let schedule = Schedule::new(Arrival::Constant, rate, End::After(duration))
         .map_err(|e| bad_input!("--duration: {e}"))?;

@@ -7,6 +7,7 @@ mod compare;
 mod demo;
 mod embedded;
 mod exit;
+mod outputs;
 mod progress;
 mod report;
 mod run;

@@ -79,6 +79,22 @@ pub struct RunArgs {
     /// Exit 3 if the self-check finds that the generator itself fell behind.
     #[arg(long)]
     pub strict: bool,
+    /// Write HdrHistogram percentile distributions: PREFIX.response.hgrm, PREFIX.service.hgrm
+    /// and PREFIX.send_lag.hgrm (milliseconds).
+    #[arg(long, value_name = "PREFIX")]
+    pub hgrm: Option<PathBuf>,
+    /// Write an HdrHistogram interval log (one response and one send-lag histogram per
+    /// interval), readable by HistogramLogProcessor.
+    #[arg(long)]
+    pub hlog: Option<PathBuf>,
+    /// Stream every finished request (due offset, response, service, outcome) to this file:
+    /// CSV if it ends in .csv, compact binary otherwise.
+    #[arg(long)]
+    pub samples: Option<PathBuf>,
+    /// With --samples: keep this share of requests, chosen uniformly (seeded), to keep long
+    /// runs small.
+    #[arg(long, default_value_t = 1.0)]
+    pub sample_ratio: f64,
     /// The dispatcher wakes this long before each due time and spins to it, so requests leave
     /// within microseconds of schedule. 0 saves CPU but adds the kernel's wake-up latency.
     #[arg(long, value_parser = args::duration, default_value = "100us")]
@@ -98,8 +114,18 @@ pub struct Validated {
     pub request: HttpRequest,
     pub insecure: bool,
     pub json: Option<PathBuf>,
+    pub outputs: Outputs,
     pub label: String,
     pub strict: bool,
+}
+
+/// The HdrHistogram and per-request files asked for.
+#[derive(Debug, Clone, Default)]
+pub struct Outputs {
+    pub hgrm: Option<PathBuf>,
+    pub hlog: Option<PathBuf>,
+    pub samples: Option<PathBuf>,
+    pub sample_ratio: f64,
 }
 
 const DEFAULT_DURATION: Duration = Duration::from_secs(10);
@@ -158,6 +184,12 @@ pub fn validate(a: RunArgs) -> anyhow::Result<Validated> {
             a.method
         ));
     }
+    if !(a.sample_ratio > 0.0 && a.sample_ratio <= 1.0) {
+        return Err(bad_input!(
+            "--sample-ratio: must be in (0, 1], got {}",
+            a.sample_ratio
+        ));
+    }
     let label = a.label.clone().unwrap_or_else(|| {
         if a.closed {
             "closed".into()
@@ -173,6 +205,7 @@ pub fn validate(a: RunArgs) -> anyhow::Result<Validated> {
             timeout: a.timeout,
             interval: a.interval,
             spin: a.timer_spin,
+            samples: None,
         },
         request: HttpRequest {
             url,
@@ -182,6 +215,12 @@ pub fn validate(a: RunArgs) -> anyhow::Result<Validated> {
         },
         insecure: a.insecure,
         json: a.json,
+        outputs: Outputs {
+            hgrm: a.hgrm,
+            hlog: a.hlog,
+            samples: a.samples,
+            sample_ratio: a.sample_ratio,
+        },
         label,
         strict: a.strict,
     })
@@ -230,16 +269,30 @@ fn closed_load(a: &RunArgs, end: End) -> anyhow::Result<Load> {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let v = validate(args)?;
+    let mut v = validate(args)?;
     raise_fd_limit();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let transport = rt.block_on(connectable(&v))?;
-    let result = execute(&rt, &v.plan, transport, &v.label, v.request.url.as_str())?;
+    let samples = crate::outputs::SampleThread::start(&v.outputs)?;
+    v.plan.samples = samples.as_ref().map(|s| s.sender());
+    let result = execute(&rt, &v.plan, transport, &v.label, v.request.url.as_str());
+    v.plan.samples = None;
+    let written = samples.map(|s| s.finish()).transpose()?;
+    let result = result?;
     print!("{}", sojourn_report::text::summary(&result));
     if let Some(path) = &v.json {
         write_json(path, &result)?;
+    }
+    crate::outputs::write_histograms(&v.outputs, &result)?;
+    if let (Some(counts), Some(path)) = (written, &v.outputs.samples) {
+        println!(
+            "samples: {} of {} finished requests written to {}",
+            counts.written,
+            counts.seen,
+            path.display()
+        );
     }
     if v.strict && !result.checks.passed() {
         return Ok(ExitCode::from(CHECK_FAILED));

@@ -363,3 +363,89 @@ fn an_unreachable_host_is_bad_input_before_the_run() {
     );
     assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
 }
+
+#[test]
+fn hgrm_hlog_and_samples_files() {
+    let _guard = serial();
+    let server = TestServer::start(false);
+    let dir = temp_dir("files");
+    let (json, hlog, samples, prefix) = (
+        dir.join("r.json"),
+        dir.join("r.hlog"),
+        dir.join("r.samples.csv"),
+        dir.join("r"),
+    );
+    let url = server.url("http");
+    let out = sojourn(&[
+        "run",
+        &url,
+        "--rate",
+        "300",
+        "--duration",
+        "2s",
+        "--json",
+        json.to_str().unwrap(),
+        "--hlog",
+        hlog.to_str().unwrap(),
+        "--samples",
+        samples.to_str().unwrap(),
+        "--hgrm",
+        prefix.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = read_result(&json);
+    assert!(
+        r.started_unix_ns.is_some(),
+        "a real run knows its wall-clock start"
+    );
+    // Every finished request is one sample line, with its own response time.
+    let rows: Vec<sojourn_report::samples::Sample> =
+        sojourn_report::samples::SampleReader::open(&samples)
+            .unwrap()
+            .map(|s| s.unwrap())
+            .collect();
+    assert_eq!(rows.len() as u64, r.counts.completed);
+    assert!(rows
+        .windows(2)
+        .all(|w| w[0].intended_offset != w[1].intended_offset || w[0].response != w[1].response));
+    // The interval log's response histograms add up to the run's.
+    let text = std::fs::read(&hlog).unwrap();
+    let mut total = 0u64;
+    for entry in hdrhistogram::serialization::interval_log::IntervalLogIterator::new(&text) {
+        if let Ok(hdrhistogram::serialization::interval_log::LogEntry::Interval(i)) = entry {
+            if i.tag().map(|t| t.as_str()) == Some("response") {
+                let bytes = base64::Engine::decode(
+                    &base64::engine::general_purpose::STANDARD,
+                    i.encoded_histogram(),
+                )
+                .unwrap();
+                let h: hdrhistogram::Histogram<u64> =
+                    hdrhistogram::serialization::Deserializer::new()
+                        .deserialize(&mut bytes.as_slice())
+                        .unwrap();
+                total += h.len();
+            }
+        }
+    }
+    assert_eq!(total, r.counts.completed);
+    for which in ["response", "service", "send_lag"] {
+        let text = std::fs::read_to_string(dir.join(format!("r.{which}.hgrm"))).unwrap();
+        assert!(
+            text.contains("Value     Percentile TotalCount 1/(1-Percentile)"),
+            "{which}: {text}"
+        );
+        assert!(
+            text.contains("Values in milliseconds"),
+            "{which} states its unit"
+        );
+        let total = format!("Total count    = {:>12}]", r.counts.completed);
+        assert!(
+            text.contains(&total),
+            "{which} counts every completed request: {text}"
+        );
+    }
+}

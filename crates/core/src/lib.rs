@@ -12,7 +12,7 @@ pub mod units;
 
 pub use check::{Checks, GeneratorVerdict};
 pub use outcome::{FailureClass, FailureCounts, Outcome};
-pub use record::{Bound, Measurements, Recorder, Stamps};
+pub use record::{Bound, Measurements, Recorder, RequestSample, Stamps};
 pub use result::{Mode, RunConfig, RunFacts, RunResult};
 pub use schedule::{Arrival, Due, End, Schedule};
 pub use units::{format_ns, nanos, Rate};

@@ -44,6 +44,19 @@ impl Stamps {
     }
 }
 
+/// One finished request's times, for per-request sample files. Workers hand these to a single
+/// writer; the histograms do not need them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestSample {
+    /// When it was due, from the start of the run.
+    pub intended: Duration,
+    /// done − intended.
+    pub response: Duration,
+    /// done − sent (zero when it failed before anything was sent).
+    pub service: Duration,
+    pub outcome: Outcome,
+}
+
 /// A new empty histogram with the project's precision. It grows as larger values arrive.
 pub fn new_histogram() -> Histogram<u64> {
     Histogram::new(SIGFIG).expect("3 significant digits is a valid precision")

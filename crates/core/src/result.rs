@@ -299,6 +299,9 @@ pub struct RunResult {
     /// The run was stopped early (Ctrl-C); everything gathered so far is here.
     #[serde(default)]
     pub interrupted: bool,
+    /// Wall-clock time of the run's start (Unix epoch, ns), when it ran in real time.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub started_unix_ns: Option<u64>,
 }
 
 /// What a sender knows about its run besides the measurements.
@@ -361,6 +364,7 @@ impl RunResult {
             checks: facts.checks,
             elapsed_ns: nanos(facts.elapsed),
             interrupted: facts.interrupted,
+            started_unix_ns: None,
         }
     }
 }

@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sojourn_core::{FailureClass, Outcome, Recorder, Stamps};
+use sojourn_core::{FailureClass, Outcome, Recorder, RequestSample, Stamps};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -45,6 +45,8 @@ pub struct LaneConfig {
     pub progress: Arc<Progress>,
     pub worker: usize,
     pub cancel: CancellationToken,
+    /// Where finished requests' samples go, when per-request samples were asked for.
+    pub samples: Option<std::sync::mpsc::Sender<RequestSample>>,
 }
 
 pub struct Lane<T: Transport> {
@@ -167,6 +169,7 @@ impl<T: Transport> Lane<T> {
             Some(sent) => {
                 let stamps = self.stamps(track, self.offset(sent));
                 recorder.record(&stamps, done, outcome);
+                self.sample(track, done, done.saturating_sub(stamps.sent), outcome);
             }
             None => {
                 let class = match outcome {
@@ -174,6 +177,7 @@ impl<T: Transport> Lane<T> {
                     Outcome::Ok => FailureClass::Io,
                 };
                 recorder.record_unsent_failure(track.intended, track.dispatched, done, class);
+                self.sample(track, done, Duration::ZERO, outcome);
             }
         }
         drop(recorder);
@@ -181,6 +185,19 @@ impl<T: Transport> Lane<T> {
         pending.remove(&index);
         if pending.is_empty() {
             self.emptied.notify_one();
+        }
+    }
+
+    fn sample(&self, track: &Track, done: Duration, service: Duration, outcome: Outcome) {
+        if let Some(tx) = &self.cfg.samples {
+            let response = done.saturating_sub(track.intended);
+            // A closed writer only means nobody is listening any more; the histograms are whole.
+            let _ = tx.send(RequestSample {
+                intended: track.intended,
+                response,
+                service,
+                outcome,
+            });
         }
     }
 

@@ -64,7 +64,13 @@ pub fn build(plan: &Plan, report: &RunReport, label: &str, target: Option<String
         checks,
         backfill_interval,
     };
-    RunResult::build(m, facts)
+    let mut result = RunResult::build(m, facts);
+    result.started_unix_ns = report
+        .started
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .map(nanos);
+    result
 }
 
 /// The mean time between one connection's requests: what a closed loop "expected" between

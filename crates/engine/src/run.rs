@@ -37,6 +37,8 @@ pub struct Plan {
     /// runtime) so requests leave within microseconds of their due time. Zero saves CPU at the
     /// cost of the kernel's wake-up latency (tens of µs on a VM).
     pub spin: Duration,
+    /// Where to send every finished request's sample (`--samples`); `None` for no samples.
+    pub samples: Option<std::sync::mpsc::Sender<sojourn_core::RequestSample>>,
 }
 
 impl Plan {
@@ -54,6 +56,8 @@ pub struct RunReport {
     pub interrupted: bool,
     /// Whether the dispatcher had microsecond timers (timerfd) or fell back to tokio's 1 ms.
     pub precise_timer: bool,
+    /// Wall-clock time of the run's start.
+    pub started: std::time::SystemTime,
 }
 
 /// Time given to worker threads to build their runtimes before the first request is due, so
@@ -69,6 +73,7 @@ pub fn execute<T: Transport>(
 ) -> std::io::Result<RunReport> {
     let workers = plan.worker_count();
     let t0 = Instant::now() + WARMUP;
+    let started = std::time::SystemTime::now() + WARMUP;
     let reports: Vec<std::io::Result<(WorkerReport, bool)>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|w| {
@@ -79,6 +84,7 @@ pub fn execute<T: Transport>(
                     progress: progress.clone(),
                     worker: w,
                     cancel: cancel.clone(),
+                    samples: plan.samples.clone(),
                 };
                 let transport = transport.clone();
                 std::thread::Builder::new()
@@ -107,6 +113,7 @@ pub fn execute<T: Transport>(
         elapsed,
         interrupted: cancel.is_cancelled(),
         precise_timer,
+        started,
     })
 }
 

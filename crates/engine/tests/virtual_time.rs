@@ -41,6 +41,7 @@ fn lane<T: Transport>(
         progress: Progress::new(1),
         worker: 0,
         cancel,
+        samples: None,
     };
     Lane::new(transport, cfg)
 }

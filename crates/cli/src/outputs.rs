@@ -1,0 +1,77 @@
+//! The optional files of a run: HdrHistogram formats and per-request samples.
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::thread::JoinHandle;
+
+use anyhow::Context;
+use sojourn_core::{RequestSample, RunResult};
+use sojourn_report::samples::{SampleCounts, SampleWriter, Sampling};
+
+use crate::run::Outputs;
+
+/// Writes `--hgrm` and `--hlog` files from a finished result.
+pub fn write_histograms(o: &Outputs, result: &RunResult) -> anyhow::Result<()> {
+    if let Some(prefix) = &o.hgrm {
+        for path in sojourn_report::hgrm::write_result_files(prefix, result).context("--hgrm")? {
+            println!("hgrm: {}", path.display());
+        }
+    }
+    if let Some(path) = &o.hlog {
+        let start = result
+            .started_unix_ns
+            .map(|ns| std::time::UNIX_EPOCH + std::time::Duration::from_nanos(ns));
+        sojourn_report::hlog::write_file(path, result, start)
+            .with_context(|| format!("--hlog {}", path.display()))?;
+        println!("hlog: {}", path.display());
+    }
+    Ok(())
+}
+
+/// One thread owns the samples file; workers send it finished requests over a channel, so the
+/// send path never touches the disk. The channel is unbounded: a slow disk costs memory, never
+/// timing.
+pub struct SampleThread {
+    tx: Sender<RequestSample>,
+    thread: JoinHandle<anyhow::Result<SampleCounts>>,
+}
+
+impl SampleThread {
+    pub fn start(o: &Outputs) -> anyhow::Result<Option<SampleThread>> {
+        let Some(path) = &o.samples else {
+            return Ok(None);
+        };
+        let sampling = Sampling::ratio(o.sample_ratio, 1).ok_or_else(|| {
+            crate::bad_input!("--sample-ratio: must be in (0, 1], got {}", o.sample_ratio)
+        })?;
+        let writer = SampleWriter::create(path, sampling)
+            .map_err(|e| crate::bad_input!("--samples: {e}"))?;
+        let (tx, rx) = channel();
+        let thread = std::thread::Builder::new()
+            .name("sojourn-samples".into())
+            .spawn(move || drain(writer, rx))?;
+        Ok(Some(SampleThread { tx, thread }))
+    }
+
+    pub fn sender(&self) -> Sender<RequestSample> {
+        self.tx.clone()
+    }
+
+    /// Waits for every sample sent so far to be written; the engine's senders must be gone.
+    pub fn finish(self) -> anyhow::Result<SampleCounts> {
+        drop(self.tx);
+        self.thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("the samples writer panicked"))?
+    }
+}
+
+fn drain<W: std::io::Write>(
+    mut writer: SampleWriter<W>,
+    rx: Receiver<RequestSample>,
+) -> anyhow::Result<SampleCounts> {
+    for s in rx {
+        writer
+            .record(s.intended, s.response, s.service, s.outcome)
+            .context("--samples: writing")?;
+    }
+    writer.finish().context("--samples: closing")
+}
