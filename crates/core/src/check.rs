@@ -79,6 +79,25 @@ pub fn assess_open(m: &Measurements, connections: u32) -> Checks {
     Checks { generator, notes }
 }
 
+/// A worker thread on CPU more than this share of the run was CPU-bound.
+pub const CPU_BOUND_SHARE: f64 = 0.9;
+
+/// Adds the CPU finding to an open loop's checks. A CPU-bound generator reads answers late and
+/// keeps connections busy longer, so its pool waits and service times include its own delay
+/// even when every request was dispatched on time.
+pub fn cpu_bound(checks: &mut Checks, busiest_worker: f64) {
+    if busiest_worker >= CPU_BOUND_SHARE {
+        checks.generator = GeneratorVerdict::Behind;
+        checks.notes.insert(
+            0,
+            format!(
+                "GENERATOR BEHIND: a worker thread was on CPU {:.0}% of the run (spinning for timer precision excluded).                  sojourn itself was CPU-bound, so it read answers and freed connections late: service times, send lag and                  pool waits include client-side delay. Use more --threads, fewer --connections, or a lower --rate.",
+                100.0 * busiest_worker
+            ),
+        );
+    }
+}
+
 /// A closed loop has no schedule, so there is nothing to fall behind.
 pub fn assess_closed() -> Checks {
     Checks {
@@ -111,6 +130,17 @@ mod tests {
             r.record(&s, at + lag + Duration::from_millis(1), Outcome::Ok);
         }
         Recorder::merge_all([r])
+    }
+
+    #[test]
+    fn a_cpu_bound_generator_is_called_out_even_when_dispatch_was_on_time() {
+        let mut checks = assess_open(&run_with_dispatch_lag(Duration::from_micros(5), 2), 8);
+        assert!(checks.passed());
+        cpu_bound(&mut checks, 0.5);
+        assert!(checks.passed(), "half busy is fine");
+        cpu_bound(&mut checks, 0.97);
+        assert!(!checks.passed());
+        assert!(checks.notes[0].contains("on CPU 97%"));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod closed;
+mod cpu;
 pub mod http;
 mod insecure;
 pub mod lane;

@@ -58,6 +58,9 @@ pub struct RunReport {
     pub precise_timer: bool,
     /// Wall-clock time of the run's start.
     pub started: std::time::SystemTime,
+    /// The busiest worker thread's share of its time spent on CPU doing work (spinning for
+    /// precise timing excluded). Near 1.0 the generator was CPU-bound. `None` if unknown.
+    pub busiest_worker: Option<f64>,
 }
 
 /// Time given to worker threads to build their runtimes before the first request is due, so
@@ -74,7 +77,7 @@ pub fn execute<T: Transport>(
     let workers = plan.worker_count();
     let t0 = Instant::now() + WARMUP;
     let started = std::time::SystemTime::now() + WARMUP;
-    let reports: Vec<std::io::Result<(WorkerReport, bool)>> = std::thread::scope(|scope| {
+    let reports: Vec<std::io::Result<(WorkerReport, WorkerHealth)>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|w| {
                 let cfg = LaneConfig {
@@ -98,12 +101,13 @@ pub fn execute<T: Transport>(
             .map(|h| h.join().expect("worker thread panicked"))
             .collect()
     });
-    let (reports, precise): (Vec<WorkerReport>, Vec<bool>) = reports
+    let (reports, health): (Vec<WorkerReport>, Vec<WorkerHealth>) = reports
         .into_iter()
         .collect::<std::io::Result<Vec<_>>>()?
         .into_iter()
         .unzip();
-    let precise_timer = precise.iter().all(|&p| p);
+    let precise_timer = health.iter().all(|h| h.precise_timer);
+    let busiest_worker = health.iter().filter_map(|h| h.busy).reduce(f64::max);
     let scheduled = reports.iter().map(|r| r.scheduled).sum();
     let elapsed = reports.iter().map(|r| r.lane.end).max().unwrap_or_default();
     let measurements = Recorder::merge_all(reports.into_iter().map(|r| r.lane.recorder));
@@ -114,26 +118,34 @@ pub fn execute<T: Transport>(
         interrupted: cancel.is_cancelled(),
         precise_timer,
         started,
+        busiest_worker,
     })
 }
 
-/// Runs one worker thread's share; also says whether its timer had microsecond resolution.
+/// What a worker thread says about itself besides its measurements.
+struct WorkerHealth {
+    precise_timer: bool,
+    /// Share of the run this thread spent on CPU doing work (spinning excluded).
+    busy: Option<f64>,
+}
+
+/// Runs one worker thread's share, and reports on the thread's own health.
 fn run_worker<T: Transport>(
     plan: &Plan,
     w: usize,
     workers: usize,
     transport: T,
     cfg: LaneConfig,
-) -> std::io::Result<(WorkerReport, bool)> {
+) -> std::io::Result<(WorkerReport, WorkerHealth)> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let local = tokio::task::LocalSet::new();
     let connections = share(plan.connections as u64, w, workers) as usize;
+    let (cpu_before, wall_before) = (crate::cpu::thread_cpu_time(), std::time::Instant::now());
     Ok(local.block_on(&rt, async move {
         let lane = Lane::new(transport, cfg);
         let mut timer = sojourn_timer::Timer::with_spin(plan.spin);
-        let precise = timer.is_precise();
         let report = match plan.load {
             Load::Open(schedule) => {
                 let worker = OpenWorker {
@@ -159,7 +171,14 @@ fn run_worker<T: Transport>(
                 .await
             }
         };
-        (report, precise)
+        let busy = crate::cpu::busy_share(cpu_before, wall_before.elapsed(), timer.spun());
+        (
+            report,
+            WorkerHealth {
+                precise_timer: timer.is_precise(),
+                busy,
+            },
+        )
     }))
 }
 

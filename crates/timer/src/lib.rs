@@ -19,11 +19,16 @@ use tokio::time::Instant;
 /// coarse part from ever overshooting the deadline.
 const COARSE_MARGIN: Duration = Duration::from_millis(2);
 
+/// A yield shorter than this is counted as idle spinning.
+const IDLE_YIELD: Duration = Duration::from_micros(5);
+
 /// A reusable precise sleeper. Keep one per task that sleeps often (a dispatcher); use
 /// [`sleep_until`] for one-off waits.
 pub struct Timer {
     fd: Option<AsyncFd<TimerFd>>,
     spin: Duration,
+    /// Time spent spinning so far: CPU burnt on purpose, not work.
+    spun: Duration,
 }
 
 impl Timer {
@@ -41,6 +46,7 @@ impl Timer {
         Timer {
             fd,
             spin: Duration::ZERO,
+            spun: Duration::ZERO,
         }
     }
 
@@ -77,9 +83,22 @@ impl Timer {
         if wait_on_timerfd(fd, wake).await.is_err() {
             tokio::time::sleep_until(deadline).await;
         }
-        while Instant::now() < deadline {
+        let mut now = Instant::now();
+        while now < deadline {
             tokio::task::yield_now().await;
+            let after = Instant::now();
+            // A yield that comes straight back found nothing else to run: idle spinning. A
+            // longer one ran other tasks, which is work, not spin.
+            if after - now < IDLE_YIELD {
+                self.spun += after - now;
+            }
+            now = after;
         }
+    }
+
+    /// Total time this sleeper has spent spinning idly (yields that found nothing else to run).
+    pub fn spun(&self) -> Duration {
+        self.spun
     }
 }
 
