@@ -1,6 +1,52 @@
 //! Value parsers shared by subcommands: one line naming what is accepted.
 use std::time::Duration;
 
+use sojourn_core::{Arrival, End, Rate, Schedule};
+
+use crate::bad_input;
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArrivalKind {
+    Constant,
+    Poisson,
+    Ramp,
+}
+
+/// `--rate`, `--arrival`, `--ramp-to` and `--seed` as one validated schedule.
+pub fn schedule(
+    rate: f64,
+    arrival: ArrivalKind,
+    ramp_to: Option<f64>,
+    seed: Option<u64>,
+    end: End,
+) -> anyhow::Result<Schedule> {
+    let rate = Rate::per_second(rate).map_err(|e| bad_input!("--rate: {e}"))?;
+    if ramp_to.is_some() && arrival != ArrivalKind::Ramp {
+        return Err(bad_input!("--ramp-to: only applies to --arrival ramp"));
+    }
+    if seed.is_some() && arrival != ArrivalKind::Poisson {
+        return Err(bad_input!("--seed: only applies to --arrival poisson"));
+    }
+    let arrival = match arrival {
+        ArrivalKind::Constant => Arrival::Constant,
+        ArrivalKind::Poisson => Arrival::Poisson {
+            seed: seed.unwrap_or(1),
+        },
+        ArrivalKind::Ramp => {
+            let to = ramp_to.ok_or_else(|| {
+                bad_input!(
+                    "--ramp-to: required with --arrival ramp, e.g. --rate 100 --ramp-to 1000"
+                )
+            })?;
+            Arrival::Ramp {
+                to: Rate::per_second(to).map_err(|e| bad_input!("--ramp-to: {e}"))?,
+            }
+        }
+    };
+    Schedule::new(arrival, rate, end)
+        .map_err(|e| bad_input!("--arrival ramp: {e}; give --duration"))
+}
+
 /// Parses a duration such as `10s`, `500ms`, `2m` or `1m30s`.
 pub fn duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text.trim())

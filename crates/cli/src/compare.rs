@@ -5,7 +5,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::args;
-use crate::run::{ArrivalKind, RunArgs};
+use crate::args::ArrivalKind;
+use crate::run::RunArgs;
 
 #[derive(clap::Args, Debug)]
 pub struct CompareArgs {
@@ -113,22 +114,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
             println!("- {}: {note}", r.label);
         }
     }
-    let runs: Vec<sojourn_report::html::ReportRun> = results
-        .iter()
-        .map(|r| sojourn_report::html::ReportRun {
-            source: r.label.clone(),
-            result: r.clone(),
-            samples: Vec::new(),
-        })
-        .collect();
-    let html = sojourn_report::html::render(
-        &runs,
-        &sojourn_report::html::HtmlOptions {
-            title: Some(format!("sojourn compare: {}", a.url)),
-        },
-    )?;
-    std::fs::write(&a.report, html)
-        .map_err(|e| crate::bad_input!("--report: cannot write {}: {e}", a.report.display()))?;
+    crate::side_by_side::write_report(&a.report, format!("sojourn compare: {}", a.url), &[c, o])?;
     println!("report: {}", a.report.display());
     Ok(ExitCode::SUCCESS)
 }

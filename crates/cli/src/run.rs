@@ -5,12 +5,12 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use sojourn_core::{Arrival, End, Rate, RunResult, Schedule};
+use sojourn_core::{End, RunResult};
 use sojourn_engine::{HttpRequest, HttpTransport, Load, Plan, Progress};
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
-use crate::args;
+use crate::args::{self, ArrivalKind};
 use crate::bad_input;
 use crate::exit::CHECK_FAILED;
 
@@ -99,13 +99,6 @@ pub struct RunArgs {
     /// within microseconds of schedule. 0 saves CPU but adds the kernel's wake-up latency.
     #[arg(long, value_parser = args::duration, default_value = "100us")]
     pub timer_spin: Duration,
-}
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ArrivalKind {
-    Constant,
-    Poisson,
-    Ramp,
 }
 
 /// A run that has passed validation: the engine's plan plus what to send and where to write.
@@ -228,32 +221,9 @@ pub fn validate(a: RunArgs) -> anyhow::Result<Validated> {
 
 fn open_load(a: &RunArgs, end: End) -> anyhow::Result<Load> {
     let rate = a.rate.ok_or_else(|| bad_input!("--rate: required for the open loop, e.g. --rate 1000 (requests per second); or use --closed"))?;
-    let rate = Rate::per_second(rate).map_err(|e| bad_input!("--rate: {e}"))?;
-    let arrival = match a.arrival {
-        ArrivalKind::Constant => Arrival::Constant,
-        ArrivalKind::Poisson => Arrival::Poisson {
-            seed: a.seed.unwrap_or(1),
-        },
-        ArrivalKind::Ramp => {
-            let to = a.ramp_to.ok_or_else(|| {
-                bad_input!(
-                    "--ramp-to: required with --arrival ramp, e.g. --rate 100 --ramp-to 1000"
-                )
-            })?;
-            Arrival::Ramp {
-                to: Rate::per_second(to).map_err(|e| bad_input!("--ramp-to: {e}"))?,
-            }
-        }
-    };
-    if a.ramp_to.is_some() && a.arrival != ArrivalKind::Ramp {
-        return Err(bad_input!("--ramp-to: only applies to --arrival ramp"));
-    }
-    if a.seed.is_some() && a.arrival != ArrivalKind::Poisson {
-        return Err(bad_input!("--seed: only applies to --arrival poisson"));
-    }
-    let schedule = Schedule::new(arrival, rate, end)
-        .map_err(|e| bad_input!("--arrival ramp: {e}; give --duration"))?;
-    Ok(Load::Open(schedule))
+    Ok(Load::Open(args::schedule(
+        rate, a.arrival, a.ramp_to, a.seed, end,
+    )?))
 }
 
 fn closed_load(a: &RunArgs, end: End) -> anyhow::Result<Load> {

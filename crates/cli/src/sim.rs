@@ -1,18 +1,401 @@
-//! `sojourn sim`: placeholder until the simulator lands.
+//! `sojourn sim`: a scenario × client model in virtual time, with the same outputs as `run`.
+//!
+//! With `--client both` (the default) it simulates the closed loop and the open loop against the
+//! same scenario and prints the seeds' side-by-side table, then how many requests each stall
+//! delayed in each — the difference is what the closed loop omitted. `--json FILE` writes one
+//! result file per client: `FILE` itself for one client, `FILE` with `.closed` / `.open` before
+//! its extension for both (`out.json` → `out.closed.json`, `out.open.json`).
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
+
+use sojourn_core::{format_ns, nanos, End, RunResult, Schedule};
+use sojourn_report::compare::{self, Column, Ratio};
+use sojourn_scenario::Scenario;
+use sojourn_sim::{Client, Impact, Plan};
+
+use crate::args;
+use crate::args::ArrivalKind;
+use crate::bad_input;
 
 #[derive(clap::Args, Debug)]
-pub struct SimArgs {}
-
-pub fn run(_args: SimArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("sojourn sim is not built yet")
+pub struct SimArgs {
+    /// A built-in scenario (healthy, hiccup, ramp, gc-pauses, saturation, every-nth, bimodal,
+    /// spike) or the path of a scenario TOML file. See `sojourn serve --list`.
+    #[arg(long, value_name = "NAME|FILE", default_value = "hiccup")]
+    scenario: String,
+    /// Override a built-in's parameter, e.g. `--set hiccup.at=5s`. Repeatable.
+    #[arg(long = "set", value_name = "NAME.PARAM=VALUE")]
+    set: Vec<String>,
+    /// The client model: open (schedule, FIFO pool), closed (N looping connections), both
+    /// (side by side), or tracking (one request at a time, measured from its slot: seeds 000/004).
+    #[arg(long, value_enum, default_value_t = ClientKind::Both)]
+    client: ClientKind,
+    /// Requests per second of the open loop's (or tracking client's) schedule. [default: 1000]
+    #[arg(long)]
+    rate: Option<f64>,
+    /// How arrivals are spaced: constant, poisson (seeded), or ramp (from --rate to --ramp-to).
+    #[arg(long, value_enum, default_value_t = ArrivalKind::Constant)]
+    arrival: ArrivalKind,
+    /// With --arrival ramp: the rate at the end of the run.
+    #[arg(long)]
+    ramp_to: Option<f64>,
+    /// With --arrival poisson: the random seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// How long the schedule runs (virtual time). [default: 60s]
+    #[arg(long, value_parser = args::positive_duration, conflicts_with = "requests")]
+    duration: Option<Duration>,
+    /// This many requests in all, instead of a duration.
+    #[arg(long)]
+    requests: Option<u64>,
+    /// Open loop: the most connections (due requests queue FIFO for one). Closed loop: the number
+    /// of looping connections. [default: 2048 open, 10 closed]
+    #[arg(long, short = 'c')]
+    connections: Option<usize>,
+    /// With --client both: the closed loop's connections, when they differ from the open pool.
+    #[arg(long)]
+    closed_connections: Option<usize>,
+    /// With --duration: stop the closed loop at the duration, or after as many requests as the
+    /// open schedule has (rate × duration, like the seeds' iteration-counted tools).
+    #[arg(long, value_enum, default_value_t = ClosedUntil::Duration)]
+    closed_until: ClosedUntil,
+    /// Lanes, as the engine's worker threads: each has its slice of the schedule and its share of
+    /// the connections. Give a run's --threads to reproduce its Poisson arrivals exactly.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Longest wait for one answer; also the longest drain after the schedule ends.
+    #[arg(long, value_parser = args::positive_duration, default_value = "10s")]
+    timeout: Duration,
+    /// A fixed round trip added to every exchange (network plus client overhead).
+    #[arg(long, value_parser = args::duration, default_value = "0s")]
+    rtt: Duration,
+    /// Write the result document(s); with both clients, FILE.closed.json and FILE.open.json.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Width of the timeline's intervals.
+    #[arg(long, value_parser = args::positive_duration, default_value = "1s")]
+    interval: Duration,
 }
 
-/// The simulator's prediction for a plan against a scenario (filled in with the simulator).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientKind {
+    Open,
+    Closed,
+    Both,
+    Tracking,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClosedUntil {
+    Duration,
+    Count,
+}
+
+const DEFAULT_RATE: f64 = 1000.0;
+const DEFAULT_DURATION: Duration = Duration::from_secs(60);
+const DEFAULT_OPEN_CONNECTIONS: usize = 2048;
+const DEFAULT_CLOSED_CONNECTIONS: usize = 10;
+
+/// A simulation that passed validation: the scenario and one labelled plan per client.
+struct Validated {
+    scenario: Scenario,
+    plans: Vec<(&'static str, Plan)>,
+    json: Option<PathBuf>,
+}
+
+pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
+    let v = validate(args)?;
+    let mut runs = Vec::new();
+    for (label, plan) in &v.plans {
+        let (result, sim) = sojourn_sim::run(&v.scenario, plan, label);
+        print!("{}", sojourn_report::text::summary(&result));
+        println!();
+        runs.push((*label, result, sim.impact));
+    }
+    if let [(a, ra, _), (b, rb, _)] = &runs[..] {
+        println!("{a} vs {b}, simulated ({})", v.scenario);
+        let columns = [
+            Column {
+                label: a,
+                result: ra,
+            },
+            Column {
+                label: b,
+                result: rb,
+            },
+        ];
+        let ratio = Ratio {
+            numerator: b,
+            denominator: a,
+        };
+        print!("{}", compare::table(&columns, Some(ratio)));
+        println!();
+    }
+    let impacts: Vec<(&str, &Impact)> = runs.iter().map(|(l, _, i)| (*l, i)).collect();
+    print!("{}", stall_report(&impacts));
+    if let Some(path) = &v.json {
+        for (label, result, _) in &runs {
+            let file = json_path(path, label, runs.len() > 1);
+            crate::run::write_json(&file, result)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn validate(a: SimArgs) -> anyhow::Result<Validated> {
+    let scenario = crate::scenario_arg::resolve(&a.scenario, &a.set)?;
+    let end = match (a.duration, a.requests) {
+        (_, Some(0)) => return Err(bad_input!("--requests: must be at least 1, got 0")),
+        (_, Some(n)) => End::Count(n),
+        (Some(d), None) => End::After(d),
+        (None, None) => End::After(DEFAULT_DURATION),
+    };
+    if a.threads == 0 {
+        return Err(bad_input!("--threads: must be at least 1, got 0"));
+    }
+    for (flag, n) in [
+        ("--connections", a.connections),
+        ("--closed-connections", a.closed_connections),
+    ] {
+        if n == Some(0) {
+            return Err(bad_input!("{flag}: must be at least 1, got 0"));
+        }
+    }
+    check_client_flags(&a)?;
+    let schedule = schedule(&a, end)?;
+    let mut plans = Vec::new();
+    if matches!(a.client, ClientKind::Closed | ClientKind::Both) {
+        plans.push(("closed", plan(&a, closed(&a, end, &schedule)?)));
+    }
+    if matches!(a.client, ClientKind::Open | ClientKind::Both) {
+        let client = Client::Open {
+            schedule,
+            connections: a.connections.unwrap_or(DEFAULT_OPEN_CONNECTIONS),
+            threads: a.threads,
+        };
+        plans.push(("open", plan(&a, client)));
+    }
+    if a.client == ClientKind::Tracking {
+        plans.push(("tracking", plan(&a, Client::Tracking { schedule })));
+    }
+    Ok(Validated {
+        scenario,
+        plans,
+        json: a.json,
+    })
+}
+
+/// Flags that only make sense for some clients are refused elsewhere, naming the flag.
+fn check_client_flags(a: &SimArgs) -> anyhow::Result<()> {
+    let closed_only = a.client == ClientKind::Closed;
+    if closed_only && a.rate.is_some() && a.closed_until == ClosedUntil::Duration {
+        return Err(bad_input!("--rate: a closed loop has no rate (each connection sends as soon as it has its answer); drop --rate, or add --closed-until count"));
+    }
+    if a.closed_connections.is_some() && a.client != ClientKind::Both {
+        return Err(bad_input!(
+            "--closed-connections: only applies to --client both; use --connections"
+        ));
+    }
+    if a.client == ClientKind::Tracking && a.connections.is_some_and(|c| c != 1) {
+        return Err(bad_input!(
+            "--connections: the tracking client has exactly one connection"
+        ));
+    }
+    Ok(())
+}
+
+fn plan(a: &SimArgs, client: Client) -> Plan {
+    Plan {
+        timeout: a.timeout,
+        interval: a.interval,
+        rtt: a.rtt,
+        ..Plan::new(client)
+    }
+}
+
+/// The open schedule (also the tracking client's slots, and the count of a count-bound closed
+/// loop), validated like `run`'s.
+fn schedule(a: &SimArgs, end: End) -> anyhow::Result<Schedule> {
+    args::schedule(
+        a.rate.unwrap_or(DEFAULT_RATE),
+        a.arrival,
+        a.ramp_to,
+        a.seed,
+        end,
+    )
+}
+
+fn closed(a: &SimArgs, end: End, schedule: &Schedule) -> anyhow::Result<Client> {
+    let end = match (a.closed_until, end) {
+        (ClosedUntil::Count, End::After(_)) => {
+            let n = schedule.planned_count().ok_or_else(|| {
+                bad_input!("--closed-until count: a Poisson schedule has no fixed count; give --requests or a constant --arrival")
+            })?;
+            End::Count(n.max(1))
+        }
+        (_, end) => end,
+    };
+    let connections = match a.client {
+        ClientKind::Both => a.closed_connections.or(a.connections),
+        _ => a.connections,
+    };
+    Ok(Client::Closed {
+        end,
+        connections: connections.unwrap_or(DEFAULT_CLOSED_CONNECTIONS),
+        threads: a.threads,
+    })
+}
+
+/// The simulator's prediction for an engine plan against a scenario: the same schedule,
+/// connections, threads, timeout and intervals, in virtual time (for `demo`).
 pub fn model(
-    _scenario: &sojourn_scenario::Scenario,
-    _plan: &sojourn_engine::Plan,
-    _label: &str,
-) -> anyhow::Result<sojourn_core::RunResult> {
-    anyhow::bail!("the simulator is not built yet")
+    scenario: &Scenario,
+    plan: &sojourn_engine::Plan,
+    label: &str,
+) -> anyhow::Result<RunResult> {
+    let client = match plan.load {
+        sojourn_engine::Load::Open(schedule) => Client::Open {
+            schedule,
+            connections: plan.connections,
+            threads: plan.threads,
+        },
+        sojourn_engine::Load::Closed(end) => Client::Closed {
+            end,
+            connections: plan.connections,
+            threads: plan.threads,
+        },
+    };
+    let sim_plan = Plan {
+        timeout: plan.timeout,
+        interval: plan.interval,
+        ..Plan::new(client)
+    };
+    Ok(sojourn_sim::run(scenario, &sim_plan, label).0)
+}
+
+/// `out.json` → `out.open.json` when several clients share one `--json`.
+fn json_path(path: &Path, label: &str, several: bool) -> PathBuf {
+    if !several {
+        return path.to_path_buf();
+    }
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.{label}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{label}"),
+    };
+    path.with_file_name(name)
+}
+
+/// The most gate windows listed one per line; the rest are summed.
+const LISTED_WINDOWS: usize = 12;
+
+/// How many requests each stall delayed, per client; with the closed loop first and the open
+/// loop second, the difference is what the closed loop omitted.
+fn stall_report(runs: &[(&str, &Impact)]) -> String {
+    use std::fmt::Write as _;
+    let Some((_, first)) = runs.first() else {
+        return String::new();
+    };
+    let mut out = String::new();
+    let has_slow = runs.iter().any(|(_, i)| i.slow.requests > 0);
+    if first.stalls.is_empty() && !has_slow {
+        let _ = writeln!(out, "no stalls or slowed requests in this scenario");
+    } else {
+        let _ = writeln!(
+            out,
+            "requests delayed by each stall (held at the gate, or queued behind what it held up):"
+        );
+    }
+    for (i, stall) in first.stalls.iter().enumerate().take(LISTED_WINDOWS) {
+        let counts: Vec<u64> = runs
+            .iter()
+            .map(|(_, imp)| imp.stalls.get(i).map_or(0, |s| s.delayed))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {} {} – {}: {}",
+            kind_name(stall.kind),
+            format_ns(nanos(stall.start)),
+            format_ns(nanos(stall.end)),
+            counts_line(runs, &counts)
+        );
+    }
+    let more = first.stalls.len().saturating_sub(LISTED_WINDOWS);
+    if more > 0 {
+        let counts: Vec<u64> = runs
+            .iter()
+            .map(|(_, imp)| {
+                imp.stalls
+                    .iter()
+                    .skip(LISTED_WINDOWS)
+                    .map(|s| s.delayed)
+                    .sum()
+            })
+            .collect();
+        let _ = writeln!(out, "  {more} more: {}", counts_line(runs, &counts));
+    }
+    if has_slow {
+        let slowed: Vec<String> = runs
+            .iter()
+            .map(|(l, i)| format!("{} {l}", i.slow.requests))
+            .collect();
+        let counts: Vec<u64> = runs.iter().map(|(_, i)| i.slow.affected).collect();
+        let _ = writeln!(
+            out,
+            "  requests slowed by every-nth or slow-fraction ({}), or queued behind one: {}",
+            slowed.join(", "),
+            counts_line(runs, &counts)
+        );
+    }
+    let load: Vec<u64> = runs.iter().map(|(_, i)| i.unattributed).collect();
+    if load.iter().any(|&n| n > 0) {
+        let _ = writeln!(
+            out,
+            "  delayed with no stall before them (queueing under load): {}",
+            counts_line(runs, &load)
+        );
+    }
+    out
+}
+
+/// "closed 10, open 1,000, omitted by the closed loop 990".
+fn counts_line(runs: &[(&str, &Impact)], counts: &[u64]) -> String {
+    let mut parts: Vec<String> = runs
+        .iter()
+        .zip(counts)
+        .map(|((label, _), n)| format!("{label} {}", compare::thousands(*n)))
+        .collect();
+    if let ([("closed", _), _], [closed, open]) = (runs, counts) {
+        let omitted = compare::thousands(open.saturating_sub(*closed));
+        parts.push(format!("omitted by the closed loop {omitted}"));
+    }
+    parts.join(", ")
+}
+
+fn kind_name(kind: sojourn_scenario::WindowKind) -> &'static str {
+    match kind {
+        sojourn_scenario::WindowKind::Stall => "stall",
+        sojourn_scenario::WindowKind::Pause => "pause",
+        sojourn_scenario::WindowKind::Ramp => "ramp",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_paths_for_several_clients() {
+        let p = Path::new("/tmp/out.json");
+        assert_eq!(json_path(p, "open", false), PathBuf::from("/tmp/out.json"));
+        assert_eq!(
+            json_path(p, "closed", true),
+            PathBuf::from("/tmp/out.closed.json")
+        );
+        assert_eq!(
+            json_path(Path::new("res"), "open", true),
+            PathBuf::from("res.open")
+        );
+    }
 }

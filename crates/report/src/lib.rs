@@ -1,12 +1,14 @@
 //! Everything sojourn shows people: terminal tables, HdrHistogram files, per-request samples,
 //! and a self-contained HTML report with plots.
 //!
+//! - [`compare`]: the seeds' side-by-side table of runs with ratios;
 //! - [`hgrm`]: the percentile-distribution text format, as the HdrHistogram reference writes it;
 //! - [`hlog`]: the HdrHistogram interval log (tagged, compressed V2 histograms);
 //! - [`samples`]: streaming per-request samples (CSV or compact binary), with uniform sampling;
 //! - [`html`]: `sojourn report`: result files → one HTML file with inline SVG charts.
 #![forbid(unsafe_code)]
 
+pub mod compare;
 mod error;
 pub mod hgrm;
 pub mod hlog;

@@ -1,4 +1,4 @@
-//! Terminal tables: the run summary and the seeds' side-by-side comparison.
+//! Terminal tables: the run summary. (The seeds' side-by-side comparison is in [`crate::compare`].)
 use std::fmt::Write as _;
 
 use sojourn_core::result::{HistogramSummary, RunResult, PERCENTILES};
@@ -132,6 +132,9 @@ pub fn summary(r: &RunResult) -> String {
     let verdict = match r.checks.generator {
         GeneratorVerdict::Ok => "generator ok: requests went out on schedule".to_string(),
         GeneratorVerdict::Behind => "generator BEHIND (see below)".to_string(),
+        GeneratorVerdict::NotApplicable if r.mode == Mode::Tracking => {
+            "generator check: not applicable: the schedule-tracking client sends late by design (see send lag)".to_string()
+        }
         GeneratorVerdict::NotApplicable => {
             "generator check: not applicable to a closed loop".to_string()
         }

@@ -1,0 +1,93 @@
+//! The event queue: a min-heap of events keyed by (virtual time, sequence number).
+//!
+//! Times are integer nanoseconds from the start of the run. Events due at the same instant run in
+//! the order they were scheduled (the sequence number breaks the tie), so a simulation is a pure
+//! function of its inputs: same scenario and plan, same events, same result, bit for bit.
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// A client request's handle in the request table (see `table.rs`).
+pub(crate) type Key = u64;
+
+/// What the server answered one attempt with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Reply {
+    /// An HTTP status (200, an `errors` fault's status, or 503 from a full queue).
+    Status(u16),
+    /// The connection was dropped instead (a `reset` fault).
+    Reset,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Kind {
+    /// The next request of a lane's schedule is due.
+    Due { lane: u32 },
+    /// An attempt reaches the server (only scheduled when the round trip is not zero).
+    Arrive { req: Key, attempt: u8 },
+    /// An attempt leaves the server: its slot (if it held one) passes to the next in line.
+    Leave {
+        req: Key,
+        attempt: u8,
+        index: u64,
+        slot: bool,
+        rejected: bool,
+    },
+    /// The answer reaches the client.
+    Answer { req: Key, attempt: u8, reply: Reply },
+    /// The client gives up on a request.
+    Timeout { req: Key },
+}
+
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Event {
+    at: u64,
+    seq: u64,
+    kind: Kind,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Queue {
+    heap: BinaryHeap<Reverse<Event>>,
+    seq: u64,
+}
+
+impl Queue {
+    pub(crate) fn push(&mut self, at: u64, kind: Kind) {
+        self.seq += 1;
+        self.heap.push(Reverse(Event {
+            at,
+            seq: self.seq,
+            kind,
+        }));
+    }
+
+    /// The earliest event; among equal times, the first scheduled.
+    pub(crate) fn pop(&mut self) -> Option<(u64, Kind)> {
+        self.heap.pop().map(|Reverse(e)| (e.at, e.kind))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn earliest_first_and_ties_in_scheduling_order() {
+        let mut q = Queue::default();
+        q.push(20, Kind::Due { lane: 0 });
+        q.push(10, Kind::Due { lane: 1 });
+        q.push(10, Kind::Timeout { req: 7 });
+        q.push(10, Kind::Due { lane: 2 });
+        let order: Vec<(u64, Kind)> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(
+            order,
+            vec![
+                (10, Kind::Due { lane: 1 }),
+                (10, Kind::Timeout { req: 7 }),
+                (10, Kind::Due { lane: 2 }),
+                (20, Kind::Due { lane: 0 }),
+            ],
+            "a Timeout scheduled before a Due at the same instant runs first, whatever the kinds"
+        );
+    }
+}

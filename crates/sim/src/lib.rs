@@ -1,0 +1,135 @@
+//! `sojourn sim`: a scenario × client model in virtual time — the ground truth that `sojourn run`
+//! is validated against.
+//!
+//! A discrete-event simulation in integer nanoseconds. The server makes the decisions
+//! `sojourn serve` makes (the same [`Scenario`] functions: arrival-order index, FIFO admission
+//! with worker limit and cap, service time, the gate), and the clients behave like the engine's
+//! (the same [`Schedule`]s, the same FIFO connection pool, the same drain-then-censor ending, the
+//! same [`Recorder`](sojourn_core::Recorder)s), so a simulation produces a [`RunResult`] that is
+//! indistinguishable in shape from a real run's. Nothing is random that the scenario or the
+//! schedule did not seed: the same inputs give the same result, bit for bit.
+//!
+//! Three client models ([`Client`]):
+//! - **open**: requests due on a schedule (constant, Poisson, ramp), each dispatched at its due
+//!   time into a FIFO pool of at most N connections, measured from when it was due;
+//! - **closed**: N connections, each looping send → wait → record, until a duration or a count;
+//! - **tracking**: the single-threaded client of seeds 000 and 004 — one request at a time, each
+//!   measured from its slot on the schedule. Its response time is the seeds' "sojourn", its
+//!   service time their "latency", its send lag their "queue wait".
+//!
+//! What the simulation leaves out, on purpose: the network (unless [`Plan::rtt`] adds a fixed
+//! round trip), timer error, and CPU. Every difference between a real run and its simulation is
+//! therefore the real system's doing; `docs/validation.md` records how large it is.
+#![forbid(unsafe_code)]
+
+mod event;
+mod impact;
+mod result;
+mod server;
+mod sim;
+mod table;
+
+use std::time::Duration;
+
+use sojourn_core::{End, Measurements, Mode, RunResult, Schedule};
+use sojourn_scenario::Scenario;
+
+pub use impact::{Impact, SlowImpact, StallImpact};
+pub use result::{build_result, config};
+pub use server::ServerStats;
+
+/// A simulated exchange never takes less than this, so a closed loop against an instant answer
+/// (a 0 ms law, or a full queue's immediate 503) still moves forward in time. It is the order of
+/// a loopback round trip and far below any built-in's service time.
+pub const MIN_EXCHANGE: Duration = Duration::from_micros(10);
+
+/// The client model that drives the simulated server.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Client {
+    /// Requests due on `schedule`, dispatched at their due time into a FIFO pool of at most
+    /// `connections` connections (use a large number for "unlimited"). As in the engine, the
+    /// schedule is split over `threads` lanes, each with its own slice and its own share of the
+    /// pool, so a Poisson schedule gives the same arrivals as `sojourn run --threads N`.
+    Open {
+        schedule: Schedule,
+        connections: usize,
+        threads: usize,
+    },
+    /// `connections` connections each looping send → wait → record. `End::After(d)`: stop
+    /// starting requests at `d` and wait for the last answers; `End::Count(n)`: `n` requests in
+    /// all (split over the threads as the engine splits them).
+    Closed {
+        end: End,
+        connections: usize,
+        threads: usize,
+    },
+    /// One request at a time on one connection, each measured from its slot on `schedule`. A
+    /// request is sent at its slot, or when the previous answer arrives if that is later. With
+    /// `End::After(d)` it stops when it gets round to a slot at or after `d`, as the seeds'
+    /// `while now < deadline` loops do; the slots it never sent are counted as never sent.
+    Tracking { schedule: Schedule },
+}
+
+impl Client {
+    pub fn mode(&self) -> Mode {
+        match self {
+            Client::Open { .. } => Mode::Open,
+            Client::Closed { .. } => Mode::Closed,
+            Client::Tracking { .. } => Mode::Tracking,
+        }
+    }
+}
+
+/// A validated simulation: the client and the run's settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub client: Client,
+    /// How long the client waits for one answer; also how long an open loop drains after its
+    /// schedule ends (as in the engine).
+    pub timeout: Duration,
+    /// Width of the timeline's intervals.
+    pub interval: Duration,
+    /// A fixed round trip added to every exchange (network plus client overhead): half before
+    /// the server sees the request, half after it answers. Zero by default: the exact model.
+    pub rtt: Duration,
+    /// For a scenario whose clock starts at server start: how long the server had been up when
+    /// the run began. Ignored when the clock starts at the first request (the default).
+    pub server_lead: Duration,
+}
+
+impl Plan {
+    /// The client with the CLI's defaults: 10 s timeout, 1 s intervals, no round trip.
+    pub fn new(client: Client) -> Plan {
+        Plan {
+            client,
+            timeout: Duration::from_secs(10),
+            interval: Duration::from_secs(1),
+            rtt: Duration::ZERO,
+            server_lead: Duration::ZERO,
+        }
+    }
+}
+
+/// What a simulation produced.
+#[derive(Debug, Clone)]
+pub struct Simulation {
+    pub measurements: Measurements,
+    /// Requests the client scheduled (open, tracking) or started (closed).
+    pub scheduled: u64,
+    /// From the start of the run to the end of its drain.
+    pub elapsed: Duration,
+    /// Which stalls delayed how many of the client's requests.
+    pub impact: Impact,
+    pub server: ServerStats,
+}
+
+/// Runs `plan` against `scenario` in virtual time.
+pub fn simulate(scenario: &Scenario, plan: &Plan) -> Simulation {
+    sim::Sim::new(scenario, plan).run()
+}
+
+/// Simulates and builds the result document, labelled `label`.
+pub fn run(scenario: &Scenario, plan: &Plan, label: &str) -> (RunResult, Simulation) {
+    let sim = simulate(scenario, plan);
+    (build_result(scenario, plan, &sim, label), sim)
+}
