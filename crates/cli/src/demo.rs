@@ -133,9 +133,9 @@ pub fn measure(
         connections: 4096,
         ..closed_plan.clone()
     };
-    let (closed, closed_truth) = against_fresh_server(&rt, scenario, &closed_plan, "closed loop")?;
-    let (open, open_truth) = against_fresh_server(&rt, scenario, &open_plan, "open loop")?;
-    let model = crate::sim::model(scenario, &open_plan, "model (open)")?;
+    let (closed, closed_truth) = against_fresh_server(&rt, scenario, &closed_plan, "closed")?;
+    let (open, open_truth) = against_fresh_server(&rt, scenario, &open_plan, "open")?;
+    let model = crate::sim::model(scenario, &open_plan, "model")?;
     let windows: Vec<(Duration, Duration)> = scenario
         .windows(duration)
         .into_iter()
@@ -203,12 +203,13 @@ pub fn explain(scenario: &Scenario, o: &DemoOutcome, connections: usize) -> Stri
         Some((closed_in, open_in)) => text.push_str(&format!(
             "While the server stalled, the open loop kept sending on schedule: the server received {open_in} of its \
              requests inside the stall windows, each of which waited for the stall to end. The closed loop's \
-             {connections} connections each sent one request into the stall and then waited for it, so the server \
-             received only {closed_in} from it: {} requests a real user population would have sent were never sent, \
-             never measured. That is coordinated omission. The open loop measures every request from the moment it \
-             was due, so its p99 ({}) is what users lived through; the closed loop's p99 ({}) is {ratio:.0}x lower \
-             because the slow requests never existed in its data. The model column is the simulator's exact answer \
-             for the same scenario: where it agrees with the open loop, the measurement is right.",
+             {connections} connections were each held by the stall, waiting for an answer, so the server received \
+             only {closed_in} new requests from it: {} requests a real user population would have sent were never \
+             sent, never measured. That is coordinated omission. The open loop measures every request from the \
+             moment it was due, so its p99 ({}) is what users lived through; the closed loop's p99 ({}) is \
+             {ratio:.0}x lower because the slow requests never existed in its data. The model column is the \
+             simulator's exact answer for the same scenario: where it agrees with the open loop, the measurement \
+             is right.",
             open_in.saturating_sub(closed_in),
             fmt(open),
             fmt(closed)
@@ -237,22 +238,8 @@ fn write_outputs(a: &DemoArgs, o: &DemoOutcome) -> anyhow::Result<()> {
             crate::run::write_json(&dir.join(format!("{name}.json")), r)?;
         }
     }
-    let runs: Vec<sojourn_report::html::ReportRun> = [&o.closed, &o.open, &o.model]
-        .into_iter()
-        .map(|r| sojourn_report::html::ReportRun {
-            source: r.label.clone(),
-            result: r.clone(),
-            samples: Vec::new(),
-        })
-        .collect();
-    let html = sojourn_report::html::render(
-        &runs,
-        &sojourn_report::html::HtmlOptions {
-            title: Some("sojourn demo: closed vs open loop".into()),
-        },
-    )?;
-    std::fs::write(&a.report, html)
-        .map_err(|e| bad_input!("--report: cannot write {}: {e}", a.report.display()))?;
+    let title = "sojourn demo: closed vs open loop".to_string();
+    crate::side_by_side::write_report(&a.report, title, &[&o.closed, &o.open, &o.model])?;
     println!("\nreport: {} (open it in a browser)", a.report.display());
     Ok(())
 }

@@ -1,44 +1,21 @@
 //! The seeds' side-by-side table and the one-line verdict, for `demo` and `compare`.
-use std::fmt::Write as _;
-
-use sojourn_core::result::PERCENTILES;
 use sojourn_core::RunResult;
-use sojourn_report::text::cell;
+use sojourn_report::compare::{self, Column, Ratio};
 
-/// Rows count, p50 … max; one column per run; the ratio of the second column over the first.
+/// The seeds' table: one column per run, and the ratio of the second column over the first.
 pub fn table(columns: &[(&str, &RunResult)]) -> String {
-    let mut out = String::new();
-    let _ = write!(out, "{:<8}", "metric");
-    for (name, _) in columns {
-        let _ = write!(out, "{name:>16}");
-    }
-    let _ = writeln!(out, "{:>10}", "ratio");
-    let _ = write!(out, "{:<8}", "count");
-    for (_, r) in columns {
-        let _ = write!(out, "{:>16}", r.histograms.response.count);
-    }
-    let _ = writeln!(out);
-    for p in PERCENTILES {
-        let name = if p >= 100.0 {
-            "max".to_string()
-        } else {
-            format!("p{p}")
-        };
-        let _ = write!(out, "{name:<8}");
-        for (_, r) in columns {
-            let _ = write!(out, "{:>16}", cell(&r.histograms.response, p));
-        }
-        if let [(_, a), (_, b), ..] = columns {
-            let _ = write!(
-                out,
-                "{:>10}",
-                ratio_at(a, b, p).map_or("-".into(), |x| format!("{x:.1}x"))
-            );
-        }
-        let _ = writeln!(out);
-    }
-    let _ = writeln!(out, "response time from when each request was due; ratio = {} / {}, computed from raw data before rounding", columns.get(1).map_or("", |c| c.0), columns.first().map_or("", |c| c.0));
-    out
+    let cols: Vec<Column> = columns
+        .iter()
+        .map(|(label, result)| Column { label, result })
+        .collect();
+    let ratio = match columns {
+        [(a, _), (b, _), ..] => Some(Ratio {
+            numerator: b,
+            denominator: a,
+        }),
+        _ => None,
+    };
+    compare::table(&cols, ratio)
 }
 
 /// `b`'s response time at `p` over `a`'s.
@@ -56,4 +33,27 @@ pub fn verdict(closed: &RunResult, open: &RunResult) -> String {
         Some(r) => format!("verdict: closed and open loops agree at p99 (ratio {r:.2}x)"),
         None => "verdict: not enough answers to compare p99".into(),
     }
+}
+
+/// Writes one HTML report with these runs (for `--report`).
+pub fn write_report(
+    path: &std::path::Path,
+    title: String,
+    runs: &[&RunResult],
+) -> anyhow::Result<()> {
+    let runs: Vec<sojourn_report::html::ReportRun> = runs
+        .iter()
+        .map(|r| sojourn_report::html::ReportRun {
+            source: r.label.clone(),
+            result: (*r).clone(),
+            samples: Vec::new(),
+        })
+        .collect();
+    let html = sojourn_report::html::render(
+        &runs,
+        &sojourn_report::html::HtmlOptions { title: Some(title) },
+    )?;
+    std::fs::write(path, html)
+        .map_err(|e| crate::bad_input!("--report: cannot write {}: {e}", path.display()))?;
+    Ok(())
 }

@@ -1,0 +1,130 @@
+//! `sojourn demo` end to end, shortened: the hiccup splits the loops, the healthy control does
+//! not, and the report renders in a real browser with both curves.
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+
+fn demo(
+    scenario: &str,
+    dir: &Path,
+) -> (
+    sojourn_core::RunResult,
+    sojourn_core::RunResult,
+    sojourn_core::RunResult,
+    String,
+) {
+    let report = dir.join("demo.html");
+    let out = sojourn(&[
+        "demo",
+        "--scenario",
+        scenario,
+        "--duration",
+        "4s",
+        "--rate",
+        "500",
+        "--json-dir",
+        dir.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "demo {scenario} failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        read_result(&dir.join("closed.json")),
+        read_result(&dir.join("open.json")),
+        read_result(&dir.join("model.json")),
+        stdout,
+    )
+}
+
+fn p99(r: &sojourn_core::RunResult) -> f64 {
+    r.histograms.response.percentiles.get(99.0).unwrap() as f64
+}
+
+#[test]
+fn hiccup_splits_the_loops_and_the_healthy_control_does_not() {
+    let _guard = serial();
+    let dir = temp_dir("demo-hiccup");
+    let (closed, open, model, stdout) = demo("hiccup", &dir);
+    for r in [&closed, &open, &model] {
+        assert_nothing_lost(r);
+    }
+    assert!(
+        p99(&open) >= 10.0 * p99(&closed),
+        "open p99 {} vs closed p99 {}",
+        p99(&open),
+        p99(&closed)
+    );
+    // Measurement and model agree on the open loop's tail (within 20 %: 1 s stall, ms noise).
+    let (measured, truth) = (p99(&open), p99(&model));
+    assert!(
+        (measured - truth).abs() <= 0.2 * truth,
+        "open p99 {measured} vs model {truth}"
+    );
+    assert!(
+        stdout.contains("closed-loop p99 understates open-loop p99 by"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("model (open)") && stdout.contains("never sent"),
+        "{stdout}"
+    );
+    assert_report_shows_both_curves(&dir.join("demo.html"), &dir);
+
+    let dir = temp_dir("demo-healthy");
+    let (closed, open, _, stdout) = demo("healthy", &dir);
+    let ratio = p99(&open) / p99(&closed);
+    assert!(
+        (0.5..=2.0).contains(&ratio),
+        "healthy: both loops agree, ratio {ratio}"
+    );
+    assert!(stdout.contains("has no stall"), "{stdout}");
+}
+
+/// Headless Chromium renders the report; the spectrum has both loops in it.
+fn assert_report_shows_both_curves(report: &Path, dir: &Path) {
+    let chromium = Path::new("/usr/bin/chromium");
+    if !chromium.is_file() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI must install chromium (.ci/run)"
+        );
+        eprintln!("SKIPPED the browser check: no /usr/bin/chromium");
+        return;
+    }
+    let out = Command::new("timeout")
+        .arg("90")
+        .arg(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", dir.join("profile").display()))
+        .arg(format!("file://{}", report.display()))
+        .output()
+        .expect("running chromium");
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let spectrum = dom
+        .split("id=\"spectrum\"")
+        .nth(1)
+        .and_then(|s| s.split("</svg>").next())
+        .unwrap_or_else(|| panic!("no spectrum chart in the rendered page"));
+    assert!(
+        spectrum.contains("closed loop") && spectrum.contains("open loop"),
+        "both curves are labelled in the spectrum"
+    );
+}
