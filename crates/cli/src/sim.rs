@@ -73,6 +73,13 @@ pub struct SimArgs {
     /// Write the result document(s); with both clients, FILE.closed.json and FILE.open.json.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Write HdrHistogram percentile distributions PREFIX[.CLIENT].response.hgrm (and .service,
+    /// .send_lag), in milliseconds.
+    #[arg(long, value_name = "PREFIX")]
+    hgrm: Option<PathBuf>,
+    /// Write an HdrHistogram interval log; with both clients, FILE.closed.hlog and FILE.open.hlog.
+    #[arg(long, value_name = "FILE")]
+    hlog: Option<PathBuf>,
     /// Width of the timeline's intervals.
     #[arg(long, value_parser = args::positive_duration, default_value = "1s")]
     interval: Duration,
@@ -102,6 +109,8 @@ struct Validated {
     scenario: Scenario,
     plans: Vec<(&'static str, Plan)>,
     json: Option<PathBuf>,
+    hgrm: Option<PathBuf>,
+    hlog: Option<PathBuf>,
 }
 
 pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
@@ -134,11 +143,23 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     }
     let impacts: Vec<(&str, &Impact)> = runs.iter().map(|(l, _, i)| (*l, i)).collect();
     print!("{}", stall_report(&impacts));
-    if let Some(path) = &v.json {
-        for (label, result, _) in &runs {
-            let file = json_path(path, label, runs.len() > 1);
-            crate::run::write_json(&file, result)?;
+    let several = runs.len() > 1;
+    for (label, result, _) in &runs {
+        if let Some(path) = &v.json {
+            crate::run::write_json(&json_path(path, label, several), result)?;
         }
+        let outputs = crate::run::Outputs {
+            hgrm: v.hgrm.as_ref().map(|p| {
+                if several {
+                    p.with_file_name(format!("{}.{label}", file_name(p)))
+                } else {
+                    p.clone()
+                }
+            }),
+            hlog: v.hlog.as_ref().map(|p| json_path(p, label, several)),
+            ..Default::default()
+        };
+        crate::outputs::write_histograms(&outputs, result)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -183,6 +204,8 @@ fn validate(a: SimArgs) -> anyhow::Result<Validated> {
         scenario,
         plans,
         json: a.json,
+        hgrm: a.hgrm,
+        hlog: a.hlog,
     })
 }
 
@@ -272,6 +295,11 @@ pub fn model(
         ..Plan::new(client)
     };
     Ok(sojourn_sim::run(scenario, &sim_plan, label).0)
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
 }
 
 /// `out.json` → `out.open.json` when several clients share one `--json`.

@@ -112,3 +112,48 @@ fn bad_input_is_one_line_naming_the_flag_and_exits_2() {
         assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
     }
 }
+
+/// `--hgrm` and `--hlog` come from `sim` as from `run`, one set per client.
+#[test]
+fn hgrm_and_hlog_per_client() {
+    let dir = common::temp_dir("sim-hdr");
+    let (prefix, hlog, json) = (dir.join("s"), dir.join("s.hlog"), dir.join("s.json"));
+    let out = common::sojourn(&[
+        "sim",
+        "--scenario",
+        "every-nth",
+        "--rate",
+        "450",
+        "--duration",
+        "30s",
+        "--hgrm",
+        prefix.to_str().unwrap(),
+        "--hlog",
+        hlog.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for client in ["closed", "open"] {
+        let r = common::read_result(&dir.join(format!("s.{client}.json")));
+        let hgrm = std::fs::read_to_string(dir.join(format!("s.{client}.response.hgrm"))).unwrap();
+        assert!(
+            hgrm.contains(&format!("Total count    = {:>12}]", r.counts.completed)),
+            "{client}: {hgrm}"
+        );
+        let log = std::fs::read_to_string(dir.join(format!("s.{client}.hlog"))).unwrap();
+        let intervals = log
+            .lines()
+            .filter(|l| l.contains(",response,") || l.starts_with("Tag=response"))
+            .count();
+        assert_eq!(
+            intervals,
+            r.intervals.len(),
+            "{client}: one response histogram per interval"
+        );
+    }
+}
