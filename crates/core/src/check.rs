@@ -87,21 +87,42 @@ pub fn assess_open(m: &Measurements, connections: u32) -> Checks {
 
 /// A worker thread on CPU more than this share of the run was CPU-bound.
 pub const CPU_BOUND_SHARE: f64 = 0.9;
+/// Above this share, requests that waited for a connection probably waited for the generator:
+/// a thread this busy reads answers late, so its connections stay busy longer than the
+/// target's service time.
+pub const CPU_BUSY_WITH_POOL_WAITS: f64 = 0.75;
+/// Pool waits above this share of sent requests count as "requests waited".
+const POOL_WAIT_SHARE: f64 = 0.01;
 
 /// Adds the CPU finding to an open loop's checks. A CPU-bound generator reads answers late and
 /// keeps connections busy longer, so its pool waits and service times include its own delay
 /// even when every request was dispatched on time.
-pub fn cpu_bound(checks: &mut Checks, busiest_worker: f64) {
-    if busiest_worker >= CPU_BOUND_SHARE {
-        checks.generator = GeneratorVerdict::Behind;
-        checks.notes.insert(
-            0,
-            format!(
-                "GENERATOR BEHIND: a worker thread was on CPU {:.0}% of the run (spinning for timer precision excluded).                  sojourn itself was CPU-bound, so it read answers and freed connections late: service times, send lag and                  pool waits include client-side delay. Use more --threads, fewer --connections, or a lower --rate.",
-                100.0 * busiest_worker
-            ),
-        );
-    }
+pub fn cpu_bound(checks: &mut Checks, m: &Measurements, busiest_worker: f64) {
+    let sent = m.hist.send_lag.len().max(1) as f64;
+    let pool_waits = m.tally.waited_for_connection as f64 / sent > POOL_WAIT_SHARE;
+    let busy = format!(
+        "a worker thread was on CPU {:.0}% of the run (idle timer spinning excluded)",
+        100.0 * busiest_worker
+    );
+    let finding = if busiest_worker >= CPU_BOUND_SHARE {
+        format!("GENERATOR BEHIND: {busy}: sojourn itself was CPU-bound")
+    } else if busiest_worker >= CPU_BUSY_WITH_POOL_WAITS && pool_waits {
+        format!("GENERATOR BEHIND: {busy} while requests waited for connections: the waits are likely sojourn's own")
+    } else {
+        checks.notes.push(format!(
+            "busiest worker thread on CPU {:.0}% of the run (idle timer spinning excluded)",
+            100.0 * busiest_worker
+        ));
+        return;
+    };
+    checks.generator = GeneratorVerdict::Behind;
+    checks.notes.insert(
+        0,
+        format!(
+            "{finding}. A busy generator reads answers and frees connections late, so service times, send lag and \
+             pool waits include client-side delay. Use more --threads, or a lower --rate."
+        ),
+    );
 }
 
 /// A closed loop has no schedule, so there is nothing to fall behind.
@@ -140,13 +161,25 @@ mod tests {
 
     #[test]
     fn a_cpu_bound_generator_is_called_out_even_when_dispatch_was_on_time() {
-        let mut checks = assess_open(&run_with_dispatch_lag(Duration::from_micros(5), 2), 8);
-        assert!(checks.passed());
-        cpu_bound(&mut checks, 0.5);
-        assert!(checks.passed(), "half busy is fine");
-        cpu_bound(&mut checks, 0.97);
+        let quiet = run_with_dispatch_lag(Duration::from_micros(5), u64::MAX);
+        let mut checks = assess_open(&quiet, 8);
+        cpu_bound(&mut checks, &quiet, 0.8);
+        assert!(checks.passed(), "80% busy without pool waits is fine");
+        assert!(checks.notes.iter().any(|n| n.contains("on CPU 80%")));
+        cpu_bound(&mut checks, &quiet, 0.97);
         assert!(!checks.passed());
-        assert!(checks.notes[0].contains("on CPU 97%"));
+        assert!(checks.notes[0].contains("on CPU 97%") && checks.notes[0].contains("CPU-bound"));
+        // Pool waits while the thread is busy are the generator's, not the target's.
+        let waiting = run_with_dispatch_lag(Duration::from_micros(5), 2);
+        let mut checks = assess_open(&waiting, 8);
+        cpu_bound(&mut checks, &waiting, 0.5);
+        assert!(
+            checks.passed(),
+            "pool waits with an idle generator are the pool's"
+        );
+        cpu_bound(&mut checks, &waiting, 0.8);
+        assert!(!checks.passed());
+        assert!(checks.notes[0].contains("likely sojourn's own"));
     }
 
     #[test]

@@ -44,7 +44,7 @@ pub fn build(plan: &Plan, report: &RunReport, label: &str, target: Option<String
         Load::Open(_) => {
             let mut checks = assess_open(m, plan.connections as u32);
             if let Some(busy) = report.busiest_worker {
-                sojourn_core::check::cpu_bound(&mut checks, busy);
+                sojourn_core::check::cpu_bound(&mut checks, m, busy);
             }
             if !report.precise_timer {
                 checks.notes.push("no timerfd on this system: the dispatcher used tokio's 1 ms timer, so send lag includes up to 1 ms of timer error".into());
