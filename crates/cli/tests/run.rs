@@ -449,3 +449,54 @@ fn hgrm_hlog_and_samples_files() {
         );
     }
 }
+
+#[test]
+fn compare_runs_both_loops_and_gives_a_verdict() {
+    let _guard = serial();
+    let server = TestServer::start(false);
+    let dir = temp_dir("compare");
+    let url = server.url("http");
+    let report = dir.join("compare.html");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_sojourn"))
+        .args([
+            "compare",
+            &url,
+            "--rate",
+            "500",
+            "--duration",
+            "3s",
+            "--json-dir",
+            dir.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A 1 s stall inside each loop's 3 s: 1 s into the closed loop, then 1 s into the open loop.
+    std::thread::sleep(Duration::from_millis(1000));
+    server.stall_for(Duration::from_secs(1));
+    std::thread::sleep(Duration::from_millis(3100));
+    server.stall_for(Duration::from_secs(1));
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let (closed, open) = (
+        read_result(&dir.join("closed.json")),
+        read_result(&dir.join("open.json")),
+    );
+    assert_eq!(closed.mode, sojourn_core::Mode::Closed);
+    assert_eq!(open.mode, sojourn_core::Mode::Open);
+    assert!(
+        stdout.contains("closed-loop p99 understates open-loop p99 by"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("open loop/closed loop"),
+        "the table has the ratio column: {stdout}"
+    );
+    assert!(
+        std::fs::read_to_string(&report).unwrap().contains("<svg"),
+        "the report has charts"
+    );
+}
