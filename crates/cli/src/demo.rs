@@ -30,9 +30,11 @@ pub struct DemoArgs {
     /// How long each loop runs.
     #[arg(long, value_parser = args::positive_duration, default_value = "20s")]
     pub duration: Duration,
-    /// Connections of the closed loop (each sends, waits, records, repeats).
-    #[arg(long, default_value_t = 10)]
-    pub connections: usize,
+    /// Connections of the closed loop (each sends, waits, records, repeats). [default: 10; 1
+    /// for one-worker scenarios (every-nth, bimodal), as in their seeds: more would queue
+    /// behind the one worker and measure the client's own contention]
+    #[arg(long)]
+    pub connections: Option<usize>,
     /// Where to write the HTML report.
     #[arg(long, default_value = "demo.html")]
     pub report: PathBuf,
@@ -51,10 +53,13 @@ pub struct DemoOutcome {
 }
 
 pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
-    if a.connections == 0 {
-        return Err(bad_input!("--connections: must be at least 1, got 0"));
-    }
     let scenario = crate::scenario_arg::resolve(&a.scenario, &fitted_sets(&a))?;
+    let connections = match a.connections {
+        Some(0) => return Err(bad_input!("--connections: must be at least 1, got 0")),
+        Some(n) => n,
+        None if scenario.workers() == Some(1) => 1,
+        None => 10,
+    };
     let rate = Rate::per_second(a.rate.unwrap_or_else(|| default_rate(scenario.name())))
         .map_err(|e| bad_input!("--rate: {e}"))?;
     println!(
@@ -63,8 +68,8 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         scenario,
         humantime::format_duration(a.duration)
     );
-    println!("closed loop first ({} connections), then open loop at {rate}; each against a fresh server on 127.0.0.1\n", a.connections);
-    let outcome = measure(&scenario, rate, a.duration, a.connections)?;
+    println!("closed loop first ({}), then open loop at {rate}; each against a fresh server on 127.0.0.1\n", plural(connections, "connection"));
+    let outcome = measure(&scenario, rate, a.duration, connections)?;
     print!(
         "{}",
         crate::side_by_side::table(&[
@@ -74,7 +79,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         ])
     );
     println!();
-    println!("{}", explain(&scenario, &outcome, a.connections));
+    println!("{}", explain(&scenario, &outcome, connections));
     write_outputs(&a, &outcome)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -192,38 +197,59 @@ fn p99(r: &RunResult) -> u64 {
     r.histograms.response.percentiles.get(99.0).unwrap_or(0)
 }
 
-/// One paragraph in plain words, with this run's numbers.
+/// One paragraph in plain words, with this run's numbers. What it says follows what was
+/// measured (the p99 ratio), not what the scenario was expected to do.
 pub fn explain(scenario: &Scenario, o: &DemoOutcome, connections: usize) -> String {
-    let (closed, open) = (p99(&o.closed), p99(&o.open));
-    let ratio = open as f64 / closed.max(1) as f64;
-    let fmt = sojourn_core::format_ns;
+    let (closed, open) = (
+        sojourn_core::format_ns(p99(&o.closed)),
+        sojourn_core::format_ns(p99(&o.open)),
+    );
+    let ratio = p99(&o.open) as f64 / p99(&o.closed).max(1) as f64;
     let mut text = crate::side_by_side::verdict(&o.closed, &o.open);
     text.push('\n');
-    match o.sent_during_stalls {
-        Some((closed_in, open_in)) => text.push_str(&format!(
+    let body = match (ratio >= 1.5, o.sent_during_stalls) {
+        (true, Some((closed_in, open_in))) => format!(
             "While the server stalled, the open loop kept sending on schedule: the server received {open_in} of its \
              requests inside the stall windows, each of which waited for the stall to end. The closed loop's \
-             {connections} connections were each held by the stall, waiting for an answer, so the server received \
+             {} were each held by the stall, waiting for an answer, so the server received \
              only {closed_in} new requests from it: {} requests a real user population would have sent were never \
-             sent, never measured. That is coordinated omission. The open loop measures every request from the \
-             moment it was due, so its p99 ({}) is what users lived through; the closed loop's p99 ({}) is \
-             {ratio:.0}x lower because the slow requests never existed in its data. The model column is the \
-             simulator's exact answer for the same scenario: where it agrees with the open loop, the measurement \
-             is right.",
-            open_in.saturating_sub(closed_in),
-            fmt(open),
-            fmt(closed)
-        )),
-        None => text.push_str(&format!(
-            "Scenario {} has no stall. With nothing to hide, closed and open loops should agree (p99 {} vs {}): \
-             that agreement is the control that shows any difference under a stall comes from the server, not \
-             from the tool.",
+             sent, never measured. That is coordinated omission. ",
+            plural(connections, "connection"),
+            open_in.saturating_sub(closed_in)
+        ),
+        (true, None) => format!(
+            "Scenario {} slows some requests down. Each time, the closed loop's {} waited for \
+             answers and sent nothing, so it sent least exactly when the server was slowest; the open loop \
+             kept sending on schedule and measured the queue that built up behind every slow request. That is \
+             coordinated omission. ",
             scenario.name(),
-            fmt(closed),
-            fmt(open)
-        )),
+            plural(connections, "connection")
+        ),
+        (false, _) => format!(
+            "Closed and open loops agree here (p99 {closed} vs {open}): in scenario {} there was nothing at p99 for \
+             a closed loop to hide. On a healthy server that agreement is the control: it shows that a difference \
+             under a stall comes from the server, not from the tool. ",
+            scenario.name()
+        ),
+    };
+    text.push_str(&body);
+    if ratio >= 1.5 {
+        text.push_str(&format!(
+            "The open loop measures every request from the moment it was due, so its p99 ({open}) is what users \
+             lived through; the closed loop's p99 ({closed}) is {ratio:.0}x lower because the slow requests never \
+             existed in its data. "
+        ));
     }
+    text.push_str("The model column is the simulator's exact answer for the same scenario: where it agrees with the open loop, the measurement is right.");
     text
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
 }
 
 fn write_outputs(a: &DemoArgs, o: &DemoOutcome) -> anyhow::Result<()> {

@@ -85,7 +85,7 @@ fn hiccup_splits_the_loops_and_the_healthy_control_does_not() {
         (0.5..=2.0).contains(&ratio),
         "healthy: both loops agree, ratio {ratio}"
     );
-    assert!(stdout.contains("has no stall"), "{stdout}");
+    assert!(stdout.contains("agree here"), "{stdout}");
 }
 
 /// Headless Chromium renders the report; the spectrum has both loops in it.
