@@ -46,6 +46,7 @@ impl Tickets {
 
 impl<T: Transport> ClosedWorker<T> {
     pub async fn run(self) -> WorkerReport {
+        self.lane.measure_from_send();
         let tickets = Rc::new(Tickets {
             started: Cell::new(0),
             end: self.end,
@@ -85,13 +86,7 @@ async fn connection_loop<T: Transport>(lane: Rc<Lane<T>>, tickets: Rc<Tickets>) 
         let track = Track::new(start, start);
         lane.track(index, track.clone());
         let outcome = lane.attempt(&track).await;
-        // A closed loop's intended time is its send time: it has no schedule.
-        let rebased = match track.sent.get() {
-            Some(sent) => Track::new(lane.offset(sent), lane.offset(sent)),
-            None => track.clone(),
-        };
-        rebased.sent.set(track.sent.get());
-        lane.finish(index, &rebased, outcome);
+        lane.finish(index, &track, outcome);
         if outcome == Outcome::Failed(FailureClass::Connect) {
             tokio::time::sleep(CONNECT_BACKOFF).await;
         }

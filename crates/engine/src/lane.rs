@@ -58,6 +58,8 @@ pub struct Lane<T: Transport> {
     emptied: Notify,
     /// Set once the lane has been censored: late finishes must not record twice.
     closed: Cell<bool>,
+    /// Intended time = send time (closed loop).
+    from_send: Cell<bool>,
 }
 
 /// What a lane hands back when its run is over.
@@ -77,6 +79,7 @@ impl<T: Transport> Lane<T> {
             pending: RefCell::default(),
             emptied: Notify::new(),
             closed: Cell::new(false),
+            from_send: Cell::new(false),
         })
     }
 
@@ -169,7 +172,12 @@ impl<T: Transport> Lane<T> {
             Some(sent) => {
                 let stamps = self.stamps(track, self.offset(sent));
                 recorder.record(&stamps, done, outcome);
-                self.sample(track, done, done.saturating_sub(stamps.sent), outcome);
+                self.sample(
+                    stamps.intended,
+                    done,
+                    done.saturating_sub(stamps.sent),
+                    outcome,
+                );
             }
             None => {
                 let class = match outcome {
@@ -177,7 +185,7 @@ impl<T: Transport> Lane<T> {
                     Outcome::Ok => FailureClass::Io,
                 };
                 recorder.record_unsent_failure(track.intended, track.dispatched, done, class);
-                self.sample(track, done, Duration::ZERO, outcome);
+                self.sample(track.intended, done, Duration::ZERO, outcome);
             }
         }
         drop(recorder);
@@ -188,12 +196,12 @@ impl<T: Transport> Lane<T> {
         }
     }
 
-    fn sample(&self, track: &Track, done: Duration, service: Duration, outcome: Outcome) {
+    fn sample(&self, intended: Duration, done: Duration, service: Duration, outcome: Outcome) {
         if let Some(tx) = &self.cfg.samples {
-            let response = done.saturating_sub(track.intended);
+            let response = done.saturating_sub(intended);
             // A closed writer only means nobody is listening any more; the histograms are whole.
             let _ = tx.send(RequestSample {
-                intended: track.intended,
+                intended,
                 response,
                 service,
                 outcome,
@@ -201,7 +209,15 @@ impl<T: Transport> Lane<T> {
         }
     }
 
+    /// A closed loop has no schedule: its requests are measured from when they were sent.
+    pub fn measure_from_send(&self) {
+        self.from_send.set(true);
+    }
+
     fn stamps(&self, track: &Track, sent: Duration) -> Stamps {
+        if self.from_send.get() {
+            return Stamps::on_time(sent);
+        }
         Stamps {
             intended: track.intended,
             dispatched: track.dispatched,
