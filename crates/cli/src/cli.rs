@@ -24,6 +24,8 @@ pub enum Command {
     Serve(crate::serve::ServeArgs),
     /// Simulate a scenario × client model in virtual time: the ground truth, in milliseconds.
     Sim(Box<crate::sim::SimArgs>),
+    /// Step or search the offered rate against your URL: find the capacity cliff.
+    Sweep(Box<crate::sweep::SweepArgs>),
     /// Turn result files into one self-contained HTML report with plots.
     Report(crate::report::ReportArgs),
 }
@@ -36,5 +38,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => crate::serve::run(args),
         Command::Report(args) => crate::report::run(args),
         Command::Sim(args) => crate::sim::run(*args),
+        Command::Sweep(args) => crate::sweep::run(*args),
     }
 }

@@ -15,6 +15,7 @@ mod scenario_arg;
 mod serve;
 mod side_by_side;
 mod sim;
+mod sweep;
 
 use std::process::ExitCode;
 

@@ -83,6 +83,12 @@ pub struct SimArgs {
     /// Width of the timeline's intervals.
     #[arg(long, value_parser = args::positive_duration, default_value = "1s")]
     interval: Duration,
+    /// Sweep the offered rate like `sojourn sweep` (open loop, one step per rate): the model's
+    /// capacity cliff, for comparison with a real sweep. --json writes the sweep document.
+    #[arg(long)]
+    sweep: bool,
+    #[command(flatten)]
+    sweep_flags: crate::sweep::SweepFlags,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,6 +120,20 @@ struct Validated {
 }
 
 pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
+    if args.sweep {
+        return run_sweep(args);
+    }
+    let f = &args.sweep_flags;
+    if f.rates.is_some() || f.from.is_some() || f.to.is_some() || f.steps.is_some() {
+        return Err(bad_input!(
+            "--rates: sweep flags (--rates, --from, --to, --steps) only apply with --sweep"
+        ));
+    }
+    if f.search || !f.slo.is_empty() || f.settle.is_some() || f.report.is_some() {
+        return Err(bad_input!(
+            "--search: --search, --slo, --settle and --report only apply with --sweep"
+        ));
+    }
     let v = validate(args)?;
     let mut runs = Vec::new();
     for (label, plan) in &v.plans {
@@ -161,6 +181,49 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
         };
         crate::outputs::write_histograms(&outputs, result)?;
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sim --sweep`: the same steps as `sojourn sweep`, each a fresh open-loop schedule in
+/// virtual time against the scenario.
+fn run_sweep(a: SimArgs) -> anyhow::Result<ExitCode> {
+    let scenario = crate::scenario_arg::resolve(&a.scenario, &a.set)?;
+    if !matches!(a.client, ClientKind::Open | ClientKind::Both) {
+        return Err(bad_input!(
+            "--client: --sweep offers open-loop rates; use --client open"
+        ));
+    }
+    if a.rate.is_some() || a.duration.is_some() || a.requests.is_some() {
+        return Err(bad_input!("--rate: with --sweep, give --rates (or --from/--to/--steps) and --step instead of --rate/--duration/--requests"));
+    }
+    if a.threads == 0 || a.connections == Some(0) {
+        return Err(bad_input!(
+            "--connections: --connections and --threads must be at least 1"
+        ));
+    }
+    let config = a.sweep_flags.validate()?;
+    let outcome = crate::sweep::drive(&config, |rate| {
+        let schedule = Schedule::new(
+            sojourn_core::Arrival::Constant,
+            rate,
+            End::After(config.step),
+        )?;
+        let client = Client::Open {
+            schedule,
+            connections: a.connections.unwrap_or(DEFAULT_OPEN_CONNECTIONS),
+            threads: a.threads,
+        };
+        let plan = Plan {
+            timeout: a.timeout,
+            interval: config.interval,
+            rtt: a.rtt,
+            ..Plan::new(client)
+        };
+        Ok(sojourn_sim::run(&scenario, &plan, &format!("sim sweep {} req/s", rate.get())).0)
+    })?;
+    println!("simulated sweep ({scenario})");
+    let target = format!("sim:{}", a.scenario);
+    crate::sweep::finish(&config, &outcome, &target, a.json.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }
 

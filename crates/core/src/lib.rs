@@ -8,6 +8,8 @@ pub mod outcome;
 pub mod record;
 pub mod result;
 pub mod schedule;
+pub mod stats;
+pub mod sweep;
 pub mod units;
 
 pub use check::{Checks, GeneratorVerdict};

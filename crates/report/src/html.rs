@@ -886,3 +886,45 @@ fn scenario_name(v: &serde_json::Value) -> Option<String> {
         _ => v.get("name")?.as_str().map(str::to_string),
     }
 }
+
+/// A sweep's report page: its table as printed, then the two charts with the cliff shaded.
+/// `cliff` is (highest passing, lowest failing) offered rate, when the sweep found both.
+pub fn sweep_page(
+    title: &str,
+    table: &str,
+    points: &[crate::sweep_plot::SweepPoint],
+    cliff: Option<(f64, f64)>,
+) -> Result<String, ReportError> {
+    let mut page = String::new();
+    head(&mut page, title);
+    let _ = writeln!(
+        page,
+        "<header><h1>{}</h1><p class=\"lede\">One open-loop step per offered rate. A step is \
+         saturated when the target delivered less than was offered, when the response time was \
+         still rising across the step, or when requests were still unanswered at its end. The \
+         shaded band is the cliff: between the highest rate that passed and the lowest that \
+         failed.</p></header>",
+        escape(title)
+    );
+    let _ = writeln!(
+        page,
+        "<section><pre style=\"overflow-x:auto\">{}</pre></section>",
+        escape(table)
+    );
+    let _ = writeln!(
+        page,
+        "<section><h2>Offered vs achieved</h2>{}</section>",
+        crate::sweep_plot::rates(points, cliff)?
+    );
+    let _ = writeln!(
+        page,
+        "<section><h2>Response time vs offered rate</h2>{}</section>",
+        crate::sweep_plot::latency(points, cliff)?
+    );
+    let _ = writeln!(
+        page,
+        "<footer>Written by sojourn {}.</footer>\n</body>\n</html>",
+        env!("CARGO_PKG_VERSION")
+    );
+    Ok(page)
+}

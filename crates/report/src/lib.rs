@@ -5,7 +5,8 @@
 //! - [`hgrm`]: the percentile-distribution text format, as the HdrHistogram reference writes it;
 //! - [`hlog`]: the HdrHistogram interval log (tagged, compressed V2 histograms);
 //! - [`samples`]: streaming per-request samples (CSV or compact binary), with uniform sampling;
-//! - [`html`]: `sojourn report`: result files → one HTML file with inline SVG charts.
+//! - [`html`]: `sojourn report`: result files → one HTML file with inline SVG charts;
+//! - [`sweep_plot`]: the capacity sweep's charts, offered vs achieved and latency vs offered.
 #![forbid(unsafe_code)]
 
 pub mod compare;
@@ -16,6 +17,7 @@ pub mod html;
 mod javafmt;
 mod plot;
 pub mod samples;
+pub mod sweep_plot;
 pub mod text;
 
 pub use error::ReportError;

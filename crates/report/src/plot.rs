@@ -551,6 +551,73 @@ fn nice_floor(v: f64) -> f64 {
         .unwrap_or(decade)
 }
 
+/// A chart against the offered rate (the sweep's x axis), spans shaded.
+pub(crate) struct RateChart<'a> {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub y_desc: &'static str,
+    pub curves: &'a [Curve],
+    pub spans: &'a [Span],
+    pub x_max: f64,
+    pub y_max: f64,
+    /// The y values are log10 of milliseconds: label the axis with 10^y.
+    pub log_y: bool,
+}
+
+pub(crate) fn rate_chart(c: &RateChart) -> Result<String, ReportError> {
+    let y_min = if c.log_y {
+        c.curves
+            .iter()
+            .flat_map(|k| k.points.iter().map(|p| p.1))
+            .fold(c.y_max, f64::min)
+            .floor()
+    } else {
+        0.0
+    };
+    svg(c.id, c.title, (1000, 330), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(c.title, (FONT, 18).into_font().color(&AXIS_TEXT))
+            .margin(16)
+            .x_label_area_size(46)
+            .y_label_area_size(72)
+            .build_cartesian_2d(0.0..c.x_max, y_min..c.y_max)
+            .map_err(text)?;
+        let log_y = c.log_y;
+        chart
+            .configure_mesh()
+            .x_desc("offered rate (req/s)")
+            .y_desc(c.y_desc)
+            // On the log axis, one label per decade: 10, 100, 1000 ms rather than 31.623.
+            .y_labels(if log_y {
+                (c.y_max - y_min) as usize + 1
+            } else {
+                10
+            })
+            .y_label_formatter(&|y| {
+                // On the log axis, label whole decades only: 10, 100, 1000 ms, not 31.623.
+                if log_y && (y - y.round()).abs() > 1e-9 {
+                    String::new()
+                } else if log_y {
+                    ms_label(10f64.powf(*y))
+                } else {
+                    format!("{y:.0}")
+                }
+            })
+            .label_style((FONT, 16).into_font().color(&AXIS_TEXT))
+            .axis_desc_style((FONT, 17).into_font().color(&AXIS_TEXT))
+            .bold_line_style(GRID)
+            .light_line_style(WHITE)
+            .draw()
+            .map_err(text)?;
+        shade(&mut chart, c.spans, (y_min, c.y_max))?;
+        for curve in c.curves {
+            draw_curve(&mut chart, curve, true)?;
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)
+    })
+    .map_err(fail(c.id))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,470 @@
+//! `sojourn sweep URL`: one open-loop step per offered rate, or a search for the highest rate
+//! that meets an SLO; the seed's capacity-cliff table with an honest saturation verdict.
+//!
+//! The settle is the first part of each step: the intervals that start inside it are left out
+//! of the percentiles, the achieved rate and the trend test (an empty queue at the start would
+//! flatter them), but every request is still counted in the step's own result. `sojourn sim
+//! --sweep` runs the same steps in virtual time through [`drive`].
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use sojourn_core::sweep::{self, Bracket, SearchOutcome, Slo, Status, Step, StepRules};
+use sojourn_core::{format_ns, Rate, RunResult};
+use sojourn_report::sweep_plot::SweepPoint;
+
+use crate::args;
+use crate::args::ArrivalKind;
+use crate::bad_input;
+use crate::run::RunArgs;
+
+/// The flags that describe a sweep, shared by `sojourn sweep` and `sojourn sim --sweep`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SweepFlags {
+    /// Offered rates, comma-separated, in requests per second: --rates 5,10,20,30.
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["from", "to", "steps"])]
+    pub rates: Option<Vec<String>>,
+    /// The lowest rate (with --to and --steps, or with --search).
+    #[arg(long)]
+    pub from: Option<f64>,
+    /// The highest rate; --search never offers more.
+    #[arg(long)]
+    pub to: Option<f64>,
+    /// How many evenly spaced rates from --from to --to.
+    #[arg(long)]
+    pub steps: Option<usize>,
+    /// How long each step offers its rate, settle included.
+    #[arg(long, value_parser = args::positive_duration, default_value = "20s")]
+    pub step: Duration,
+    /// The start of each step left out of its percentiles and verdict. [default: a quarter
+    /// of --step, at most 5s]
+    #[arg(long, value_parser = args::duration)]
+    pub settle: Option<Duration>,
+    /// A latency objective on the response time, e.g. "p99<200ms"; repeatable.
+    #[arg(long)]
+    pub slo: Vec<String>,
+    /// Find the highest rate that is not saturated and meets every --slo: double from --from
+    /// until a step fails, then bisect to --resolution.
+    #[arg(long)]
+    pub search: bool,
+    /// With --search: stop once the bracket is this many requests per second wide.
+    #[arg(long, default_value_t = 1.0)]
+    pub resolution: f64,
+    /// With --search: the most steps it may run.
+    #[arg(long, default_value_t = 16)]
+    pub max_probes: usize,
+    /// Write an HTML report here: the table, offered vs achieved rate, and response
+    /// percentiles against the offered rate, with the cliff shaded.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SweepArgs {
+    /// The target, e.g. http://127.0.0.1:8080/api
+    pub url: String,
+    #[command(flatten)]
+    pub sweep: SweepFlags,
+    /// The most connections to open (due requests queue FIFO for a free one).
+    #[arg(long, short = 'c', default_value_t = 2048)]
+    pub connections: usize,
+    /// Worker threads. [default: the number of CPUs]
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Longest wait for one answer, and the drain after each step: requests still unanswered
+    /// then are censored, which marks the step saturated.
+    #[arg(long, value_parser = args::positive_duration, default_value = "5s")]
+    pub timeout: Duration,
+    /// A request header, "Name: value"; repeatable.
+    #[arg(long = "header", short = 'H', value_parser = args::header)]
+    pub headers: Vec<(String, String)>,
+    /// Skip TLS certificate verification (self-signed test servers).
+    #[arg(long)]
+    pub insecure: bool,
+    /// Write the sweep (every step's figures, verdict and whole result) as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// What to offer: a list of rates, or a search.
+pub enum Offer {
+    Rates(Vec<Rate>),
+    Search(sweep::Search),
+}
+
+/// A validated sweep.
+pub struct Config {
+    pub offer: Offer,
+    pub step: Duration,
+    pub settle: Duration,
+    /// The timeline's interval: fine enough that the kept part of a step has a dozen points
+    /// for the trend test.
+    pub interval: Duration,
+    pub slos: Vec<Slo>,
+    pub report: Option<PathBuf>,
+}
+
+/// The kept part of a step must hold enough intervals for a trend test to mean anything.
+const MIN_KEPT: Duration = Duration::from_secs(1);
+const MAX_SETTLE: Duration = Duration::from_secs(5);
+
+impl SweepFlags {
+    pub fn validate(&self) -> anyhow::Result<Config> {
+        let settle = self.settle.unwrap_or((self.step / 4).min(MAX_SETTLE));
+        let kept = self.step.saturating_sub(settle);
+        if kept < MIN_KEPT {
+            return Err(bad_input!(
+                "--step: {} is too short to settle: it leaves {} after the {} settle; give --step at least {} more than --settle",
+                humantime::format_duration(self.step),
+                humantime::format_duration(kept),
+                humantime::format_duration(settle),
+                humantime::format_duration(MIN_KEPT)
+            ));
+        }
+        let slos = self
+            .slo
+            .iter()
+            .map(|s| s.parse::<Slo>().map_err(|e| bad_input!("--slo: {e}")))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let interval = (kept / 12).clamp(Duration::from_millis(100), Duration::from_secs(1));
+        Ok(Config {
+            offer: self.offer()?,
+            step: self.step,
+            settle,
+            interval,
+            slos,
+            report: self.report.clone(),
+        })
+    }
+
+    fn offer(&self) -> anyhow::Result<Offer> {
+        let rates = self.rate_list()?;
+        if !self.search {
+            return Ok(Offer::Rates(rates));
+        }
+        if !(self.resolution.is_finite() && self.resolution > 0.0) {
+            return Err(bad_input!(
+                "--resolution: must be a positive number of requests per second, got {}",
+                self.resolution
+            ));
+        }
+        if self.max_probes == 0 {
+            return Err(bad_input!("--max-probes: must be at least 1, got 0"));
+        }
+        let lowest = rates
+            .iter()
+            .copied()
+            .fold(rates[0], |a, b| if b < a { b } else { a });
+        let highest = rates
+            .iter()
+            .copied()
+            .fold(rates[0], |a, b| if b > a { b } else { a });
+        Ok(Offer::Search(sweep::Search {
+            from: lowest,
+            to: highest,
+            resolution: self.resolution,
+            max_probes: self.max_probes,
+        }))
+    }
+
+    /// The rates given; with --search, --from and --to alone are enough.
+    fn rate_list(&self) -> anyhow::Result<Vec<Rate>> {
+        let flag_rate =
+            |flag: &str, v: f64| Rate::per_second(v).map_err(|e| bad_input!("{flag}: {e}"));
+        if let Some(list) = &self.rates {
+            let list: Vec<&String> = list.iter().filter(|s| !s.trim().is_empty()).collect();
+            if list.is_empty() {
+                return Err(bad_input!(
+                    "--rates: the list is empty; give rates like --rates 5,10,20"
+                ));
+            }
+            return list
+                .iter()
+                .map(|s| {
+                    let v: f64 = s.trim().parse().map_err(|_| {
+                        bad_input!("--rates: {s:?} is not a number of requests per second")
+                    })?;
+                    flag_rate("--rates", v)
+                })
+                .collect();
+        }
+        let (Some(from), Some(to)) = (self.from, self.to) else {
+            return Err(bad_input!(
+                "--rates: give the rates to offer, e.g. --rates 5,10,20, or --from A --to B --steps N"
+            ));
+        };
+        let (from, to) = (flag_rate("--from", from)?, flag_rate("--to", to)?);
+        if to < from {
+            return Err(bad_input!(
+                "--to: {} is below --from {}",
+                to.get(),
+                from.get()
+            ));
+        }
+        match (self.steps, self.search) {
+            (Some(0), _) => Err(bad_input!("--steps: must be at least 1, got 0")),
+            (Some(n), _) => Ok(sweep::linear_rates(from, to, n)),
+            (None, true) => Ok(vec![from, to]),
+            (None, false) => Err(bad_input!(
+                "--steps: how many rates from --from to --to, e.g. --steps 10"
+            )),
+        }
+    }
+}
+
+/// Every step run, and where the cliff lies.
+pub struct Outcome {
+    pub steps: Vec<(Step, RunResult)>,
+    pub bracket: Bracket,
+    pub search: Option<SearchOutcome>,
+}
+
+/// Runs the sweep with `run_step`, which offers one rate for `config.step` on a fresh schedule
+/// and returns the step's result.
+pub fn drive(
+    config: &Config,
+    mut run_step: impl FnMut(Rate) -> anyhow::Result<RunResult>,
+) -> anyhow::Result<Outcome> {
+    let rules = StepRules::new(config.settle, config.step);
+    let mut steps = Vec::new();
+    let mut one = |rate: Rate| -> anyhow::Result<bool> {
+        let result = run_step(rate)?;
+        let step = sweep::evaluate(&result, rate, &rules, &config.slos)?;
+        eprintln!("  {}", row(&step));
+        let passed = step.passes();
+        steps.push((step, result));
+        Ok(passed)
+    };
+    let search = match &config.offer {
+        Offer::Rates(rates) => {
+            for &rate in rates {
+                one(rate)?;
+            }
+            None
+        }
+        Offer::Search(s) => Some(s.run(&mut one)?),
+    };
+    let bracket = match &search {
+        Some(s) => s.bracket,
+        None => {
+            let outcomes: Vec<(f64, bool)> =
+                steps.iter().map(|(s, _)| (s.target, s.passes())).collect();
+            sweep::bracket(&outcomes)
+        }
+    };
+    Ok(Outcome {
+        steps,
+        bracket,
+        search,
+    })
+}
+
+/// The seed's table, one row per step in the order run, then the bracket.
+pub fn table(config: &Config, outcome: &Outcome) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:>9} {:>9} {:>12} {:>12} {:>12} {:>12}  status",
+        "target", "achieved", "service p99", "resp p50*", "resp p99*", "mean lag"
+    );
+    let _ = writeln!(out, "{}", "-".repeat(86));
+    for (step, _) in &outcome.steps {
+        let _ = writeln!(out, "{}", row(step));
+    }
+    let _ = writeln!(
+        out,
+        "* response time from the due time, of requests that finished after the first {} of each step; achieved and the trend test also leave the settle out",
+        humantime::format_duration(config.settle)
+    );
+    if let Some(s) = &outcome.search {
+        let probes: Vec<String> = s
+            .probes
+            .iter()
+            .map(|(r, ok)| format!("{} {}", rate_text(*r), if *ok { "pass" } else { "fail" }))
+            .collect();
+        let _ = writeln!(out, "probes: {}", probes.join(", "));
+        if s.budget_exhausted {
+            let _ = writeln!(
+                out,
+                "the probe budget (--max-probes) ran out before the bracket reached --resolution"
+            );
+        }
+    }
+    let _ = writeln!(out, "{}", cliff_line(config, &outcome.bracket));
+    out
+}
+
+fn row(step: &Step) -> String {
+    let status = match step.status {
+        Status::Ok => "OK".to_string(),
+        Status::Saturated => {
+            let why: Vec<String> = step.reasons.iter().map(|r| r.to_string()).collect();
+            format!("SATURATED ({})", why.join("; "))
+        }
+    };
+    let slos: Vec<String> = step
+        .slos
+        .iter()
+        .map(|c| format!("{} {}", c.slo, if c.met { "met" } else { "MISSED" }))
+        .collect();
+    let slos = if slos.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", slos.join(", "))
+    };
+    format!(
+        "{:>9} {:>9.1} {:>12} {:>12} {:>12} {:>12}  {status}{slos}",
+        rate_text(step.target),
+        step.achieved,
+        format_ns(step.service_p99_ns),
+        format_ns(step.response_p50_ns),
+        format_ns(step.response_p99_ns),
+        format_ns(step.mean_send_lag_ns as u64),
+    )
+}
+
+fn rate_text(r: f64) -> String {
+    let s = format!("{r:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn cliff_line(config: &Config, b: &Bracket) -> String {
+    let what = if config.slos.is_empty() {
+        "not saturated".to_string()
+    } else {
+        let slos: Vec<String> = config.slos.iter().map(|s| s.to_string()).collect();
+        format!("not saturated and {}", slos.join(", "))
+    };
+    match (b.passing, b.failing) {
+        (Some(p), Some(f)) => format!(
+            "cliff: between {} and {} req/s (highest {what}: {} req/s)",
+            rate_text(p),
+            rate_text(f),
+            rate_text(p)
+        ),
+        (Some(p), None) => format!(
+            "no cliff up to {} req/s: every step was {what}",
+            rate_text(p)
+        ),
+        (None, Some(f)) => format!(
+            "cliff: below {} req/s: even the lowest rate was not {what}",
+            rate_text(f)
+        ),
+        (None, None) => "no steps ran".to_string(),
+    }
+}
+
+/// Writes the table and output files asked for: `--json` and `--report`.
+pub fn finish(
+    config: &Config,
+    outcome: &Outcome,
+    target: &str,
+    json: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    let table = table(config, outcome);
+    print!("{table}");
+    if let Some(path) = json {
+        write_json(path, target, config, outcome)?;
+    }
+    if let Some(path) = &config.report {
+        let points: Vec<SweepPoint> = outcome
+            .steps
+            .iter()
+            .map(|(s, _)| SweepPoint {
+                offered: s.target,
+                achieved: s.achieved,
+                p50_ms: s.response_p50_ns as f64 / 1e6,
+                p99_ms: s.response_p99_ns as f64 / 1e6,
+            })
+            .collect();
+        let cliff = outcome.bracket.passing.zip(outcome.bracket.failing);
+        let title = format!("sojourn sweep: {target}");
+        let page = sojourn_report::html::sweep_page(&title, &table, &points, cliff)?;
+        std::fs::write(path, page)
+            .map_err(|e| bad_input!("--report: cannot write {}: {e}", path.display()))?;
+        println!("report: {}", path.display());
+    }
+    Ok(())
+}
+
+/// The sweep document: schema `sojourn.sweep/1`, each step's figures and its whole result.
+pub fn write_json(
+    path: &std::path::Path,
+    target: &str,
+    config: &Config,
+    outcome: &Outcome,
+) -> anyhow::Result<()> {
+    let steps: Vec<serde_json::Value> = outcome
+        .steps
+        .iter()
+        .map(|(step, result)| serde_json::json!({ "step": step, "result": result }))
+        .collect();
+    let doc = serde_json::json!({
+        "schema": "sojourn.sweep/1",
+        "target": target,
+        "step_ns": sojourn_core::nanos(config.step),
+        "settle_ns": sojourn_core::nanos(config.settle),
+        "slos": config.slos,
+        "steps": steps,
+        "bracket": outcome.bracket,
+        "search": outcome.search,
+    });
+    let text = serde_json::to_string_pretty(&doc)?;
+    std::fs::write(path, text)
+        .map_err(|e| bad_input!("--json: cannot write {}: {e}", path.display()))
+}
+
+fn run_args(a: &SweepArgs, config: &Config, rate: Rate) -> RunArgs {
+    RunArgs {
+        url: a.url.clone(),
+        rate: Some(rate.get()),
+        arrival: ArrivalKind::Constant,
+        ramp_to: None,
+        seed: None,
+        duration: Some(config.step),
+        requests: None,
+        connections: Some(a.connections),
+        threads: a.threads,
+        timeout: a.timeout,
+        closed: false,
+        method: "GET".into(),
+        headers: a.headers.clone(),
+        body: None,
+        body_file: None,
+        insecure: a.insecure,
+        json: None,
+        interval: config.interval,
+        label: Some(format!("sweep {} req/s", rate_text(rate.get()))),
+        strict: false,
+        timer_spin: Duration::from_micros(100),
+        hgrm: None,
+        hlog: None,
+        samples: None,
+        sample_ratio: 1.0,
+    }
+}
+
+pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
+    let config = a.sweep.validate()?;
+    // Validate the HTTP side once up front, so a bad URL or header fails before any step.
+    let first = crate::run::validate(run_args(&a, &config, Rate::per_second(1.0)?))?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(crate::run::connectable(&first))?;
+    eprintln!(
+        "sweeping {}: {} per step, the first {} settling",
+        a.url,
+        humantime::format_duration(config.step),
+        humantime::format_duration(config.settle)
+    );
+    let outcome = drive(&config, |rate| {
+        // A fresh schedule per step: each starts at its own time zero.
+        let v = crate::run::validate(run_args(&a, &config, rate))?;
+        let transport = rt.block_on(crate::run::connectable(&v))?;
+        crate::run::execute(&rt, &v.plan, transport, &v.label, v.request.url.as_str())
+    })?;
+    finish(&config, &outcome, &a.url, a.json.as_deref())?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,251 @@
+//! `sojourn sweep` against the seed-004 server (`serve --scenario bimodal`: one worker, 20 ms,
+//! 5% at 200 ms, capacity ≈ 34 req/s), and `sim --sweep` against the same scenario: both must
+//! put the cliff between 30 and 40 req/s.
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+
+/// A `sojourn serve` child, killed when the test ends however it ends.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Server {
+    fn bimodal() -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sojourn"))
+            .args(["serve", "--scenario", "bimodal", "--listen", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting sojourn serve");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+        Server {
+            url: format!("{addr}/api"),
+            child,
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Rates around the knee; 8 s steps with a 2 s settle leave 6 s (a dozen intervals) to judge.
+const SWEEP: [&str; 8] = [
+    "--rates",
+    "20,30,40,50",
+    "--step",
+    "8s",
+    "--settle",
+    "2s",
+    "--timeout",
+    "5s",
+];
+
+fn read_json(path: &std::path::Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// (target, status) of each step, in the order run.
+fn statuses(doc: &Value) -> Vec<(f64, String)> {
+    doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["step"]["target"].as_f64().unwrap(),
+                s["step"]["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn bracket(doc: &Value) -> (f64, f64) {
+    let b = &doc["bracket"];
+    (
+        b["passing"].as_f64().unwrap(),
+        b["failing"].as_f64().unwrap(),
+    )
+}
+
+#[test]
+fn real_and_simulated_sweeps_find_the_bimodal_cliff_between_30_and_40() {
+    let _serial = common::serial();
+    let dir = common::temp_dir("sweep");
+    let real_json = dir.join("real.json");
+    let server = Server::bimodal();
+    let mut args = vec!["sweep", server.url.as_str()];
+    args.extend(SWEEP);
+    args.extend(["--json", real_json.to_str().unwrap()]);
+    let out = common::sojourn(&args);
+    drop(server);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("{stdout}");
+    assert!(
+        stdout.contains("cliff: between 30 and 40 req/s"),
+        "{stdout}"
+    );
+    let real = read_json(&real_json);
+    assert_eq!(bracket(&real), (30.0, 40.0), "{:?}", statuses(&real));
+    let steps = real["steps"].as_array().unwrap();
+    for s in steps {
+        // Nothing lost: every step's own result still counts every request, settle included.
+        let result: sojourn_core::RunResult = serde_json::from_value(s["result"].clone()).unwrap();
+        common::assert_nothing_lost(&result);
+        assert!(s["step"]["settled_requests"].as_u64().unwrap() < result.counts.scheduled);
+    }
+    // Past the cliff the target cannot keep up: the achieved rate sits near capacity (~34),
+    // well below 50, and the queue shows in the response time but not in the service of a 20/s step.
+    let at = |i: usize, key: &str| steps[i]["step"][key].as_f64().unwrap();
+    assert!(at(3, "achieved") < 45.0, "{}", at(3, "achieved"));
+    assert!(at(3, "response_p50_ns") > 10.0 * at(0, "response_p50_ns"));
+
+    let sim_json = dir.join("sim.json");
+    let mut args = vec!["sim", "--scenario", "bimodal", "--sweep"];
+    args.extend(SWEEP);
+    args.extend(["--json", sim_json.to_str().unwrap()]);
+    let out = common::sojourn(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sim = read_json(&sim_json);
+    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(bracket(&sim), bracket(&real), "{:?}", statuses(&sim));
+}
+
+#[test]
+fn bad_sweep_input_is_one_line_naming_the_flag() {
+    let cases: [(&[&str], &str); 5] = [
+        (&["sweep", "http://127.0.0.1:9/", "--rates", ","], "--rates"),
+        (
+            &["sweep", "http://127.0.0.1:9/", "--rates", "10,x"],
+            "--rates",
+        ),
+        (
+            &[
+                "sweep",
+                "http://127.0.0.1:9/",
+                "--rates",
+                "10",
+                "--slo",
+                "p99 200ms",
+            ],
+            "--slo",
+        ),
+        (
+            &[
+                "sweep",
+                "http://127.0.0.1:9/",
+                "--rates",
+                "10",
+                "--step",
+                "2s",
+                "--settle",
+                "2s",
+            ],
+            "--step",
+        ),
+        (
+            &[
+                "sim",
+                "--sweep",
+                "--scenario",
+                "bimodal",
+                "--rates",
+                "10",
+                "--slo",
+                "p101<1s",
+            ],
+            "--slo",
+        ),
+    ];
+    for (args, flag) in cases {
+        let out = common::sojourn(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("error: {flag}:")),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn simulated_search_brackets_the_cliff_to_the_resolution() {
+    let out = common::sojourn(&[
+        "sim",
+        "--scenario",
+        "bimodal",
+        "--sweep",
+        "--search",
+        "--from",
+        "5",
+        "--to",
+        "200",
+        "--resolution",
+        "2",
+        "--step",
+        "8s",
+        "--settle",
+        "2s",
+        "--timeout",
+        "5s",
+        "--slo",
+        "p99<1s",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let probes = stdout
+        .lines()
+        .find(|l| l.starts_with("probes: "))
+        .expect(&stdout);
+    // Doubling from 5 stops at the first failure, far below --to: never unbounded.
+    assert!(
+        probes.starts_with("probes: 5 pass, 10 pass, 20 pass, 40 fail"),
+        "{probes}"
+    );
+    assert!(!probes.contains("80"), "{probes}");
+    let cliff = stdout
+        .lines()
+        .find(|l| l.starts_with("cliff: between "))
+        .expect(&stdout);
+    let nums: Vec<f64> = cliff
+        .trim_start_matches("cliff: between ")
+        .split(" req/s")
+        .next()
+        .unwrap()
+        .split(" and ")
+        .map(|n| n.parse().unwrap())
+        .collect();
+    assert!(
+        nums[1] - nums[0] <= 2.0 && nums[0] >= 20.0 && nums[1] <= 40.0,
+        "{cliff}"
+    );
+}

@@ -1,0 +1,253 @@
+use super::*;
+use crate::check::assess_open;
+use crate::outcome::Outcome;
+use crate::record::{Recorder, Stamps};
+use crate::result::{Mode, RunConfig, RunFacts};
+
+fn rate(r: f64) -> Rate {
+    Rate::per_second(r).unwrap()
+}
+
+/// A single FIFO worker with a fixed service time fed by constant arrivals for `length`, with
+/// requests still queued at `drain_end` censored: a queue the tests can reason about exactly.
+fn fifo_step(offered: f64, service: Duration, length: Duration, drain_end: Duration) -> RunResult {
+    let mut r = Recorder::new(Duration::from_millis(500));
+    let gap = Duration::from_secs_f64(1.0 / offered);
+    let (mut free, mut scheduled) = (Duration::ZERO, 0u64);
+    let mut due = Duration::ZERO;
+    while due < length {
+        scheduled += 1;
+        let start = free.max(due);
+        let done = start + service;
+        let stamps = Stamps {
+            sent: start,
+            ..Stamps::on_time(due)
+        };
+        if done <= drain_end {
+            r.record(&stamps, done, Outcome::Ok);
+            free = done;
+        } else {
+            r.record_in_flight(&stamps, drain_end);
+        }
+        due += gap;
+    }
+    let m = Recorder::merge_all([r]);
+    let facts = RunFacts {
+        label: "step".into(),
+        mode: Mode::Open,
+        config: RunConfig {
+            rate: Some(offered),
+            interval_ns: 500_000_000,
+            connections: 1,
+            ..Default::default()
+        },
+        scheduled,
+        elapsed: drain_end,
+        interrupted: false,
+        checks: assess_open(&m, 1),
+        backfill_interval: None,
+    };
+    RunResult::build(&m, facts)
+}
+
+const LENGTH: Duration = Duration::from_secs(10);
+
+fn judge(offered: f64, drain: Duration, slos: &[Slo]) -> Step {
+    let result = fifo_step(offered, Duration::from_millis(25), LENGTH, LENGTH + drain);
+    let rules = StepRules::new(Duration::from_secs(2), LENGTH);
+    evaluate(&result, rate(offered), &rules, slos).unwrap()
+}
+
+#[test]
+fn below_capacity_is_ok_and_exact() {
+    // 25 ms per request is 40/s of capacity; 20/s offered never queues.
+    let step = judge(20.0, Duration::from_secs(5), &[]);
+    assert_eq!(step.status, Status::Ok, "{:?}", step.reasons);
+    assert!((step.achieved - 20.0).abs() < 0.5, "{}", step.achieved);
+    // Every response is exactly the service time (within the histogram's precision).
+    assert!(step.response_p99_ns.abs_diff(25_000_000) < 50_000);
+    assert_eq!(step.mean_send_lag_ns, 0.0);
+    // The settle (2 s of 10) is left out of the percentiles but not out of the counts.
+    assert_eq!(step.scheduled, 200);
+    assert!(
+        (155..=165).contains(&step.settled_requests),
+        "{}",
+        step.settled_requests
+    );
+}
+
+#[test]
+fn over_capacity_is_saturated_for_every_reason() {
+    // 60/s offered against 40/s: the queue grows by 20 a second; a 1 s drain cannot clear it.
+    let step = judge(60.0, Duration::from_secs(1), &[]);
+    assert_eq!(step.status, Status::Saturated);
+    let kinds: Vec<&str> = step
+        .reasons
+        .iter()
+        .map(|r| match r {
+            Reason::BelowTarget { achieved } => {
+                assert!((achieved - 40.0).abs() < 1.0, "{achieved}");
+                "below"
+            }
+            Reason::StillRising { rise_ns, .. } => {
+                assert!(*rise_ns > 1e9, "{rise_ns}");
+                "rising"
+            }
+            Reason::Censored { count } => {
+                assert!(*count > 100, "{count}");
+                "censored"
+            }
+        })
+        .collect();
+    assert_eq!(kinds, ["below", "rising", "censored"]);
+    // The queue wait shows up in the send lag.
+    assert!(step.mean_send_lag_ns > 1e9);
+}
+
+#[test]
+fn slo_checks_use_the_settled_percentiles() {
+    let slos: Vec<Slo> = ["p99<30ms", "p50<20ms"]
+        .iter()
+        .map(|s| s.parse().unwrap())
+        .collect();
+    let step = judge(20.0, Duration::from_secs(5), &slos);
+    // 25 ms responses: under 30 ms, over 20 ms.
+    assert_eq!(
+        step.slos.iter().map(|c| c.met).collect::<Vec<_>>(),
+        [true, false]
+    );
+    assert!(!step.passes());
+    let easy = judge(20.0, Duration::from_secs(5), &slos[..1]);
+    assert!(easy.passes());
+}
+
+#[test]
+fn slo_parsing() {
+    let ms = Duration::from_millis;
+    let cases: [(&str, Option<(f64, Duration)>); 9] = [
+        ("p99<200ms", Some((99.0, ms(200)))),
+        ("p99.9 < 1.5s", Some((99.9, ms(1500)))),
+        ("P50<500us", Some((50.0, Duration::from_micros(500)))),
+        ("p100<2s", Some((100.0, ms(2000)))),
+        // No unit: ambiguous, refused.
+        ("p99<200", None),
+        // Not a percentile.
+        ("p0<1s", None),
+        ("p101<1s", None),
+        // Wrong comparison or no `p`.
+        ("p99>200ms", None),
+        ("99<200ms", None),
+    ];
+    for (text, want) in cases {
+        let got = text.parse::<Slo>().ok().map(|s| (s.percentile, s.limit));
+        assert_eq!(got, want, "{text}");
+    }
+    assert!(matches!("p99<0ms".parse::<Slo>(), Err(SloError::Limit(_))));
+    assert_eq!(
+        "p99<200ms".parse::<Slo>().unwrap().to_string(),
+        "p99<200.00 ms"
+    );
+}
+
+#[test]
+fn linear_rates_include_both_ends() {
+    let got: Vec<f64> = linear_rates(rate(100.0), rate(2000.0), 10)
+        .iter()
+        .map(|r| r.get())
+        .collect();
+    assert_eq!(got.len(), 10);
+    assert_eq!((got[0], got[9]), (100.0, 2000.0));
+    assert!((got[1] - 311.111).abs() < 0.01);
+    assert_eq!(linear_rates(rate(5.0), rate(9.0), 1).len(), 1);
+    assert!(linear_rates(rate(5.0), rate(9.0), 0).is_empty());
+}
+
+#[test]
+fn brackets() {
+    let cases: [(&[(f64, bool)], Bracket); 4] = [
+        // The knee between 30 and 40.
+        (
+            &[(20.0, true), (30.0, true), (40.0, false), (50.0, false)],
+            Bracket {
+                passing: Some(30.0),
+                failing: Some(40.0),
+            },
+        ),
+        // A pass above a failure (noise) does not move the bracket past the first failure.
+        (
+            &[(20.0, true), (40.0, false), (50.0, true)],
+            Bracket {
+                passing: Some(20.0),
+                failing: Some(40.0),
+            },
+        ),
+        // Every rate passed: no cliff within the sweep.
+        (
+            &[(5.0, true), (10.0, true)],
+            Bracket {
+                passing: Some(10.0),
+                failing: None,
+            },
+        ),
+        // Even the lowest failed.
+        (
+            &[(5.0, false)],
+            Bracket {
+                passing: None,
+                failing: Some(5.0),
+            },
+        ),
+    ];
+    for (outcomes, want) in cases {
+        assert_eq!(bracket(outcomes), want, "{outcomes:?}");
+    }
+}
+
+/// A search against a target whose cliff is at `cliff` req/s.
+fn search(from: f64, to: f64, cliff: f64, max_probes: usize) -> SearchOutcome {
+    let s = Search {
+        from: rate(from),
+        to: rate(to),
+        resolution: 1.0,
+        max_probes,
+    };
+    s.run(|r| Ok::<bool, ()>(r.get() <= cliff)).unwrap()
+}
+
+#[test]
+fn search_brackets_then_bisects() {
+    let out = search(5.0, 1000.0, 34.5, 30);
+    let rates: Vec<f64> = out.probes.iter().map(|p| p.0).collect();
+    // Doubling 5, 10, 20, 40 (fails: stop climbing), then bisecting 20..40.
+    assert_eq!(&rates[..4], [5.0, 10.0, 20.0, 40.0]);
+    assert_eq!(&rates[4..], [30.0, 35.0, 32.5, 33.75, 34.375]);
+    let b = out.bracket;
+    assert_eq!((b.passing, b.failing), (Some(34.375), Some(35.0)));
+    assert!(!out.budget_exhausted);
+}
+
+#[test]
+fn search_stops_at_once_when_the_lowest_rate_fails() {
+    let out = search(50.0, 1000.0, 34.5, 30);
+    assert_eq!(out.probes, [(50.0, false)]);
+    assert_eq!(
+        out.bracket,
+        Bracket {
+            passing: None,
+            failing: Some(50.0)
+        }
+    );
+}
+
+#[test]
+fn search_never_exceeds_its_bounds() {
+    // Every rate passes: it climbs to `to` and stops there.
+    let out = search(100.0, 500.0, 1e9, 30);
+    let rates: Vec<f64> = out.probes.iter().map(|p| p.0).collect();
+    assert_eq!(rates, [100.0, 200.0, 400.0, 500.0]);
+    assert!(!out.budget_exhausted);
+    // A tiny budget ends the search and says so.
+    let out = search(5.0, 1000.0, 34.5, 5);
+    assert_eq!(out.probes.len(), 5);
+    assert!(out.budget_exhausted);
+}
