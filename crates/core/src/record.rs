@@ -428,6 +428,14 @@ impl Measurements {
         bound_at(&self.hist.response, &self.censored, p)
     }
 
+    /// The mean time between one connection's requests in a closed loop of `connections` that
+    /// ran for `elapsed`: what it "expected" between samples, for the back-fill (as wrk does).
+    pub fn per_connection_interval(&self, elapsed: Duration, connections: usize) -> Duration {
+        let answered = self.tally.completed + self.tally.failed.total();
+        let per_connection = (answered as f64 / connections.max(1) as f64).max(1.0);
+        Duration::from_secs_f64(elapsed.as_secs_f64() / per_connection)
+    }
+
     /// The closed-loop "corrected" view: HdrHistogram's expected-interval back-fill, which
     /// invents the samples a closed loop would have taken had it not waited. An estimate, not a
     /// measurement: it is reported separately and labelled as such.

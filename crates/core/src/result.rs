@@ -77,6 +77,28 @@ pub struct RunConfig {
     pub interval_ns: u64,
 }
 
+impl RunConfig {
+    /// Records a schedule's rate and arrival law (with its seed or ramp target) and its end.
+    pub fn describe_schedule(&mut self, s: &crate::schedule::Schedule) {
+        self.rate = Some(s.rate.get());
+        self.arrival = Some(s.arrival.name().to_string());
+        match s.arrival {
+            crate::schedule::Arrival::Poisson { seed } => self.seed = Some(seed),
+            crate::schedule::Arrival::Ramp { to } => self.ramp_to = Some(to.get()),
+            crate::schedule::Arrival::Constant => {}
+        }
+        self.describe_end(s.end);
+    }
+
+    /// Records where a run ends: after a duration, or after a count of requests.
+    pub fn describe_end(&mut self, end: crate::schedule::End) {
+        match end {
+            crate::schedule::End::After(d) => self.duration_ns = Some(nanos(d)),
+            crate::schedule::End::Count(n) => self.requests = Some(n),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
     pub scheduled: u64,

@@ -1,8 +1,7 @@
 //! Turning a finished run into the shared result document.
-use std::time::Duration;
 
 use sojourn_core::check::{assess_closed, assess_open};
-use sojourn_core::{nanos, Arrival, End, Mode, RunConfig, RunFacts, RunResult};
+use sojourn_core::{nanos, Mode, RunConfig, RunFacts, RunResult};
 
 use crate::run::{Load, Plan, RunReport};
 
@@ -16,22 +15,9 @@ pub fn config(plan: &Plan, target: Option<String>) -> RunConfig {
         interval_ns: nanos(plan.interval),
         ..Default::default()
     };
-    let end = match plan.load {
-        Load::Open(s) => {
-            c.rate = Some(s.rate.get());
-            c.arrival = Some(s.arrival.name().to_string());
-            match s.arrival {
-                Arrival::Poisson { seed } => c.seed = Some(seed),
-                Arrival::Ramp { to } => c.ramp_to = Some(to.get()),
-                Arrival::Constant => {}
-            }
-            s.end
-        }
-        Load::Closed(end) => end,
-    };
-    match end {
-        End::After(d) => c.duration_ns = Some(nanos(d)),
-        End::Count(n) => c.requests = Some(n),
+    match plan.load {
+        Load::Open(s) => c.describe_schedule(&s),
+        Load::Closed(end) => c.describe_end(end),
     }
     c
 }
@@ -54,7 +40,7 @@ pub fn build(plan: &Plan, report: &RunReport, label: &str, target: Option<String
         Load::Closed(_) => (
             Mode::Closed,
             assess_closed(),
-            Some(per_connection_interval(plan, report)),
+            Some(m.per_connection_interval(report.elapsed, plan.connections)),
         ),
     };
     let facts = RunFacts {
@@ -74,12 +60,4 @@ pub fn build(plan: &Plan, report: &RunReport, label: &str, target: Option<String
         .ok()
         .map(nanos);
     result
-}
-
-/// The mean time between one connection's requests: what a closed loop "expected" between
-/// samples, used for HdrHistogram's back-fill (as wrk does).
-fn per_connection_interval(plan: &Plan, report: &RunReport) -> Duration {
-    let answered = report.measurements.tally.completed + report.measurements.tally.failed.total();
-    let per_connection = (answered as f64 / plan.connections.max(1) as f64).max(1.0);
-    Duration::from_secs_f64(report.elapsed.as_secs_f64() / per_connection)
 }

@@ -349,15 +349,7 @@ fn num(x: f64) -> String {
 
 /// A count with thousands separators: 13,500.
 fn count(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    crate::compare::thousands(n)
 }
 
 fn failures(r: &RunResult) -> String {

@@ -1,13 +1,10 @@
 //! Turning a simulation into the shared result document, with the engine's conventions: the same
 //! config fields, the open loop's self-check, the closed loop's back-filled estimate, and a note
 //! that says the numbers come from the model, not from a network.
-use std::time::Duration;
 
 use sojourn_core::check::{assess_closed, assess_open};
 use sojourn_core::record::Measurements;
-use sojourn_core::{
-    nanos, Arrival, Checks, End, GeneratorVerdict, RunConfig, RunFacts, RunResult, Schedule,
-};
+use sojourn_core::{nanos, Checks, GeneratorVerdict, RunConfig, RunFacts, RunResult};
 use sojourn_scenario::Scenario;
 
 use crate::{Client, Plan, Simulation};
@@ -20,48 +17,32 @@ pub fn config(scenario: &Scenario, plan: &Plan) -> RunConfig {
         interval_ns: nanos(plan.interval),
         ..Default::default()
     };
-    let end = match &plan.client {
+    match &plan.client {
         Client::Open {
             schedule,
             connections,
             threads,
         } => {
-            describe_schedule(&mut c, schedule);
+            c.describe_schedule(schedule);
             c.connections = u32::try_from(*connections).unwrap_or(u32::MAX);
             c.threads = Some((*threads).clamp(1, (*connections).max(1)) as u32);
-            schedule.end
         }
         Client::Tracking { schedule } => {
-            describe_schedule(&mut c, schedule);
+            c.describe_schedule(schedule);
             c.connections = 1;
             c.threads = Some(1);
-            schedule.end
         }
         Client::Closed {
             end,
             connections,
             threads,
         } => {
+            c.describe_end(*end);
             c.connections = u32::try_from(*connections).unwrap_or(u32::MAX);
             c.threads = Some((*threads).clamp(1, (*connections).max(1)) as u32);
-            *end
         }
-    };
-    match end {
-        End::After(d) => c.duration_ns = Some(nanos(d)),
-        End::Count(n) => c.requests = Some(n),
     }
     c
-}
-
-fn describe_schedule(c: &mut RunConfig, s: &Schedule) {
-    c.rate = Some(s.rate.get());
-    c.arrival = Some(s.arrival.name().to_string());
-    match s.arrival {
-        Arrival::Poisson { seed } => c.seed = Some(seed),
-        Arrival::Ramp { to } => c.ramp_to = Some(to.get()),
-        Arrival::Constant => {}
-    }
 }
 
 /// The result document of a simulation, labelled `label`, with the scenario it ran.
@@ -74,7 +55,7 @@ pub fn build_result(scenario: &Scenario, plan: &Plan, sim: &Simulation, label: &
         ),
         Client::Closed { connections, .. } => (
             assess_closed(),
-            Some(per_connection_interval(m, sim.elapsed, *connections)),
+            Some(m.per_connection_interval(sim.elapsed, *connections)),
         ),
         Client::Tracking { .. } => (tracking_checks(m), None),
     };
@@ -92,14 +73,6 @@ pub fn build_result(scenario: &Scenario, plan: &Plan, sim: &Simulation, label: &
     let mut result = RunResult::build(m, facts);
     result.scenario = serde_json::to_value(scenario).ok();
     result
-}
-
-/// The mean time between one connection's requests, for the back-filled estimate (as the
-/// engine computes it).
-fn per_connection_interval(m: &Measurements, elapsed: Duration, connections: usize) -> Duration {
-    let answered = m.tally.completed + m.tally.failed.total();
-    let per_connection = (answered as f64 / connections.max(1) as f64).max(1.0);
-    Duration::from_secs_f64(elapsed.as_secs_f64() / per_connection)
 }
 
 /// The tracking client sends late only because it waits for its own previous answer: that is
