@@ -14,11 +14,7 @@ fn run_through_a_stall(
     let url = server.url("http");
     let mut all = vec!["run", url.as_str(), "--json", json.to_str().unwrap()];
     all.extend_from_slice(args);
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_sojourn"))
-        .args(&all)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn(&all);
     std::thread::sleep(Duration::from_millis(1000));
     server.stall_for(Duration::from_secs(1));
     let out = child.wait_with_output().unwrap();
@@ -144,20 +140,16 @@ fn ctrl_c_still_writes_what_was_gathered() {
     let dir = temp_dir("sigint");
     let json = dir.join("r.json");
     let url = server.url("http");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_sojourn"))
-        .args([
-            "run",
-            &url,
-            "--rate",
-            "500",
-            "--duration",
-            "60s",
-            "--json",
-            json.to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn(&[
+        "run",
+        &url,
+        "--rate",
+        "500",
+        "--duration",
+        "60s",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
     std::thread::sleep(Duration::from_millis(1500));
     let status = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
@@ -457,22 +449,18 @@ fn compare_runs_both_loops_and_gives_a_verdict() {
     let dir = temp_dir("compare");
     let url = server.url("http");
     let report = dir.join("compare.html");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_sojourn"))
-        .args([
-            "compare",
-            &url,
-            "--rate",
-            "500",
-            "--duration",
-            "3s",
-            "--json-dir",
-            dir.to_str().unwrap(),
-            "--report",
-            report.to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn(&[
+        "compare",
+        &url,
+        "--rate",
+        "500",
+        "--duration",
+        "3s",
+        "--json-dir",
+        dir.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
     // A 1 s stall inside each loop's 3 s: 1 s into the closed loop, then 1 s into the open loop.
     std::thread::sleep(Duration::from_millis(1000));
     server.stall_for(Duration::from_secs(1));

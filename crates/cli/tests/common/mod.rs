@@ -132,6 +132,15 @@ pub fn sojourn(args: &[&str]) -> Output {
         .expect("running sojourn")
 }
 
+/// Starts sojourn in the background with its stdout captured (for tests that act mid-run).
+pub fn spawn(args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_sojourn"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("starting sojourn")
+}
+
 pub fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("sojourn-test-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
