@@ -114,7 +114,11 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
             println!("- {}: {note}", r.label);
         }
     }
-    crate::side_by_side::write_report(&a.report, format!("sojourn compare: {}", a.url), &[c, o])?;
+    let runs = vec![
+        crate::side_by_side::report_run(c, Vec::new()),
+        crate::side_by_side::report_run(o, Vec::new()),
+    ];
+    crate::side_by_side::write_report(&a.report, format!("sojourn compare: {}", a.url), runs)?;
     println!("report: {}", a.report.display());
     Ok(ExitCode::SUCCESS)
 }

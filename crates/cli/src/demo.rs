@@ -5,8 +5,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use sojourn_core::{Arrival, End, Rate, RunResult, Schedule};
+use std::convert::Infallible;
+
+use sojourn_core::{Arrival, End, Rate, RequestSample, RunResult, Schedule};
 use sojourn_engine::{HttpRequest, HttpTransport, Load, Plan};
+use sojourn_report::html::MAX_DOTS;
+use sojourn_report::samples::{downsample, Sample};
 use sojourn_scenario::truth::TruthRecord;
 use sojourn_scenario::{Scenario, WindowKind};
 
@@ -50,6 +54,16 @@ pub struct DemoOutcome {
     pub model: RunResult,
     /// Requests the server received inside the scenario's stalls: (closed loop, open loop).
     pub sent_during_stalls: Option<(u64, u64)>,
+    /// Downsampled requests of each loop, drawn as dots on the report's timelines.
+    pub closed_dots: Vec<Sample>,
+    pub open_dots: Vec<Sample>,
+}
+
+/// One loop's measurement: its result, the server's truth log, and dots for the timeline.
+struct Measured {
+    result: RunResult,
+    truth: Vec<TruthRecord>,
+    dots: Vec<Sample>,
 }
 
 pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
@@ -138,8 +152,8 @@ pub fn measure(
         connections: 4096,
         ..closed_plan.clone()
     };
-    let (closed, closed_truth) = against_fresh_server(&rt, scenario, &closed_plan, "closed")?;
-    let (open, open_truth) = against_fresh_server(&rt, scenario, &open_plan, "open")?;
+    let closed = against_fresh_server(&rt, scenario, &closed_plan, "closed")?;
+    let open = against_fresh_server(&rt, scenario, &open_plan, "open")?;
     let model = crate::sim::model(scenario, &open_plan, "model")?;
     let windows: Vec<(Duration, Duration)> = scenario
         .windows(duration)
@@ -149,15 +163,17 @@ pub fn measure(
         .collect();
     let sent_during_stalls = (!windows.is_empty()).then(|| {
         (
-            arrivals_within(&closed_truth, &windows),
-            arrivals_within(&open_truth, &windows),
+            arrivals_within(&closed.truth, &windows),
+            arrivals_within(&open.truth, &windows),
         )
     });
     Ok(DemoOutcome {
-        closed,
-        open,
+        closed: closed.result,
+        open: open.result,
         model,
         sent_during_stalls,
+        closed_dots: closed.dots,
+        open_dots: open.dots,
     })
 }
 
@@ -166,7 +182,7 @@ fn against_fresh_server(
     scenario: &Scenario,
     plan: &Plan,
     label: &str,
-) -> anyhow::Result<(RunResult, Vec<TruthRecord>)> {
+) -> anyhow::Result<Measured> {
     let server = EmbeddedServer::start(scenario.clone())?;
     let url = server.url();
     let request = HttpRequest {
@@ -176,10 +192,41 @@ fn against_fresh_server(
         body: Vec::new(),
     };
     let transport = rt.block_on(HttpTransport::new(&request, false))?;
-    let mut result = crate::run::execute(rt, plan, transport, label, &url)?;
+    // Every finished request streams to a thread that keeps a bounded, tail-preserving subset.
+    let (tx, rx) = std::sync::mpsc::channel::<RequestSample>();
+    let dots = std::thread::spawn(move || {
+        downsample(
+            rx.into_iter().map(|s| Ok::<_, Infallible>(dot(s))),
+            MAX_DOTS,
+        )
+    });
+    let plan = Plan {
+        samples: Some(tx),
+        ..plan.clone()
+    };
+    let result = crate::run::execute(rt, &plan, transport, label, &url);
+    drop(plan);
+    let dots = dots
+        .join()
+        .map_err(|_| anyhow::anyhow!("the samples thread panicked"))?
+        .unwrap_or_else(|e| match e {});
+    let mut result = result?;
     result.scenario = serde_json::to_value(scenario).ok();
     let truth = server.stop()?;
-    Ok((result, truth))
+    Ok(Measured {
+        result,
+        truth,
+        dots,
+    })
+}
+
+fn dot(s: RequestSample) -> Sample {
+    Sample {
+        intended_offset: s.intended,
+        response: s.response,
+        service: s.service,
+        outcome: s.outcome,
+    }
 }
 
 fn arrivals_within(truth: &[TruthRecord], windows: &[(Duration, Duration)]) -> u64 {
@@ -265,7 +312,12 @@ fn write_outputs(a: &DemoArgs, o: &DemoOutcome) -> anyhow::Result<()> {
         }
     }
     let title = "sojourn demo: closed vs open loop".to_string();
-    crate::side_by_side::write_report(&a.report, title, &[&o.closed, &o.open, &o.model])?;
+    let runs = vec![
+        crate::side_by_side::report_run(&o.closed, o.closed_dots.clone()),
+        crate::side_by_side::report_run(&o.open, o.open_dots.clone()),
+        crate::side_by_side::report_run(&o.model, Vec::new()),
+    ];
+    crate::side_by_side::write_report(&a.report, title, runs)?;
     println!("\nreport: {} (open it in a browser)", a.report.display());
     Ok(())
 }

@@ -1,6 +1,8 @@
 //! The seeds' side-by-side table and the one-line verdict, for `demo` and `compare`.
 use sojourn_core::RunResult;
 use sojourn_report::compare::{self, Column, Ratio};
+use sojourn_report::html::ReportRun;
+use sojourn_report::samples::Sample;
 
 /// The seeds' table: one column per run, and the ratio of the second column over the first.
 pub fn table(columns: &[(&str, &RunResult)]) -> String {
@@ -35,20 +37,21 @@ pub fn verdict(closed: &RunResult, open: &RunResult) -> String {
     }
 }
 
+/// A run for the HTML report, with the per-request samples to draw as dots (may be empty).
+pub fn report_run(r: &RunResult, samples: Vec<Sample>) -> ReportRun {
+    ReportRun {
+        source: r.label.clone(),
+        result: r.clone(),
+        samples,
+    }
+}
+
 /// Writes one HTML report with these runs (for `--report`).
 pub fn write_report(
     path: &std::path::Path,
     title: String,
-    runs: &[&RunResult],
+    runs: Vec<ReportRun>,
 ) -> anyhow::Result<()> {
-    let runs: Vec<sojourn_report::html::ReportRun> = runs
-        .iter()
-        .map(|r| sojourn_report::html::ReportRun {
-            source: r.label.clone(),
-            result: (*r).clone(),
-            samples: Vec::new(),
-        })
-        .collect();
     let html = sojourn_report::html::render(
         &runs,
         &sojourn_report::html::HtmlOptions { title: Some(title) },

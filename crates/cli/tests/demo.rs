@@ -77,12 +77,21 @@ fn hiccup_splits_the_loops_and_the_healthy_control_does_not() {
         "{stdout}"
     );
     assert_report_shows_both_curves(&dir.join("demo.html"), &dir);
+    // Both loops' requests are drawn as dots on the timelines (the wedge): thousands of them.
+    let html = std::fs::read_to_string(dir.join("demo.html")).unwrap();
+    assert!(
+        html.matches("<circle").count() > 1000,
+        "the timelines carry per-request dots"
+    );
 
     let dir = temp_dir("demo-healthy");
     let (closed, open, _, stdout) = demo("healthy", &dir);
+    // Agreement within noise: a 10 ms service measured by a debug build on two shared cores
+    // can wobble at p99 by a few ms either way, while a stall splits the loops by 10x or more
+    // (60x typically). A factor of 3 tells the two apart with room on both sides.
     let ratio = p99(&open) / p99(&closed);
     assert!(
-        (0.5..=2.0).contains(&ratio),
+        (1.0 / 3.0..=3.0).contains(&ratio),
         "healthy: both loops agree, ratio {ratio}"
     );
     assert!(stdout.contains("agree here"), "{stdout}");

@@ -367,10 +367,19 @@ impl Iterator for SampleReader {
     }
 }
 
-/// At most `max` samples of the file, in time order, for a scatter plot: the slowest quarter of
-/// `max` always (the tail is what the plot is for), the rest a uniform random subset of the others
-/// (reservoir sampling with a fixed seed, so the same file always gives the same points).
+/// At most `max` samples of the file, in time order, for a scatter plot (see [`downsample`]).
 pub fn read_downsampled(path: &Path, max: usize) -> Result<Vec<Sample>, ReportError> {
+    downsample(SampleReader::open(path)?, max)
+}
+
+/// At most `max` of a stream of samples, in time order, for a scatter plot: the slowest quarter
+/// of `max` always (the tail is what the plot is for), the rest a uniform random subset of the
+/// others (reservoir sampling with a fixed seed, so the same input always gives the same
+/// points). Memory is bounded by `max` whatever the length of the stream.
+pub fn downsample<E>(
+    samples: impl IntoIterator<Item = Result<Sample, E>>,
+    max: usize,
+) -> Result<Vec<Sample>, E> {
     let slow_max = max / 4;
     let mut slowest: BinaryHeap<Reverse<Keyed>> = BinaryHeap::new();
     let mut uniform = Reservoir {
@@ -378,7 +387,7 @@ pub fn read_downsampled(path: &Path, max: usize) -> Result<Vec<Sample>, ReportEr
         cap: max - slow_max,
         offered: 0,
     };
-    for (i, sample) in SampleReader::open(path)?.enumerate() {
+    for (i, sample) in samples.into_iter().enumerate() {
         let sample = sample?;
         slowest.push(Reverse(Keyed {
             key: (sample.response, i),
