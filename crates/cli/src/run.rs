@@ -126,6 +126,47 @@ const DEFAULT_OPEN_CONNECTIONS: usize = 2048;
 const DEFAULT_CLOSED_CONNECTIONS: usize = 10;
 
 pub fn validate(a: RunArgs) -> anyhow::Result<Validated> {
+    let request = request(&a)?;
+    let end = end(&a)?;
+    let load = if a.closed {
+        closed_load(&a, end)?
+    } else {
+        open_load(&a, end)?
+    };
+    let (connections, threads) = pool(&a)?;
+    if !(a.sample_ratio > 0.0 && a.sample_ratio <= 1.0) {
+        return Err(bad_input!(
+            "--sample-ratio: must be in (0, 1], got {}",
+            a.sample_ratio
+        ));
+    }
+    let default_label = if a.closed { "closed" } else { "open" };
+    Ok(Validated {
+        plan: Plan {
+            load,
+            connections,
+            threads,
+            timeout: a.timeout,
+            interval: a.interval,
+            spin: a.timer_spin,
+            samples: None,
+        },
+        request,
+        insecure: a.insecure,
+        outputs: Outputs {
+            hgrm: a.hgrm,
+            hlog: a.hlog,
+            samples: a.samples,
+            sample_ratio: a.sample_ratio,
+        },
+        json: a.json,
+        label: a.label.unwrap_or_else(|| default_label.into()),
+        strict: a.strict,
+    })
+}
+
+/// The URL, method, headers and body, checked.
+fn request(a: &RunArgs) -> anyhow::Result<HttpRequest> {
     let url = Url::parse(&a.url).map_err(|e| {
         bad_input!(
             "URL: {:?} is not a valid URL ({e}); expected e.g. http://127.0.0.1:8080/api",
@@ -138,17 +179,39 @@ pub fn validate(a: RunArgs) -> anyhow::Result<Validated> {
             url.scheme()
         ));
     }
-    let end = match (a.duration, a.requests) {
+    let method = a.method.to_ascii_uppercase();
+    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
+        return Err(bad_input!(
+            "--method: {:?} is not an HTTP method; expected e.g. GET or POST",
+            a.method
+        ));
+    }
+    let body = match (&a.body, &a.body_file) {
+        (Some(b), _) => b.clone().into_bytes(),
+        (None, Some(path)) => std::fs::read(path)
+            .map_err(|e| bad_input!("--body-file: cannot read {}: {e}", path.display()))?,
+        (None, None) => Vec::new(),
+    };
+    Ok(HttpRequest {
+        url,
+        method,
+        headers: a.headers.clone(),
+        body,
+    })
+}
+
+/// `--duration` or `--requests`.
+fn end(a: &RunArgs) -> anyhow::Result<End> {
+    Ok(match (a.duration, a.requests) {
         (_, Some(0)) => return Err(bad_input!("--requests: must be at least 1, got 0")),
         (_, Some(n)) => End::Count(n),
         (Some(d), None) => End::After(d),
         (None, None) => End::After(DEFAULT_DURATION),
-    };
-    let load = if a.closed {
-        closed_load(&a, end)?
-    } else {
-        open_load(&a, end)?
-    };
+    })
+}
+
+/// `--connections` and `--threads`, with their defaults.
+fn pool(a: &RunArgs) -> anyhow::Result<(usize, usize)> {
     let default_connections = if a.closed {
         DEFAULT_CLOSED_CONNECTIONS
     } else {
@@ -164,59 +227,7 @@ pub fn validate(a: RunArgs) -> anyhow::Result<Validated> {
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    let body = match (&a.body, &a.body_file) {
-        (Some(b), _) => b.clone().into_bytes(),
-        (None, Some(path)) => std::fs::read(path)
-            .map_err(|e| bad_input!("--body-file: cannot read {}: {e}", path.display()))?,
-        (None, None) => Vec::new(),
-    };
-    let method = a.method.to_ascii_uppercase();
-    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
-        return Err(bad_input!(
-            "--method: {:?} is not an HTTP method; expected e.g. GET or POST",
-            a.method
-        ));
-    }
-    if !(a.sample_ratio > 0.0 && a.sample_ratio <= 1.0) {
-        return Err(bad_input!(
-            "--sample-ratio: must be in (0, 1], got {}",
-            a.sample_ratio
-        ));
-    }
-    let label = a.label.clone().unwrap_or_else(|| {
-        if a.closed {
-            "closed".into()
-        } else {
-            "open".into()
-        }
-    });
-    Ok(Validated {
-        plan: Plan {
-            load,
-            connections,
-            threads,
-            timeout: a.timeout,
-            interval: a.interval,
-            spin: a.timer_spin,
-            samples: None,
-        },
-        request: HttpRequest {
-            url,
-            method,
-            headers: a.headers,
-            body,
-        },
-        insecure: a.insecure,
-        json: a.json,
-        outputs: Outputs {
-            hgrm: a.hgrm,
-            hlog: a.hlog,
-            samples: a.samples,
-            sample_ratio: a.sample_ratio,
-        },
-        label,
-        strict: a.strict,
-    })
+    Ok((connections, threads))
 }
 
 fn open_load(a: &RunArgs, end: End) -> anyhow::Result<Load> {
