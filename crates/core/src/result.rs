@@ -324,6 +324,32 @@ pub struct RunResult {
     /// Wall-clock time of the run's start (Unix epoch, ns), when it ran in real time.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub started_unix_ns: Option<u64>,
+    /// Where an imported peer tool's result came from; `None` for sojourn's own runs.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub import: Option<ImportInfo>,
+}
+
+/// How much an imported result knows: every request, or only the tool's own summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Detail {
+    /// One record per request: histograms and timelines are rebuilt from them.
+    PerRequest,
+    /// Only the tool's percentile summary: `hdr` fields are empty and only the percentiles the
+    /// tool printed are present.
+    Summary,
+}
+
+/// The provenance of an imported result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportInfo {
+    pub detail: Detail,
+    /// The file (or files) read.
+    pub source: Vec<String>,
+    /// What the tool could not express or report (e.g. "no per-request data", "dropped
+    /// iterations: 412").
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub notes: Vec<String>,
 }
 
 /// What a sender knows about its run besides the measurements.
@@ -387,6 +413,7 @@ impl RunResult {
             elapsed_ns: nanos(facts.elapsed),
             interrupted: facts.interrupted,
             started_unix_ns: None,
+            import: None,
         }
     }
 }
