@@ -145,6 +145,10 @@ pub struct IntervalRecord {
     pub response: Vec<u8>,
     /// V2-serialized send-lag histogram of the same requests.
     pub send_lag: Vec<u8>,
+    /// V2-serialized service-time histogram of the same requests (those that were sent).
+    pub service: Vec<u8>,
+    /// V2-serialized lower bounds of the requests that timed out in the interval.
+    pub timeouts: Vec<u8>,
 }
 
 impl IntervalRecord {
@@ -154,6 +158,14 @@ impl IntervalRecord {
 
     pub fn send_lag_histogram(&self) -> Histogram<u64> {
         decode(&self.send_lag)
+    }
+
+    pub fn service_histogram(&self) -> Histogram<u64> {
+        decode(&self.service)
+    }
+
+    pub fn timeouts_histogram(&self) -> Histogram<u64> {
+        decode(&self.timeouts)
     }
 }
 
@@ -177,6 +189,8 @@ struct LiveInterval {
     failed: u64,
     response: Histogram<u64>,
     send_lag: Histogram<u64>,
+    service: Histogram<u64>,
+    timeouts: Histogram<u64>,
 }
 
 impl LiveInterval {
@@ -186,6 +200,8 @@ impl LiveInterval {
             failed: 0,
             response: new_histogram(),
             send_lag: new_histogram(),
+            service: new_histogram(),
+            timeouts: new_histogram(),
         }
     }
 
@@ -196,6 +212,8 @@ impl LiveInterval {
             failed: self.failed,
             response: encode(&self.response),
             send_lag: encode(&self.send_lag),
+            service: encode(&self.service),
+            timeouts: encode(&self.timeouts),
         }
     }
 }
@@ -249,6 +267,9 @@ pub struct Recorder {
     /// Response times that are only lower bounds (in flight or unsent at the end, timed out).
     /// They are in `hist.response` too; kept apart so percentiles know what they rest on.
     censored: Histogram<u64>,
+    /// The lower bounds of requests still in flight or never sent at the end. They belong to
+    /// no interval of the timeline, so a warm-up trim keeps them apart.
+    unfinished: Histogram<u64>,
     timeline: Timeline,
 }
 
@@ -259,6 +280,7 @@ impl Recorder {
             hist: Histograms::new(),
             tally: Tally::default(),
             censored: new_histogram(),
+            unfinished: new_histogram(),
             timeline: Timeline::new(interval),
         }
     }
@@ -266,8 +288,9 @@ impl Recorder {
     /// A request that got an answer (or failed) at `done`.
     pub fn record(&mut self, s: &Stamps, done: Duration, outcome: Outcome) {
         let response = done.saturating_sub(s.intended);
+        let service = done.saturating_sub(s.sent);
         record_ns(&mut self.hist.response, response);
-        record_ns(&mut self.hist.service, done.saturating_sub(s.sent));
+        record_ns(&mut self.hist.service, service);
         self.record_send(s);
         match outcome {
             Outcome::Ok => self.tally.completed += 1,
@@ -285,7 +308,11 @@ impl Recorder {
             Outcome::Failed(_) => interval.failed += 1,
         }
         record_ns(&mut interval.response, response);
+        record_ns(&mut interval.service, service);
         record_ns(&mut interval.send_lag, s.sent.saturating_sub(s.intended));
+        if outcome == Outcome::Failed(FailureClass::Timeout) {
+            record_ns(&mut interval.timeouts, response);
+        }
     }
 
     /// A request that failed before anything was sent (e.g. its connection could not be
@@ -310,6 +337,9 @@ impl Recorder {
         let interval = self.timeline.slot(done);
         interval.failed += 1;
         record_ns(&mut interval.response, response);
+        if class == FailureClass::Timeout {
+            record_ns(&mut interval.timeouts, response);
+        }
     }
 
     /// A request sent but unanswered when the run ended at `end`: its response time is at
@@ -344,6 +374,7 @@ impl Recorder {
     fn censor(&mut self, intended: Duration, end: Duration) {
         let bound = end.saturating_sub(intended);
         record_ns(&mut self.hist.response, bound);
+        record_ns(&mut self.unfinished, bound);
         self.lower_bound(bound);
     }
 
@@ -360,12 +391,14 @@ impl Recorder {
         let mut hist = Histograms::new();
         let mut tally = Tally::default();
         let mut censored = new_histogram();
+        let mut unfinished = new_histogram();
         let mut width = Duration::from_secs(1);
         let mut records = Vec::new();
         for r in recorders {
             hist.merge(&r.hist);
             tally.merge(&r.tally);
             add(&mut censored, &r.censored);
+            add(&mut unfinished, &r.unfinished);
             width = r.timeline.width;
             records.extend(r.timeline.into_records());
         }
@@ -373,6 +406,7 @@ impl Recorder {
             hist,
             tally,
             censored,
+            unfinished,
             interval: width,
             intervals: merge_intervals(records),
         }
@@ -407,6 +441,8 @@ fn fold(group: Vec<IntervalRecord>) -> IntervalRecord {
         live.failed += r.failed;
         add(&mut live.response, &r.response_histogram());
         add(&mut live.send_lag, &r.send_lag_histogram());
+        add(&mut live.service, &r.service_histogram());
+        add(&mut live.timeouts, &r.timeouts_histogram());
     }
     live.seal(index)
 }
@@ -418,11 +454,47 @@ pub struct Measurements {
     pub tally: Tally,
     /// The lower bounds of censored requests and timeouts (also inside `hist.response`).
     pub censored: Histogram<u64>,
+    /// The part of `censored` still in flight or never sent at the end (in no interval).
+    pub unfinished: Histogram<u64>,
     pub interval: Duration,
     pub intervals: Vec<IntervalRecord>,
 }
 
+/// What a warm-up trim took out of the summary histograms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trimmed {
+    /// Requests answered or failed before the cut (they stay in the counts and the timeline).
+    pub requests: u64,
+    /// Where the cut fell: a whole number of intervals from the start.
+    pub until: Duration,
+}
+
 impl Measurements {
+    /// The measurements with the requests that finished before `until` (rounded up to a whole
+    /// interval) left out of the response, service and censored histograms. Counts and the
+    /// timeline keep everything: nothing is lost, the summary only stops describing the warm-up.
+    /// Send and dispatch lag describe the generator over the whole run and stay whole.
+    pub fn without_warmup(&self, until: Duration) -> (Measurements, Trimmed) {
+        let width = self.interval.as_nanos().max(1);
+        let first_kept = until.as_nanos().div_ceil(width) as u64;
+        let mut kept = self.clone();
+        kept.hist.response = self.unfinished.clone();
+        kept.hist.service = new_histogram();
+        kept.censored = self.unfinished.clone();
+        let mut requests = 0;
+        for r in &self.intervals {
+            if r.index < first_kept {
+                requests += r.completed + r.failed;
+                continue;
+            }
+            add(&mut kept.hist.response, &r.response_histogram());
+            add(&mut kept.hist.service, &r.service_histogram());
+            add(&mut kept.censored, &r.timeouts_histogram());
+        }
+        let until = Duration::from_nanos((first_kept as u128 * width) as u64);
+        (kept, Trimmed { requests, until })
+    }
+
     /// The response time at percentile `p` (0–100) and whether it is only a lower bound.
     pub fn response_at(&self, p: f64) -> Bound {
         bound_at(&self.hist.response, &self.censored, p)
@@ -651,6 +723,56 @@ mod tests {
         assert!(
             corrected.value_at_quantile(0.99) > 100 * raw_p99,
             "the back-filled tail is far worse"
+        );
+    }
+
+    /// Two seconds of warm-up at 50 ms, then steady at 5 ms, one timeout in each part, and one
+    /// request in flight at the end.
+    fn warm_then_steady() -> Measurements {
+        let mut r = Recorder::new(Duration::from_secs(1));
+        for i in 0..400u64 {
+            let at = ms(i * 10);
+            let took = if i < 200 { 50 } else { 5 };
+            r.record(&Stamps::on_time(at), at + ms(took), Outcome::Ok);
+        }
+        let timeout = Outcome::Failed(FailureClass::Timeout);
+        r.record(&Stamps::on_time(ms(100)), ms(900), timeout);
+        r.record(&Stamps::on_time(ms(3_000)), ms(3_800), timeout);
+        r.record_in_flight(&Stamps::on_time(ms(3_990)), ms(4_000));
+        Recorder::merge_all([r])
+    }
+
+    #[test]
+    fn a_zero_trim_reproduces_the_summary_exactly() {
+        let m = warm_then_steady();
+        let (kept, trimmed) = m.without_warmup(Duration::ZERO);
+        assert_eq!(trimmed.requests, 0);
+        assert_eq!(kept.hist.response, m.hist.response);
+        assert_eq!(kept.hist.service, m.hist.service);
+        assert_eq!(kept.censored, m.censored);
+    }
+
+    #[test]
+    fn a_trim_drops_exactly_the_warm_up_intervals() {
+        let m = warm_then_steady();
+        // 1.5 s rounds up to the 2 s boundary: the first two intervals go.
+        let (kept, trimmed) = m.without_warmup(ms(1_500));
+        assert_eq!(trimmed.until, ms(2_000));
+        // Finished before 2 s: the slow requests due before 1,950 ms, and the first timeout.
+        let before: u64 = (0..200u64).filter(|i| i * 10 + 50 < 2_000).count() as u64 + 1;
+        assert_eq!(trimmed.requests, before);
+        assert_eq!(kept.tally, m.tally, "the counts keep everything");
+        assert_eq!(kept.hist.response.len(), m.hist.response.len() - before);
+        assert_eq!(
+            kept.censored.len(),
+            2,
+            "the later timeout and the one in flight"
+        );
+        assert!(kept.hist.response.value_at_quantile(0.5) < 6_000_000);
+        assert!(m.hist.response.value_at_quantile(0.5) > 40_000_000);
+        assert_eq!(
+            kept.hist.send_lag, m.hist.send_lag,
+            "the generator's lag stays whole"
         );
     }
 }
