@@ -112,6 +112,31 @@ impl Schedule {
         self.slice(0, 1)
     }
 
+    /// Λ(t): the expected number of arrivals of the whole schedule (all senders) by `t`:
+    /// rate·t for constant and Poisson arrivals, the ramp's integral r₀·t + (r₁ − r₀)·t²/(2T)
+    /// for a ramp. Independent of the end: it keeps counting past it.
+    ///
+    /// Time rescaling runs on it: between two sends at t and t′ a sender's schedule expected
+    /// Λ(t′) − Λ(t) arrivals (divided by the number of senders for one sender's share), which
+    /// turns any of these schedules into one of rate 1.
+    pub fn expected_by(&self, t: Duration) -> f64 {
+        let secs = t.as_secs_f64();
+        match (self.arrival, self.end) {
+            (Arrival::Ramp { to }, End::After(over)) => {
+                let ramp = Ramp::new(self.rate, to, over);
+                // A ramp down keeps falling past its end; once its rate would reach zero it
+                // has nothing more to issue.
+                let secs = if ramp.slope < 0.0 {
+                    secs.min(ramp.from / -ramp.slope)
+                } else {
+                    secs
+                };
+                ramp.from * secs + ramp.slope * secs * secs / 2.0
+            }
+            _ => self.rate.get() * secs,
+        }
+    }
+
     /// How many requests the schedule will issue, when that is known without running it.
     pub fn planned_count(&self) -> Option<u64> {
         match (self.end, self.arrival) {
@@ -380,6 +405,94 @@ mod tests {
         assert!(
             (1999..=2001).contains(&n),
             "ramp down issues ≈2000, got {n}"
+        );
+    }
+
+    #[test]
+    fn expected_by_inverts_the_deterministic_schedules() {
+        // Request i is due when Λ reaches i, so Λ at each due time gives back its index (to
+        // the nanosecond the due times are rounded to).
+        let schedules = [
+            Schedule::new(Arrival::Constant, rate(450.0), End::After(ms(2_000))).unwrap(),
+            Schedule::new(
+                Arrival::Ramp { to: rate(300.0) },
+                rate(100.0),
+                End::After(Duration::from_secs(10)),
+            )
+            .unwrap(),
+            Schedule::new(
+                Arrival::Ramp { to: rate(50.0) },
+                rate(400.0),
+                End::After(Duration::from_secs(4)),
+            )
+            .unwrap(),
+        ];
+        for s in schedules {
+            let mut count = 0u64;
+            for due in s.iter() {
+                let lambda = s.expected_by(due.at);
+                assert!(
+                    (lambda - due.index as f64).abs() < 1e-3,
+                    "{:?}: request {} at {:?} has Λ = {lambda}",
+                    s.arrival,
+                    due.index,
+                    due.at
+                );
+                count += 1;
+            }
+            // All requests are due strictly before the end, so Λ(end) is within one of them.
+            let End::After(end) = s.end else {
+                unreachable!()
+            };
+            let at_end = s.expected_by(end);
+            assert!(
+                (at_end - count as f64).abs() <= 1.0,
+                "{:?}: Λ(end) = {at_end}, issued {count}",
+                s.arrival
+            );
+        }
+        let ramp = Schedule::new(
+            Arrival::Ramp { to: rate(300.0) },
+            rate(100.0),
+            End::After(Duration::from_secs(10)),
+        )
+        .unwrap();
+        assert_eq!(ramp.expected_by(ms(5_000)), 750.0, "Λ(5) = 500 + 250");
+        assert_eq!(ramp.expected_by(Duration::ZERO), 0.0);
+        // Ramp down 400 → 50 over 4 s reaches zero at 4·400/350 s; past that Λ stays put.
+        let down = Schedule::new(
+            Arrival::Ramp { to: rate(50.0) },
+            rate(400.0),
+            End::After(Duration::from_secs(4)),
+        )
+        .unwrap();
+        let stop = 400.0 * 4.0 / 350.0;
+        let peak = 400.0 * stop / 2.0;
+        assert!((down.expected_by(Duration::from_secs(60)) - peak).abs() < 1e-9);
+    }
+
+    #[test]
+    fn expected_by_counts_poisson_arrivals_on_average() {
+        let s = Schedule::new(
+            Arrival::Poisson { seed: 3 },
+            rate(1000.0),
+            End::After(Duration::from_secs(20)),
+        )
+        .unwrap();
+        assert_eq!(s.expected_by(Duration::from_secs(20)), 20_000.0);
+        // The count is Poisson(20,000): within ±5 sd (±710).
+        let n = s.iter().count() as f64;
+        assert!((n - s.expected_by(Duration::from_secs(20))).abs() < 710.0);
+        // Rescaled, the gaps of each sender's share have mean 1.
+        let workers = 4;
+        let times: Vec<f64> = s
+            .slice(1, workers)
+            .map(|d| s.expected_by(d.at) / workers as f64)
+            .collect();
+        let mean_gap = (times[times.len() - 1] - times[0]) / (times.len() - 1) as f64;
+        assert!(
+            (mean_gap - 1.0).abs() < 0.05,
+            "rescaled mean gap {mean_gap}"
         );
     }
 
