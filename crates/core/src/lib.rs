@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod check;
+pub mod confidence;
 pub mod outcome;
 pub mod record;
 pub mod result;
