@@ -5,6 +5,7 @@
 
 pub mod check;
 pub mod confidence;
+pub mod conformance;
 pub mod outcome;
 pub mod record;
 pub mod result;
