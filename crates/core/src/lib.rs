@@ -11,6 +11,7 @@ pub mod record;
 pub mod result;
 pub mod schedule;
 pub mod stats;
+pub mod steady;
 pub mod sweep;
 pub mod units;
 
