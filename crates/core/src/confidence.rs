@@ -316,8 +316,7 @@ pub fn percentile_interval(
     }
     let n = h.len();
     let (ranks, miss_below) = rank_interval(n, p / 100.0, level)?;
-    let table = Ranked::new(h);
-    let lo = h.lowest_equivalent(table.at(ranks.lo));
+    let lo = h.lowest_equivalent(value_at_rank(h, ranks.lo));
     let k = censored.len().min(n);
     let hi_open = ranks.hi > n
         || (k > 0
@@ -325,7 +324,10 @@ pub fn percentile_interval(
                 let mut uncensored = h.clone();
                 // Censored values are in `h`; should a stray one not be, leave `h` as it is.
                 let _ = uncensored.subtract(censored);
-                !h.equivalent(table.at(ranks.hi), value_at_rank(&uncensored, ranks.hi))
+                !h.equivalent(
+                    value_at_rank(h, ranks.hi),
+                    value_at_rank(&uncensored, ranks.hi),
+                )
             }));
     Some(if hi_open {
         ValueInterval {
@@ -337,7 +339,7 @@ pub fn percentile_interval(
     } else {
         ValueInterval {
             lo,
-            hi: table.at(ranks.hi),
+            hi: value_at_rank(h, ranks.hi),
             hi_open,
             level: ranks.coverage,
         }
@@ -348,19 +350,17 @@ pub fn percentile_interval(
 /// same value `h.value_at_quantile(rank / n)` gives. Rank 0 reads as 1; a rank beyond the data
 /// gives the maximum (0 for an empty histogram).
 pub fn value_at_rank(h: &Histogram<u64>, rank: u64) -> u64 {
-    let rank = rank.max(1);
-    let mut seen = 0u64;
-    for v in h.iter_recorded() {
-        seen += v.count_at_value();
-        if seen >= rank {
-            return v.value_iterated_to();
-        }
+    let n = h.len();
+    if rank > n {
+        return h.max();
     }
-    h.max()
+    // `value_at_quantile(q)` reads rank ⌈q·n⌉. Asking for the middle of the rank's step,
+    // (rank − ½)/n, lands on `rank` however q·n rounds.
+    h.value_at_quantile((rank.max(1) as f64 - 0.5) / n as f64)
 }
 
 /// A histogram's non-empty buckets as a cumulative table, for many rank look-ups in
-/// O(log buckets) each.
+/// O(log buckets) each (a single look-up is cheaper through [`value_at_rank`]).
 struct Ranked {
     /// Samples at or below each bucket.
     cumulative: Vec<u64>,
@@ -727,13 +727,27 @@ mod tests {
     #[test]
     fn value_at_rank_agrees_with_value_at_quantile() {
         // Values spread over several bucket sizes, with repeats.
-        let h = histogram_of((0..5_000u64).map(|i| (i * i * 7919) % 3_000_000 + i % 13));
+        let values: Vec<u64> = (0..5_000u64)
+            .map(|i| (i * i * 7919) % 3_000_000 + i % 13)
+            .collect();
+        let h = histogram_of(values.iter().copied());
         let n = h.len();
         let table = Ranked::new(&h);
-        for rank in [1u64, 2, 17, 999, 2_500, 4_999, 5_000] {
-            let want = h.value_at_quantile(rank as f64 / n as f64);
+        let mut sorted = values.clone();
+        sorted.sort_unstable();
+        for rank in 1..=n {
+            // By definition: the rank-th smallest value, as its bucket's highest equivalent.
+            let want = h.highest_equivalent(sorted[rank as usize - 1]);
             assert_eq!(value_at_rank(&h, rank), want, "rank {rank}");
             assert_eq!(table.at(rank), want, "rank {rank} from the table");
+        }
+        for rank in [1u64, 2, 17, 999, 2_500, 4_999, 5_000] {
+            let q = rank as f64 / n as f64;
+            assert_eq!(
+                value_at_rank(&h, rank),
+                h.value_at_quantile(q),
+                "rank {rank}"
+            );
         }
         assert_eq!(value_at_rank(&h, 0), value_at_rank(&h, 1));
         assert_eq!(value_at_rank(&h, n + 5), h.max());
