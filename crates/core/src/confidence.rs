@@ -48,6 +48,10 @@ pub struct RankInterval {
 /// sample is too often above the true quantile (few samples, a low quantile), the lower end
 /// stays at rank 1 and the coverage falls short; when the upper end would need a rank above
 /// `n`, it is open (`hi = n + 1`).
+///
+/// The binomial tails are exact (tabulated in logarithms) up to 1,000 samples, and beyond that
+/// wherever the binomial is still narrow and skewed (far percentiles); for wide ones, the normal
+/// approximation with continuity correction, which is then as good and costs nothing.
 pub fn quantile_ranks(n: u64, q: f64, level: f64) -> Option<RankInterval> {
     rank_interval(n, q, level).map(|(ranks, _)| ranks)
 }
@@ -79,8 +83,8 @@ fn rank_interval(n: u64, q: f64, level: f64) -> Option<(RankInterval, f64)> {
     // probability at most half of 1 − level.
     let mut lo = last_where(1, n, |r| miss_below(r) <= half).unwrap_or(1);
     let mut hi = first_where(1, n + 1, |s| miss_above(s) <= half);
-    // The lower end may be stuck at rank 1 with more than its share of misses: let the upper
-    // end give up some of its share, as far as the data allow.
+    // The lower end may be stuck at rank 1 with more than its share of misses: move the upper
+    // end out to make up for it, as far as the data allow.
     while coverage(lo, hi) < level && hi <= n {
         hi += 1;
     }
