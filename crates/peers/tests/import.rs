@@ -1,0 +1,668 @@
+//! Every importer against real output of its tool (tests/fixtures, see its README), with values
+//! read from the files by eye, and against broken input.
+use std::path::{Path, PathBuf};
+
+use sojourn_core::result::Detail;
+use sojourn_core::{FailureClass, Mode, RunConfig, RunResult};
+use sojourn_peers::{import, ImportContext, ImportError, PeerTool};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn ctx(mode: Mode) -> ImportContext {
+    ImportContext {
+        label: "peer".into(),
+        mode,
+        version: "test".into(),
+        config: RunConfig {
+            connections: 2,
+            interval_ns: 1_000_000_000,
+            ..RunConfig::default()
+        },
+    }
+}
+
+/// Imports, checks the document against the schema, and checks every request is accounted.
+fn load(tool: PeerTool, mode: Mode, names: &[&str]) -> RunResult {
+    let files: Vec<PathBuf> = names.iter().map(|n| fixture(n)).collect();
+    let result = import(tool, &files, &ctx(mode)).unwrap_or_else(|e| panic!("{e}"));
+    assert_valid(&result);
+    assert_eq!(result.counts.unaccounted(), 0, "{:?}", result.counts);
+    assert_eq!(result.tool.name, tool.to_string());
+    result
+}
+
+fn assert_valid(result: &RunResult) {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../../schema/result.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let doc = serde_json::to_value(result).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&doc)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    let back: RunResult = serde_json::from_value(doc).unwrap();
+    assert_eq!(&back, result, "the document round-trips");
+}
+
+fn p(result: &RunResult, percentile: f64) -> u64 {
+    result
+        .histograms
+        .response
+        .percentiles
+        .get(percentile)
+        .unwrap_or_else(|| panic!("no p{percentile} in {:?}", result.histograms.response))
+}
+
+fn notes(result: &RunResult) -> String {
+    result.import.as_ref().unwrap().notes.join("\n")
+}
+
+fn detail(result: &RunResult) -> Detail {
+    result.import.as_ref().unwrap().detail
+}
+
+const MS: u64 = 1_000_000;
+
+// ---- wrk --------------------------------------------------------------------------------------
+
+#[test]
+fn wrk_healthy_summary() {
+    let r = load(PeerTool::Wrk, Mode::Closed, &["wrk/healthy.txt"]);
+    assert_eq!(detail(&r), Detail::Summary);
+    assert_eq!(r.counts.completed, 372);
+    assert_eq!(r.counts.failed.total(), 0);
+    let h = &r.histograms.response;
+    assert_eq!(h.count, 372);
+    assert_eq!(h.hdr, "");
+    assert_eq!(p(&r, 50.0), 10_310_000);
+    assert_eq!(p(&r, 99.0), 15_950_000);
+    assert_eq!(h.max, 16_020_000);
+    assert_eq!(h.mean, 10_760_000.0);
+    assert_eq!(h.stdev, 1_200_000.0);
+    assert_eq!(h.percentiles.0.len(), 4, "wrk prints 50, 75, 90 and 99");
+    assert_eq!(r.elapsed_ns, 2_020_000_000);
+    assert!(notes(&r).contains("corrected its latency after the fact"));
+}
+
+#[test]
+fn wrk_hiccup_shows_the_stall_only_in_its_tail() {
+    let r = load(PeerTool::Wrk, Mode::Closed, &["wrk/hiccup.txt"]);
+    assert_eq!(r.counts.completed, 466);
+    assert_eq!(p(&r, 50.0), 10_320_000);
+    assert_eq!(p(&r, 99.0), 479_530_000);
+    assert_eq!(r.histograms.response.max, 505_460_000);
+}
+
+#[test]
+fn wrk_non_2xx_are_failures_of_unknown_status() {
+    let r = load(PeerTool::Wrk, Mode::Closed, &["wrk/not-found.txt"]);
+    assert_eq!(r.counts.completed, 0);
+    assert_eq!(r.counts.failed.get(FailureClass::HttpOther), 210);
+    assert_eq!(p(&r, 50.0), 197_000);
+    assert!(notes(&r).contains("without telling 4xx from 5xx"));
+}
+
+/// A hand-written sample in wrk2's `--latency` layout (no wrk2 is installed here to produce a
+/// real one; see the fixtures README).
+const WRK2_SAMPLE: &str = "\
+Running 30s test @ http://127.0.0.1:8080/api
+  2 threads and 10 connections
+  Thread calibration: mean lat.: 10.512ms, rate sampling interval: 21ms
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency    15.00ms   40.00ms 512.00ms   98.00%
+    Req/Sec   100.00     10.00   150.00     90.00%
+  Latency Distribution (HdrHistogram - Recorded Latency)
+ 50.000%   10.50ms
+ 90.000%   11.20ms
+ 99.000%  250.11ms
+100.000%  512.00ms
+
+  Detailed Percentile spectrum:
+       Value   Percentile   TotalCount 1/(1-Percentile)
+
+      10.001     0.000000            1         1.00
+      10.503     0.500000         2000         2.00
+      11.199     0.900000         3600        10.00
+     250.111     0.990000         3960       100.00
+     511.999     1.000000         4000          inf
+#[Mean    =       15.002, StdDeviation   =       40.001]
+#[Max     =      511.999, Total count    =         4000]
+#[Buckets =           27, SubBuckets     =         2048]
+----------------------------------------------------------
+  6000 requests in 30.00s, 0.73MB read
+Requests/sec:    200.00
+Transfer/sec:     24.90KB
+";
+
+#[test]
+fn wrk2_spectrum_and_calibration() {
+    let dir = scratch("wrk2");
+    let file = dir.join("wrk2.txt");
+    std::fs::write(&file, WRK2_SAMPLE).unwrap();
+    let r = import(PeerTool::Wrk2, &[file], &ctx(Mode::Open)).unwrap();
+    assert_valid(&r);
+    let h = &r.histograms.response;
+    assert_eq!(
+        h.count, 4000,
+        "the histogram's total, not the 6000 requests"
+    );
+    assert_eq!(h.min, 10_001_000);
+    assert_eq!(h.max, 511_999_000);
+    assert_eq!(p(&r, 99.0), 250_111_000, "the spectrum's finer value wins");
+    assert_eq!(p(&r, 50.0), 10_503_000);
+    assert_eq!(r.counts.completed, 6000);
+    let n = notes(&r);
+    assert!(n.contains("intended send time"), "{n}");
+    assert!(n.contains("4000 of the 6000"), "{n}");
+    assert!(!n.contains("after the fact"), "{n}");
+}
+
+// ---- ab ---------------------------------------------------------------------------------------
+
+#[test]
+fn ab_csv_and_text() {
+    let r = load(
+        PeerTool::Ab,
+        Mode::Closed,
+        &["ab/healthy.csv", "ab/healthy.txt"],
+    );
+    assert_eq!(detail(&r), Detail::Summary);
+    assert_eq!(r.counts.completed, 300);
+    assert_eq!(r.histograms.response.percentiles.0.len(), 101);
+    assert_eq!(p(&r, 50.0), 10_498_000);
+    assert_eq!(p(&r, 99.0), 18_386_000);
+    assert_eq!(r.histograms.response.min, 10_261_000);
+    assert_eq!(r.histograms.response.max, 20_066_000);
+    assert_eq!(r.elapsed_ns, 1_688_000_000);
+}
+
+#[test]
+fn ab_text_alone_has_whole_milliseconds() {
+    let r = load(PeerTool::Ab, Mode::Closed, &["ab/healthy.txt"]);
+    assert_eq!(r.counts.completed, 300);
+    assert_eq!(p(&r, 50.0), 10 * MS);
+    assert_eq!(p(&r, 100.0), 20 * MS);
+    assert_eq!(r.histograms.response.stdev, 1_500_000.0);
+}
+
+#[test]
+fn ab_csv_alone_says_it_has_no_counts() {
+    let r = load(PeerTool::Ab, Mode::Closed, &["ab/healthy.csv"]);
+    assert_eq!(r.counts.completed, 0);
+    assert!(notes(&r).contains("no counts"));
+}
+
+// ---- hey --------------------------------------------------------------------------------------
+
+#[test]
+fn hey_csv_per_request() {
+    let r = load(PeerTool::Hey, Mode::Closed, &["hey/healthy.csv"]);
+    assert_eq!(detail(&r), Detail::PerRequest);
+    assert_eq!(r.counts.completed, 198);
+    assert_eq!(r.histograms.response.count, 198);
+    assert!(!r.histograms.response.hdr.is_empty());
+    // Fastest row: 0.0103 s; the histogram keeps 3 significant digits.
+    let min = r.histograms.response.min;
+    assert!((10_290_000..=10_300_000).contains(&min), "{min}");
+    assert!(!r.intervals.is_empty(), "the timeline is rebuilt");
+}
+
+#[test]
+fn hey_csv_shows_the_stall() {
+    let r = load(PeerTool::Hey, Mode::Closed, &["hey/hiccup.csv"]);
+    assert_eq!(r.counts.completed, 248);
+    // Slowest row: 0.5117 s; the histogram keeps 3 significant digits.
+    let max = r.histograms.response.max;
+    assert!((511 * MS..=512 * MS).contains(&max), "{max}");
+}
+
+#[test]
+fn hey_404s_are_4xx() {
+    let r = load(PeerTool::Hey, Mode::Closed, &["hey/not-found.csv"]);
+    assert_eq!(r.counts.completed, 0);
+    assert_eq!(r.counts.failed.get(FailureClass::Http4xx), 20);
+}
+
+#[test]
+fn hey_text_summary() {
+    let r = load(PeerTool::Hey, Mode::Closed, &["hey/healthy.txt"]);
+    assert_eq!(detail(&r), Detail::Summary);
+    assert_eq!(r.counts.completed, 198);
+    assert_eq!(p(&r, 10.0), 10_400_000);
+    assert_eq!(p(&r, 99.0), 29_300_000);
+    assert_eq!(r.histograms.response.max, 29_300_000);
+    assert_eq!(r.elapsed_ns, 2_017_700_000);
+}
+
+#[test]
+fn hey_transport_errors_come_from_the_text() {
+    let r = load(
+        PeerTool::Hey,
+        Mode::Closed,
+        &["hey/refused.csv", "hey/refused.txt"],
+    );
+    assert_eq!(detail(&r), Detail::PerRequest);
+    assert_eq!(r.counts.failed.get(FailureClass::Connect), 10);
+    assert_eq!(r.counts.scheduled, 10);
+    assert!(notes(&r).contains("leaves out the 10 requests"));
+    let alone = load(PeerTool::Hey, Mode::Closed, &["hey/refused.csv"]);
+    assert_eq!(alone.counts.scheduled, 0);
+    assert!(notes(&alone).contains("cannot be counted"));
+}
+
+// ---- vegeta -----------------------------------------------------------------------------------
+
+#[test]
+fn vegeta_csv_per_request() {
+    let r = load(PeerTool::Vegeta, Mode::Open, &["vegeta/hiccup.csv"]);
+    assert_eq!(detail(&r), Detail::PerRequest);
+    assert_eq!(r.counts.completed, 200);
+    // From the CSV: max 502.420812 ms; p99 by nearest rank (198th of 200) 482.396357 ms.
+    // (vegeta's own report says 487.8 ms: its percentiles are t-digest estimates.)
+    let h = &r.histograms.response;
+    assert!((502 * MS..=503 * MS).contains(&h.max), "{}", h.max);
+    let p99 = p(&r, 99.0);
+    assert!((482_300_000..=482_900_000).contains(&p99), "{p99}");
+    assert!(r.intervals.len() >= 2);
+}
+
+#[test]
+fn vegeta_outcome_classes() {
+    let r = load(PeerTool::Vegeta, Mode::Open, &["vegeta/mixed.csv"]);
+    assert_eq!(r.counts.completed, 10);
+    assert_eq!(r.counts.failed.get(FailureClass::Http4xx), 10);
+    assert_eq!(r.counts.failed.get(FailureClass::Connect), 10);
+}
+
+#[test]
+fn vegeta_json_report() {
+    let r = load(PeerTool::Vegeta, Mode::Open, &["vegeta/hiccup.json"]);
+    assert_eq!(detail(&r), Detail::Summary);
+    assert_eq!(r.counts.completed, 200);
+    assert_eq!(p(&r, 99.0), 487_827_066);
+    assert_eq!(r.histograms.response.max, 502_420_812);
+    assert_eq!(r.histograms.response.min, 10_224_168);
+    assert_eq!(r.elapsed_ns, 1_989_809_875 + 10_912_864);
+    let mixed = load(PeerTool::Vegeta, Mode::Open, &["vegeta/mixed.json"]);
+    assert_eq!(mixed.counts.failed.get(FailureClass::Connect), 10);
+    assert_eq!(mixed.counts.failed.get(FailureClass::Http4xx), 10);
+}
+
+// ---- k6 ---------------------------------------------------------------------------------------
+
+#[test]
+fn k6_constant_vus_csv() {
+    let r = load(PeerTool::K6, Mode::Closed, &["k6/constant-vus.csv"]);
+    assert_eq!(detail(&r), Detail::PerRequest);
+    assert_eq!(r.counts.completed, 61);
+    assert!(notes(&r).contains("whole seconds"));
+}
+
+#[test]
+fn k6_dropped_iterations_are_never_sent() {
+    let r = load(PeerTool::K6, Mode::Open, &["k6/dropped.csv"]);
+    assert_eq!(r.counts.completed, 61);
+    assert_eq!(r.counts.never_sent, 20);
+    assert_eq!(r.counts.scheduled, 81);
+    assert!(
+        notes(&r).contains("k6 dropped 20 iterations"),
+        "{}",
+        notes(&r)
+    );
+    // The stalled request: 501.323 ms in the summary export of the same run.
+    let max = r.histograms.response.max;
+    assert!(max >= 501 * MS, "{max}");
+    let s = load(PeerTool::K6, Mode::Open, &["k6/dropped.summary.json"]);
+    assert_eq!(s.counts.never_sent, 20);
+    assert_eq!(s.counts.scheduled, 81);
+    assert!(notes(&s).contains("k6 dropped 20 iterations"));
+}
+
+#[test]
+fn k6_millisecond_timestamps() {
+    let r = load(PeerTool::K6, Mode::Open, &["k6/arrival-rate-ms.csv"]);
+    assert_eq!(r.counts.completed, 61);
+    assert!(notes(&r).contains("1.000 ms resolution") || notes(&r).contains("resolution"));
+    // 61 requests at 30/s: about two seconds from first start to last end.
+    assert!(
+        (1_900 * MS..2_200 * MS).contains(&r.elapsed_ns),
+        "{}",
+        r.elapsed_ns
+    );
+}
+
+#[test]
+fn k6_summary_export() {
+    let r = load(PeerTool::K6, Mode::Open, &["k6/arrival-rate.summary.json"]);
+    assert_eq!(detail(&r), Detail::Summary);
+    assert_eq!(r.counts.completed, 61);
+    assert_eq!(p(&r, 50.0), 10_821_955);
+    assert_eq!(p(&r, 90.0), 14_036_469);
+    assert_eq!(p(&r, 95.0), 15_132_768);
+    assert_eq!(r.histograms.response.max, 23_036_250);
+    assert_eq!(r.counts.never_sent, 0);
+}
+
+// ---- oha --------------------------------------------------------------------------------------
+
+#[test]
+fn oha_closed_csv() {
+    let r = load(PeerTool::Oha, Mode::Closed, &["oha/closed.csv"]);
+    assert_eq!(detail(&r), Detail::PerRequest);
+    assert_eq!(r.counts.completed, 378);
+    // Slowest row: 17.163113 ms.
+    let max = r.histograms.response.max;
+    assert!((17_150_000..=17_180_000).contains(&max), "{max}");
+    assert_eq!(r.counts.waited_for_connection, 0);
+    assert!(notes(&r).contains("actual send"));
+}
+
+#[test]
+fn oha_latency_correction_shows_as_send_lag() {
+    let r = load(
+        PeerTool::Oha,
+        Mode::Open,
+        &["oha/rate-corrected.csv", "oha/rate-corrected.json"],
+    );
+    assert_eq!(r.counts.completed, 200);
+    assert_eq!(
+        r.counts.censored, 2,
+        "the JSON's \"aborted due to deadline\""
+    );
+    assert_eq!(r.counts.scheduled, 202);
+    // 45 rows have a duration more than 1 ms beyond their first byte: queued for a connection.
+    assert_eq!(r.counts.waited_for_connection, 45);
+    let lag = r.histograms.send_lag.max;
+    assert!((400 * MS..=402 * MS).contains(&lag), "{lag}");
+    let max = r.histograms.response.max;
+    assert!((501 * MS..=502 * MS).contains(&max), "{max}");
+    assert!(notes(&r).contains("--latency-correction"));
+    let plain = load(PeerTool::Oha, Mode::Open, &["oha/rate.csv"]);
+    assert_eq!(plain.counts.completed, 199);
+    assert_eq!(plain.counts.waited_for_connection, 0);
+}
+
+#[test]
+fn oha_json_summary() {
+    let r = load(PeerTool::Oha, Mode::Open, &["oha/rate-corrected.json"]);
+    assert_eq!(detail(&r), Detail::Summary);
+    assert_eq!(r.counts.completed, 200);
+    assert_eq!(r.counts.censored, 2);
+    assert_eq!(p(&r, 99.0), 491_555_384);
+    assert_eq!(p(&r, 75.0), 53_373_488);
+    assert_eq!(r.histograms.response.max, 501_540_046);
+    assert!(notes(&r).contains("--latency-correction"));
+    let plain = load(PeerTool::Oha, Mode::Open, &["oha/rate.json"]);
+    assert_eq!(
+        p(&plain, 75.0),
+        10_952_989,
+        "from the send, the queueing is invisible"
+    );
+    assert!(notes(&plain).contains("actual send"));
+}
+
+// ---- fortio -----------------------------------------------------------------------------------
+
+#[test]
+fn fortio_access_log_per_request() {
+    let r = load(
+        PeerTool::Fortio,
+        Mode::Closed,
+        &["fortio/healthy.access.jsonl", "fortio/healthy.json"],
+    );
+    assert_eq!(detail(&r), Detail::PerRequest);
+    assert_eq!(r.counts.completed, 200);
+    assert_eq!(r.histograms.response.count, 200);
+}
+
+#[test]
+fn fortio_json_histogram() {
+    let r = load(PeerTool::Fortio, Mode::Closed, &["fortio/hiccup.json"]);
+    assert_eq!(detail(&r), Detail::Summary);
+    assert_eq!(r.counts.completed, 196);
+    assert_eq!(p(&r, 99.0), 450_952_428);
+    assert_eq!(p(&r, 99.9), 492_954_514);
+    assert_eq!(r.histograms.response.max, 497_621_412);
+    assert_eq!(r.elapsed_ns, 2_005_380_110);
+}
+
+// ---- locust -----------------------------------------------------------------------------------
+
+#[test]
+fn locust_stats_csv() {
+    let r = load(
+        PeerTool::Locust,
+        Mode::Closed,
+        &["locust/healthy_stats.csv"],
+    );
+    assert_eq!(detail(&r), Detail::Summary);
+    assert_eq!(r.counts.completed, 100);
+    assert_eq!(p(&r, 50.0), 13 * MS);
+    assert_eq!(p(&r, 99.0), 23 * MS);
+    assert!(notes(&r).contains("on a timer"));
+}
+
+#[test]
+fn locust_printout_has_the_final_counts() {
+    let r = load(
+        PeerTool::Locust,
+        Mode::Closed,
+        &[
+            "locust/healthy_stats.csv",
+            "locust/healthy.txt",
+            "locust/healthy_stats_history.csv",
+        ],
+    );
+    assert_eq!(r.counts.completed, 188);
+    assert_eq!(p(&r, 99.0), 19 * MS);
+    assert!(notes(&r).contains("CSV counts 100 requests, its final printout 188"));
+}
+
+#[test]
+fn locust_failures_by_class() {
+    let r = load(
+        PeerTool::Locust,
+        Mode::Closed,
+        &[
+            "locust/not-found_stats.csv",
+            "locust/not-found_failures.csv",
+        ],
+    );
+    assert_eq!(r.counts.completed, 0);
+    assert_eq!(r.counts.failed.get(FailureClass::Http4xx), 100);
+}
+
+// ---- broken input -----------------------------------------------------------------------------
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sojourn-peers-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Writes `text` as `file_name` and imports it; the error must name the file.
+fn broken(tool: PeerTool, file_name: &str, text: &str) -> String {
+    let dir = scratch(&format!("{tool}-broken"));
+    let path = dir.join(file_name);
+    std::fs::write(&path, text).unwrap();
+    let err: ImportError = import(tool, std::slice::from_ref(&path), &ctx(Mode::Open))
+        .expect_err(&format!("{tool} must reject {file_name}"));
+    let message = err.to_string();
+    assert!(
+        message.contains(&path.display().to_string()),
+        "{tool}: {message:?} does not name the file"
+    );
+    message
+}
+
+fn fixture_text(name: &str) -> String {
+    std::fs::read_to_string(fixture(name)).unwrap()
+}
+
+/// The first `fraction` of a fixture, cut at a line boundary.
+fn truncated(name: &str, fraction: f64) -> String {
+    let text = fixture_text(name);
+    let cut = (text.len() as f64 * fraction) as usize;
+    let end = text[..cut].rfind('\n').map_or(0, |i| i + 1);
+    text[..end].to_string()
+}
+
+/// The first `fraction` of a fixture, cut mid-line.
+fn cut_mid_line(name: &str, fraction: f64) -> String {
+    let text = fixture_text(name);
+    let mut cut = (text.len() as f64 * fraction) as usize;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text[..cut].to_string()
+}
+
+const GARBAGE: &str = "\u{1f980} this is not a load tool's output, 42, {]\n<html>\n";
+
+#[test]
+fn every_importer_rejects_empty_and_garbage() {
+    for tool in PeerTool::ALL {
+        let m = broken(tool, "empty.txt", "");
+        assert!(m.contains("empty"), "{tool}: {m}");
+        broken(tool, "blank.txt", "\n  \n");
+        broken(tool, "garbage.txt", GARBAGE);
+    }
+    let missing = import(PeerTool::Wrk, &[fixture("nope/none.txt")], &ctx(Mode::Open))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        missing.contains("none.txt") && missing.contains("cannot read"),
+        "{missing}"
+    );
+}
+
+#[test]
+fn binary_input_is_not_text() {
+    let m = broken(PeerTool::Vegeta, "results.bin", "\u{0}\u{1}ok");
+    assert!(m.contains("fields") || m.contains("not"), "{m}");
+    let dir = scratch("binary");
+    let path = dir.join("bad-utf8.csv");
+    std::fs::write(&path, [0xff, 0xfe, 0x00, 0x41]).unwrap();
+    let m = import(PeerTool::Hey, &[path], &ctx(Mode::Open))
+        .unwrap_err()
+        .to_string();
+    assert!(m.contains("bad-utf8.csv") && m.contains("UTF-8"), "{m}");
+}
+
+#[test]
+fn truncated_text_outputs_are_rejected() {
+    // wrk cut before its totals line.
+    let m = broken(PeerTool::Wrk, "wrk.txt", &truncated("wrk/healthy.txt", 0.6));
+    assert!(m.contains("requests in"), "{m}");
+    // wrk cut inside a percentile value.
+    let text = fixture_text("wrk/healthy.txt").replace("15.95ms", "15.");
+    let m = broken(PeerTool::Wrk, "wrk-cut.txt", &text);
+    assert!(m.contains(":10:"), "names the line: {m}");
+    broken(PeerTool::Ab, "ab.txt", &truncated("ab/healthy.txt", 0.3));
+    broken(
+        PeerTool::Hey,
+        "hey.txt",
+        &truncated("hey/healthy.txt", 0.05),
+    );
+    broken(
+        PeerTool::Locust,
+        "locust_stats.csv",
+        &truncated("locust/healthy_stats.csv", 0.5),
+    );
+}
+
+#[test]
+fn truncated_csvs_name_the_line() {
+    let m = broken(
+        PeerTool::Vegeta,
+        "v.csv",
+        &cut_mid_line("vegeta/mixed.csv", 0.5),
+    );
+    assert!(m.contains("fields"), "{m}");
+    let m = broken(
+        PeerTool::Hey,
+        "h.csv",
+        &cut_mid_line("hey/healthy.csv", 0.5),
+    );
+    assert!(m.contains("h.csv:"), "{m}");
+    let m = broken(PeerTool::K6, "k.csv", &cut_mid_line("k6/dropped.csv", 0.5));
+    assert!(m.contains("k.csv:"), "{m}");
+    let m = broken(PeerTool::Oha, "o.csv", &cut_mid_line("oha/closed.csv", 0.5));
+    assert!(m.contains("o.csv:"), "{m}");
+    let m = broken(PeerTool::Ab, "a.csv", &truncated("ab/healthy.csv", 0.5));
+    assert!(m.contains("101 percentiles"), "{m}");
+}
+
+#[test]
+fn truncated_json_is_rejected() {
+    for (tool, name) in [
+        (PeerTool::Vegeta, "vegeta/hiccup.json"),
+        (PeerTool::K6, "k6/dropped.summary.json"),
+        (PeerTool::Fortio, "fortio/hiccup.json"),
+        (PeerTool::Oha, "oha/rate.json"),
+    ] {
+        let m = broken(tool, "cut.json", &cut_mid_line(name, 0.5));
+        assert!(m.contains("JSON"), "{tool}: {m}");
+    }
+    let m = broken(
+        PeerTool::Fortio,
+        "log.jsonl",
+        &cut_mid_line("fortio/healthy.access.jsonl", 0.5),
+    );
+    assert!(m.contains("access log"), "{m}");
+}
+
+#[test]
+fn wrong_columns_are_named() {
+    let hey = fixture_text("hey/healthy.csv").replacen("status-code", "status", 1);
+    let m = broken(PeerTool::Hey, "hey.csv", &hey);
+    assert!(m.contains("status-code"), "{m}");
+    let k6 = fixture_text("k6/constant-vus.csv").replacen("metric_value", "value", 1);
+    let m = broken(PeerTool::K6, "k6.csv", &k6);
+    assert!(m.contains("metric_value"), "{m}");
+    let vegeta = "1795271908965161422,200,35857235\n";
+    let m = broken(PeerTool::Vegeta, "vegeta.csv", vegeta);
+    assert!(m.contains("vegeta.csv:1"), "{m}");
+    let m = broken(
+        PeerTool::Vegeta,
+        "vegeta2.csv",
+        &fixture_text("hey/healthy.csv"),
+    );
+    assert!(m.contains("vegeta2.csv:1"), "{m}");
+}
+
+#[test]
+fn bad_numbers_name_the_field() {
+    let vegeta = fixture_text("vegeta/mixed.csv").replacen(",200,", ",2OO,", 1);
+    let m = broken(PeerTool::Vegeta, "v.csv", &vegeta);
+    assert!(m.contains("v.csv:1") && m.contains("code"), "{m}");
+    let k6 = fixture_text("k6/constant-vus.csv").replacen(",10.", ",ten", 1);
+    let m = broken(PeerTool::K6, "k.csv", &k6);
+    assert!(m.contains("metric_value"), "{m}");
+}
+
+#[test]
+fn wrong_file_counts_are_refused() {
+    let two = [fixture("wrk/healthy.txt"), fixture("wrk/hiccup.txt")];
+    let m = import(PeerTool::Wrk, &two, &ctx(Mode::Closed))
+        .unwrap_err()
+        .to_string();
+    assert!(m.contains("one text output"), "{m}");
+    let m = import(PeerTool::K6, &[], &ctx(Mode::Closed))
+        .unwrap_err()
+        .to_string();
+    assert!(m.contains("no files"), "{m}");
+    let m = import(
+        PeerTool::Locust,
+        &[fixture("locust/healthy_failures.csv")],
+        &ctx(Mode::Closed),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(m.contains("_stats.csv"), "{m}");
+}
