@@ -13,6 +13,7 @@
 //! after-the-fact correction, hey's CSV omitting transport errors) goes into `import.notes`, and
 //! dropped requests are counted as never sent, never lost.
 //!
+//! [`runners`] builds each tool's command line for a given rate, duration and pool.
 #![forbid(unsafe_code)]
 
 mod ab;
@@ -25,6 +26,7 @@ mod k6;
 mod locust;
 mod oha;
 mod parse;
+pub mod runners;
 mod vegeta;
 mod wrk;
 
