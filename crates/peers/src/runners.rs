@@ -117,20 +117,40 @@ fn split_url(url: &str) -> (String, String) {
     }
 }
 
+/// ab's request cap for a timed run. ab sizes an array of results by `-n` up front (a huge
+/// `-n` fails to allocate), and `-t` alone caps at 50000; so: twice what the nominal rate
+/// would send, at least 50000.
+fn ab_requests(rate: f64, secs: u64) -> u64 {
+    ((2.0 * rate.max(0.0) * secs as f64).ceil() as u64).max(50_000)
+}
+
 /// ab: a closed loop of `-c` keep-alive connections for `-t` seconds.
 pub fn ab(spec: &RunSpec) -> RunnerPlan {
     let csv = spec.out_dir.join("ab.csv");
     let text = spec.out_dir.join("ab.txt");
-    let secs = whole_seconds(spec.duration).to_string();
+    let secs = whole_seconds(spec.duration);
+    let n = ab_requests(spec.rate, secs).to_string();
     let c = spec.connections.to_string();
-    // -t implies -n 50000; a later -n lifts that cap so only the time limit ends the run.
-    let mut argv = args(["ab", "-k", "-c", &c, "-t", &secs, "-n", "2147483647", "-e"]);
+    let mut argv = args([
+        "ab",
+        "-k",
+        "-c",
+        &c,
+        "-t",
+        &secs.to_string(),
+        "-n",
+        &n,
+        "-e",
+    ]);
     argv.extend([path_arg(&csv), spec.url.clone()]);
     let mut plan = RunnerPlan::new(PeerTool::Ab, Mode::Closed, argv);
     plan.stdout = Some(text.clone());
     plan.files = vec![csv, text];
     plan.limitations = vec![
-        "ab cannot bound a run by duration and count together: it runs for the duration".into(),
+        format!(
+            "ab cannot bound a run by duration alone: it stops at -t or after {n} requests, \
+             whichever comes first"
+        ),
         "ab has no rate: it is a closed loop".into(),
         "ab speaks HTTP/1.0 (keep-alive with -k)".into(),
     ];
@@ -496,12 +516,17 @@ mod tests {
         let p = ab(&spec());
         assert_eq!(
             argv(&p),
-            "ab -k -c 10 -t 3 -n 2147483647 -e /tmp/out/ab.csv http://127.0.0.1:8080/api"
+            "ab -k -c 10 -t 3 -n 50000 -e /tmp/out/ab.csv http://127.0.0.1:8080/api"
         );
+        let fast = ab(&RunSpec {
+            rate: 20_000.0,
+            ..spec()
+        });
+        assert!(argv(&fast).contains("-t 3 -n 120000"), "{}", argv(&fast));
         assert_eq!(p.stdout, Some(PathBuf::from("/tmp/out/ab.txt")));
         assert_eq!(p.files.len(), 2);
         assert_eq!(p.mode, Mode::Closed);
-        assert!(p.limitations[0].contains("duration and count together"));
+        assert!(p.limitations[0].contains("whichever comes first"));
     }
 
     #[test]
