@@ -40,11 +40,17 @@ pub(crate) fn import(inputs: &[Input], ctx: &ImportContext) -> Result<RunResult,
         s.latency.max = s.latency.percentiles.last().map(|p| p.1);
     }
     let sources: Vec<_> = inputs.iter().map(|i| i.path.clone()).collect();
-    s.notes.push(
+    // ab prints "Keep-Alive requests:" only when run with -k.
+    let keep_alive = texts
+        .first()
+        .is_some_and(|t| t.text.contains("Keep-Alive requests:"));
+    s.notes.push(if keep_alive {
+        "ab is a closed loop (-k: connections kept alive)".to_string()
+    } else {
         "ab is a closed loop and, without -k, opens a connection per request: its times include \
          the connect"
-            .to_string(),
-    );
+            .to_string()
+    });
     Ok(build::summary(TOOL, s, ctx, &sources))
 }
 

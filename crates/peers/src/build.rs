@@ -126,7 +126,7 @@ pub(crate) fn per_request(
     // The tool's own lateness before its start stamp is unknown, not zero.
     result.histograms.dispatch_lag = None;
     data.notes.push(format!(
-        "each request is due at {tool}'s own start stamp: any lateness of {tool} before that \
+        "each request is due when {tool} stamped it: any lateness of {tool} before its own \
          stamp is invisible"
     ));
     if data.samples.is_empty() {

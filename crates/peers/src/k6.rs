@@ -230,10 +230,13 @@ impl Export {
         // The export has no run time; http_reqs.rate is count / run time.
         s.elapsed = Duration::from_secs_f64(if rate > 0.0 { count as f64 / rate } else { 0.0 });
         s.latency = self.latency(input, count)?;
-        s.notes.push(
+        s.notes.extend([
             "k6's summary export has no run time: it is http_reqs.count / http_reqs.rate"
                 .to_string(),
-        );
+            "k6's summary export has only the percentiles k6 was asked for (summaryTrendStats; \
+             by default med, p(90) and p(95))"
+                .to_string(),
+        ]);
         Ok(s)
     }
 

@@ -203,6 +203,13 @@ fn final_tables(input: &Input, s: &mut Summary) -> Result<(), ImportError> {
         ));
     }
     s.latency.count = count;
+    let rate = parts.get(2).and_then(|r| r.split_whitespace().next());
+    if let Some(rate) = rate {
+        let rps: f64 = field(input, line, "req/s", rate)?;
+        if rps > 0.0 {
+            s.elapsed = Duration::from_secs_f64(count as f64 / rps);
+        }
+    }
     if let Some(times) = parts.get(1) {
         let t: Vec<&str> = times.split_whitespace().collect();
         let [avg, min, max, _med] = t[..] else {

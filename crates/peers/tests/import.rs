@@ -179,6 +179,10 @@ fn ab_csv_and_text() {
     assert_eq!(r.histograms.response.min, 10_261_000);
     assert_eq!(r.histograms.response.max, 20_066_000);
     assert_eq!(r.elapsed_ns, 1_688_000_000);
+    assert!(
+        notes(&r).contains("opens a connection per request"),
+        "run without -k"
+    );
 }
 
 #[test]
@@ -460,6 +464,13 @@ fn locust_printout_has_the_final_counts() {
     );
     assert_eq!(r.counts.completed, 188);
     assert_eq!(p(&r, 99.0), 19 * MS);
+    assert_eq!(r.histograms.response.max, 22 * MS, "the printout's Max");
+    // The printout's 188 requests at 100.07 req/s.
+    assert!(
+        (1_878 * MS..1_880 * MS).contains(&r.elapsed_ns),
+        "{}",
+        r.elapsed_ns
+    );
     assert!(notes(&r).contains("CSV counts 100 requests, its final printout 188"));
 }
 
