@@ -3,7 +3,7 @@
 //! [`import`] turns a peer tool's output files into a [`RunResult`], so `sojourn report` and
 //! `sojourn compare` can put wrk, k6 or vegeta next to sojourn's own runs. Two depths:
 //!
-//! - **per request** (vegeta and hey CSV, k6 CSV, fortio's access log): every request is
+//! - **per request** (vegeta, hey, k6 and oha CSV, fortio's access log): every request is
 //!   replayed through [`sojourn_core::Recorder`] with the tool's own start time as its due time,
 //!   so histograms and timelines are real measurements of what the tool did;
 //! - **summary** (wrk and wrk2 text, ab, the JSON reports, locust): only the percentiles the
@@ -127,7 +127,7 @@ pub struct ImportContext {
 /// | hey | the `-o csv` file (per request), and/or the text summary |
 /// | vegeta | `vegeta encode --to csv` (per request) or `vegeta report -type=json` |
 /// | k6 | `--out csv=` (per request) or `--summary-export` JSON |
-/// | oha | `--output-format json` |
+/// | oha | `--output-format csv` (per request) and/or `--output-format json` (summary) |
 /// | fortio | the `-access-log-file` JSON lines (per request) and/or the `-json` result |
 /// | locust | the `--csv` `*_stats.csv`, optionally `*_failures.csv` |
 pub fn import(
