@@ -12,6 +12,7 @@ use std::time::Duration;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 
+use crate::conformance::GapRecord;
 use crate::outcome::{FailureClass, FailureCounts, Outcome};
 use crate::units::nanos;
 
@@ -271,6 +272,9 @@ pub struct Recorder {
     /// no interval of the timeline, so a warm-up trim keeps them apart.
     unfinished: Histogram<u64>,
     timeline: Timeline,
+    /// The gaps between this sender's consecutive sends, on the schedule's own clock.
+    gaps: GapRecord,
+    last_send: Option<f64>,
 }
 
 impl Recorder {
@@ -282,6 +286,17 @@ impl Recorder {
             censored: new_histogram(),
             unfinished: new_histogram(),
             timeline: Timeline::new(interval),
+            gaps: GapRecord::new(),
+            last_send: None,
+        }
+    }
+
+    /// A request left for the server when the schedule expected `expected` arrivals of this
+    /// sender so far (Λ(t) of its share of the schedule). The difference from the previous
+    /// send is one rescaled gap: Exp(1) for Poisson, exactly 1 for a constant rate.
+    pub fn record_send_at(&mut self, expected: f64) {
+        if let Some(last) = self.last_send.replace(expected) {
+            self.gaps.record(expected - last);
         }
     }
 
@@ -392,6 +407,7 @@ impl Recorder {
         let mut tally = Tally::default();
         let mut censored = new_histogram();
         let mut unfinished = new_histogram();
+        let mut gaps = GapRecord::new();
         let mut width = Duration::from_secs(1);
         let mut records = Vec::new();
         for r in recorders {
@@ -399,6 +415,7 @@ impl Recorder {
             tally.merge(&r.tally);
             add(&mut censored, &r.censored);
             add(&mut unfinished, &r.unfinished);
+            gaps.merge(&r.gaps);
             width = r.timeline.width;
             records.extend(r.timeline.into_records());
         }
@@ -407,6 +424,7 @@ impl Recorder {
             tally,
             censored,
             unfinished,
+            gaps,
             interval: width,
             intervals: merge_intervals(records),
         }
@@ -456,6 +474,8 @@ pub struct Measurements {
     pub censored: Histogram<u64>,
     /// The part of `censored` still in flight or never sent at the end (in no interval).
     pub unfinished: Histogram<u64>,
+    /// Rescaled gaps between consecutive sends of each sender (open loop only).
+    pub gaps: GapRecord,
     pub interval: Duration,
     pub intervals: Vec<IntervalRecord>,
 }

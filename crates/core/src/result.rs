@@ -10,6 +10,10 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::check::Checks;
+use crate::evidence::{
+    conformance_of, interval_medians, intervals_of, steady_state_of, Ci, CiSet, Conformance,
+    Statistics, Thin, WarmupMethod, WarmupTrim,
+};
 use crate::record::{bound_at, Bound, IntervalRecord, Measurements};
 use crate::units::nanos;
 
@@ -139,7 +143,7 @@ impl Percentiles {
     }
 }
 
-fn percentile_key(p: f64) -> String {
+pub fn percentile_key(p: f64) -> String {
     let s = format!("{p}");
     s.trim_end_matches(".0").to_string()
 }
@@ -184,6 +188,13 @@ pub struct HistogramSummary {
     /// requests or timeouts could move them.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub lower_bounds: Vec<String>,
+    /// A distribution-free confidence interval for each percentile (absent for imported
+    /// summaries, which carry no histogram to compute one from).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub ci: Option<CiSet>,
+    /// Percentiles with fewer than ten samples beyond them: not meaningful at this run size.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub thin: BTreeMap<String, Thin>,
     /// The whole histogram: HdrHistogram V2 compressed, base64 (as in .hlog files).
     pub hdr: String,
 }
@@ -195,6 +206,7 @@ impl HistogramSummary {
             .iter()
             .map(|&p| (p, bound_at(h, censored, p)))
             .collect();
+        let (ci, thin) = intervals_of(h, censored, &PERCENTILES, percentile_key);
         HistogramSummary {
             unit: "ns".into(),
             count: h.len(),
@@ -208,8 +220,24 @@ impl HistogramSummary {
                 .filter(|(_, b)| b.lower_bound)
                 .map(|(p, _)| percentile_key(*p))
                 .collect(),
+            ci,
+            thin,
             hdr: encode_base64(h),
         }
+    }
+
+    /// The confidence interval at `p`, when there is one.
+    pub fn ci_at(&self, p: f64) -> Option<Ci> {
+        self.ci
+            .as_ref()?
+            .percentiles
+            .get(&percentile_key(p))
+            .copied()
+    }
+
+    /// The sample-size warning at `p`, when it rests on too few samples.
+    pub fn thin_at(&self, p: f64) -> Option<Thin> {
+        self.thin.get(&percentile_key(p)).copied()
     }
 
     /// The value at `p` and whether it is only a lower bound.
@@ -324,6 +352,9 @@ pub struct RunResult {
     /// Wall-clock time of the run's start (Unix epoch, ns), when it ran in real time.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub started_unix_ns: Option<u64>,
+    /// Arrival conformance, steady state and any warm-up trim.
+    #[serde(default)]
+    pub statistics: Statistics,
     /// Where an imported peer tool's result came from; `None` for sojourn's own runs.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub import: Option<ImportInfo>,
@@ -372,6 +403,9 @@ impl RunResult {
         let answered = m.tally.completed + m.tally.failed.total();
         let has_dispatch = facts.mode == Mode::Open;
         let none = crate::record::new_histogram();
+        let conformance = has_dispatch
+            .then(|| run_conformance(m, &facts.config))
+            .flatten();
         RunResult {
             schema: SCHEMA.into(),
             tool: Tool::sojourn(),
@@ -413,9 +447,68 @@ impl RunResult {
             elapsed_ns: nanos(facts.elapsed),
             interrupted: facts.interrupted,
             started_unix_ns: None,
+            statistics: Statistics {
+                steady_state: steady_state_of(&interval_medians(&m.intervals, m.interval)),
+                conformance,
+                warmup: None,
+            },
             import: None,
         }
     }
+}
+
+/// A warm-up to leave out of the summary histograms (`--warmup auto|D`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum WarmupRequest {
+    /// As long as MSER finds on the per-interval medians (possibly nothing).
+    Auto,
+    /// Exactly this long from the start, rounded up to a whole interval.
+    Fixed(Duration),
+}
+
+impl RunResult {
+    /// [`RunResult::build`], with the warm-up left out of the percentiles when one is asked
+    /// for. The counts, rates and timeline still cover the whole run, and the steady-state
+    /// verdict is the whole run's.
+    pub fn build_with_warmup(
+        m: &Measurements,
+        facts: RunFacts,
+        warmup: Option<WarmupRequest>,
+    ) -> RunResult {
+        let Some(request) = warmup else {
+            return RunResult::build(m, facts);
+        };
+        let (until, method) = match request {
+            WarmupRequest::Fixed(d) => (d, WarmupMethod::Fixed),
+            WarmupRequest::Auto => {
+                let found = steady_state_of(&interval_medians(&m.intervals, m.interval))
+                    .map_or(0, |s| s.warmup_ns);
+                (Duration::from_nanos(found), WarmupMethod::Auto)
+            }
+        };
+        let (kept, trimmed) = m.without_warmup(until);
+        let mut result = RunResult::build(&kept, facts);
+        result.statistics.warmup = Some(WarmupTrim {
+            method,
+            until_ns: nanos(trimmed.until),
+            requests: trimmed.requests,
+        });
+        result
+    }
+}
+
+/// The conformance of an open-loop run's sends to its configured arrival process.
+fn run_conformance(m: &Measurements, config: &RunConfig) -> Option<Conformance> {
+    let arrival = config.arrival.as_deref()?;
+    // A ramp's slot shrinks as it climbs: judge it at its mean rate.
+    let rate = match config.ramp_to {
+        Some(to) => (config.rate? + to) / 2.0,
+        None => config.rate?,
+    };
+    let senders = f64::from(config.threads.unwrap_or(1).max(1));
+    let lane_interval = Duration::from_secs_f64(senders / rate.max(1e-9));
+    let lag_p99 = m.hist.send_lag.value_at_quantile(0.99);
+    conformance_of(arrival, &m.gaps, lane_interval, lag_p99)
 }
 
 #[cfg(test)]
