@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sojourn_core::{FailureClass, Outcome, Recorder, RequestSample, Stamps};
+use sojourn_core::{FailureClass, Outcome, Recorder, RequestSample, Schedule, Stamps};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -47,6 +47,23 @@ pub struct LaneConfig {
     pub cancel: CancellationToken,
     /// Where finished requests' samples go, when per-request samples were asked for.
     pub samples: Option<std::sync::mpsc::Sender<RequestSample>>,
+    /// Open loop: the arrival process this lane's sends are tested against.
+    pub arrivals: Option<Arrivals>,
+}
+
+/// One sender's share of a schedule, as the conformance test sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Arrivals {
+    pub schedule: Schedule,
+    /// How many senders split the schedule: each expects 1/senders of its arrivals.
+    pub senders: usize,
+}
+
+impl Arrivals {
+    /// Λ(t) of this sender's share: how many of its requests were due by `t`.
+    fn expected_by(&self, t: Duration) -> f64 {
+        self.schedule.expected_by(t) / self.senders.max(1) as f64
+    }
 }
 
 pub struct Lane<T: Transport> {
@@ -125,6 +142,7 @@ impl<T: Transport> Lane<T> {
                 Err(class) => return Outcome::Failed(class),
             },
         };
+        self.note_send();
         match conn.exchange(&track.sent).await {
             Ok(outcome) => {
                 self.park(conn);
@@ -132,6 +150,15 @@ impl<T: Transport> Lane<T> {
             }
             Err(ExchangeError::Stale) => self.retry_fresh(track).await,
             Err(ExchangeError::Failed(class)) => Outcome::Failed(class),
+        }
+    }
+
+    /// A request is leaving now: one gap for the conformance test. (A retry on a fresh
+    /// connection is the same request, so it is not noted again.)
+    fn note_send(&self) {
+        if let Some(a) = &self.cfg.arrivals {
+            let expected = a.expected_by(self.now());
+            self.recorder.borrow_mut().record_send_at(expected);
         }
     }
 

@@ -1,6 +1,7 @@
 //! Turning a finished run into the shared result document.
 
 use sojourn_core::check::{assess_closed, assess_open};
+use sojourn_core::result::WarmupRequest;
 use sojourn_core::{nanos, Mode, RunConfig, RunFacts, RunResult};
 
 use crate::run::{Load, Plan, RunReport};
@@ -24,7 +25,13 @@ pub fn config(plan: &Plan, target: Option<String>) -> RunConfig {
 
 /// Builds the result document, with the self-check for open loops and the back-filled
 /// estimate for closed ones.
-pub fn build(plan: &Plan, report: &RunReport, label: &str, target: Option<String>) -> RunResult {
+pub fn build(
+    plan: &Plan,
+    report: &RunReport,
+    label: &str,
+    target: Option<String>,
+    warmup: Option<WarmupRequest>,
+) -> RunResult {
     let m = &report.measurements;
     let (mode, checks, backfill_interval) = match plan.load {
         Load::Open(_) => {
@@ -53,7 +60,7 @@ pub fn build(plan: &Plan, report: &RunReport, label: &str, target: Option<String
         checks,
         backfill_interval,
     };
-    let mut result = RunResult::build(m, facts);
+    let mut result = RunResult::build_with_warmup(m, facts, warmup);
     result.started_unix_ns = report
         .started
         .duration_since(std::time::UNIX_EPOCH)

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::closed::ClosedWorker;
-use crate::lane::{Lane, LaneConfig};
+use crate::lane::{Arrivals, Lane, LaneConfig};
 use crate::open::{OpenWorker, WorkerReport};
 use crate::progress::Progress;
 use crate::transport::Transport;
@@ -88,6 +88,13 @@ pub fn execute<T: Transport>(
                     worker: w,
                     cancel: cancel.clone(),
                     samples: plan.samples.clone(),
+                    arrivals: match plan.load {
+                        Load::Open(schedule) => Some(Arrivals {
+                            schedule,
+                            senders: workers,
+                        }),
+                        Load::Closed(_) => None,
+                    },
                 };
                 let transport = transport.clone();
                 std::thread::Builder::new()

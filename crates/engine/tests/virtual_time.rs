@@ -3,9 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use sojourn_core::conformance::poisson_fit;
 use sojourn_core::{Arrival, End, FailureClass, Measurements, Rate, Recorder, Schedule};
 use sojourn_engine::closed::ClosedWorker;
-use sojourn_engine::lane::{Lane, LaneConfig};
+use sojourn_engine::lane::{Arrivals, Lane, LaneConfig};
 use sojourn_engine::open::{OpenWorker, WorkerReport};
 use sojourn_engine::sleeper::TokioSleeper;
 use sojourn_engine::{FnTransport, Progress, Transport};
@@ -42,6 +43,7 @@ fn lane<T: Transport>(
         worker: 0,
         cancel,
         samples: None,
+        arrivals: None,
     };
     Lane::new(transport, cfg)
 }
@@ -250,6 +252,80 @@ async fn cancelling_mid_stall_accounts_for_every_due_request() {
             // Everything sent into the stall is still out: censored, at least end − intended.
             assert!(m.tally.censored > 490, "censored: {}", m.tally.censored);
             assert!(m.response_at(100.0).lower_bound);
+        })
+        .await;
+}
+
+/// A Poisson run at 10 req/s for 60 s against a server stalled from 20 s to 30 s, with the lane
+/// testing its sends. (Slow, because tokio's timer rounds sleeps to whole milliseconds even in
+/// virtual time: at 10 req/s that rounding is 1 % of a gap, not the whole gap.)
+async fn poisson_sends(connections: usize) -> Measurements {
+    let t0 = Instant::now();
+    let schedule = Schedule::new(
+        Arrival::Poisson { seed: 7 },
+        Rate::per_second(10.0).unwrap(),
+        End::After(ms(60_000)),
+    )
+    .unwrap();
+    let stalled = FnTransport::new(move || async move {
+        tokio::time::sleep(ms(5)).await;
+        let reach = Instant::now() - t0;
+        if reach >= ms(20_000) && reach < ms(30_000) {
+            tokio::time::sleep_until(t0 + ms(30_000)).await;
+        }
+        Ok(200)
+    });
+    let cfg = LaneConfig {
+        t0,
+        timeout: ms(5000),
+        interval: Duration::from_secs(1),
+        progress: Progress::new(1),
+        worker: 0,
+        cancel: CancellationToken::new(),
+        samples: None,
+        arrivals: Some(Arrivals {
+            schedule,
+            senders: 1,
+        }),
+    };
+    let worker = OpenWorker {
+        lane: Lane::new(stalled, cfg),
+        connections,
+        schedule_end: ms(60_000),
+        timeout: ms(5000),
+    };
+    let mut report = worker.run(schedule.iter(), &mut TokioSleeper).await;
+    Recorder::merge_all([std::mem::replace(
+        &mut report.lane.recorder,
+        Recorder::new(Duration::from_secs(1)),
+    )])
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn sends_conform_to_poisson_until_a_small_pool_bunches_them() {
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async {
+            // Enough connections: every request leaves when due, stall or not.
+            let ample = poisson_sends(2000).await;
+            let fit = poisson_fit(&ample.gaps).expect("hundreds of gaps");
+            assert_eq!(
+                fit.n,
+                ample.tally.accounted() - 1,
+                "one gap per send but the first"
+            );
+            assert!(fit.conforms, "sent as scheduled: {fit:?}");
+            // One connection: during the stall the ~100 due requests wait for it and then leave
+            // back to back, so the server sees a burst, not Poisson arrivals.
+            let small = poisson_sends(1).await;
+            assert_eq!(
+                small.tally.accounted(),
+                ample.tally.accounted(),
+                "nothing lost"
+            );
+            let fit = poisson_fit(&small.gaps).expect("hundreds of gaps");
+            assert!(!fit.conforms, "a burst of ~100 sends: {fit:?}");
+            assert!(fit.d > 0.1, "a sixth of the gaps are tiny: {fit:?}");
         })
         .await;
 }
