@@ -299,7 +299,7 @@ fn summary_section(page: &mut String, views: &[RunView]) {
         let _ = write!(page, "<th>{}{}</th>", swatch(v.look), escape(&v.name()));
     }
     page.push_str("</tr></thead>\n<tbody>\n");
-    let rows: [(&str, Cell); 12] = [
+    let rows: [(&str, Cell); 14] = [
         ("tool", |r| {
             escape(&format!("{} {}", r.tool.name, r.tool.version))
         }),
@@ -326,6 +326,8 @@ fn summary_section(page: &mut String, views: &[RunView]) {
             count(r.counts.waited_for_connection)
         }),
         ("generator self-check", verdict),
+        ("arrivals vs the schedule", conformance),
+        ("steady state", steady),
     ];
     for (name, cell) in rows {
         let _ = write!(page, "<tr><th>{name}</th>");
@@ -379,12 +381,53 @@ fn verdict(r: &RunResult) -> String {
     }
 }
 
+fn conformance(r: &RunResult) -> String {
+    match &r.statistics.conformance {
+        None => "<span class=\"muted\">n/a</span>".into(),
+        Some(c) if c.conforms => format!(
+            "<span class=\"ok\">conform to {}</span>",
+            escape(&c.process)
+        ),
+        Some(c) => format!(
+            "<span class=\"bad\">DO NOT conform to {}</span>",
+            escape(&c.process)
+        ),
+    }
+}
+
+fn steady(r: &RunResult) -> String {
+    let s = &r.statistics;
+    let trimmed = s
+        .warmup
+        .map(|w| format!(" (warm-up of {} trimmed)", format_ns(w.until_ns)));
+    match &s.steady_state {
+        None => "<span class=\"muted\">too short to tell</span>".into(),
+        Some(ss) if ss.rising => "<span class=\"bad\">NOT STEADY: still rising</span>".into(),
+        Some(ss) if ss.warmup_intervals > 0 && trimmed.is_none() => format!(
+            "<span class=\"bad\">warm-up of {} not trimmed</span>",
+            format_ns(ss.warmup_ns)
+        ),
+        Some(_) => format!(
+            "<span class=\"ok\">steady{}</span>",
+            trimmed.unwrap_or_default()
+        ),
+    }
+}
+
 fn notes(page: &mut String, views: &[RunView]) {
     let mut items = String::new();
     for v in views {
         let r = v.r();
         for n in &r.checks.notes {
             let _ = write!(items, "<li><b>{}</b>: {}</li>", escape(&r.label), escape(n));
+        }
+        for line in crate::text::statistics(r).lines() {
+            let _ = write!(
+                items,
+                "<li><b>{}</b>: {}</li>",
+                escape(&r.label),
+                escape(line)
+            );
         }
         if r.interrupted {
             let _ = write!(
@@ -441,11 +484,12 @@ fn percentile_section(page: &mut String, views: &[RunView]) {
     for (p, name) in TABLE_PERCENTILES {
         let _ = write!(page, "<tr><th>{name}</th>");
         let cells: Vec<Option<(u64, bool)>> = views.iter().map(|v| value_at(v, p)).collect();
-        for c in &cells {
+        for (c, v) in cells.iter().zip(views) {
             let _ = write!(
                 page,
-                "<td>{}</td>",
-                c.map_or("—".into(), |(v, lb)| latency(v, lb))
+                "<td>{}{}</td>",
+                c.map_or("—".into(), |(v, lb)| latency(v, lb)),
+                evidence(&v.r().histograms.response, p)
             );
         }
         for c in cells.iter().skip(1) {
@@ -453,7 +497,34 @@ fn percentile_section(page: &mut String, views: &[RunView]) {
         }
         page.push_str("</tr>\n");
     }
-    page.push_str("</tbody>\n</table>\n<p class=\"muted\">A value marked ≥ is only a lower bound: requests still unanswered when the run ended (or timed out) are counted at the time they had waited so far, and could have taken longer.</p>\n</section>\n");
+    page.push_str("</tbody>\n</table>\n<p class=\"muted\">A value marked ≥ is only a lower bound: requests still unanswered when the run ended (or timed out) are counted at the time they had waited so far, and could have taken longer. Under each value, its 95% confidence interval from order statistics (no assumption about the distribution); a percentile with fewer than ten samples beyond it is marked not meaningful.</p>\n</section>\n");
+}
+
+/// The interval under a percentile, and a warning when too few samples lie beyond it.
+fn evidence(h: &HistogramSummary, p: f64) -> String {
+    let mut out = String::new();
+    if let Some(ci) = h.ci_at(p) {
+        let hi = if ci.hi_open {
+            format!("≥ {}", format_ns(ci.hi))
+        } else {
+            format_ns(ci.hi)
+        };
+        let _ = write!(
+            out,
+            "<br><small class=\"ci\" title=\"{:.0}% confidence interval (order statistics)\">[{}, {hi}]</small>",
+            h.ci.as_ref().map_or(95.0, |s| s.level * 100.0),
+            format_ns(ci.lo)
+        );
+    }
+    if let Some(t) = h.thin_at(p) {
+        let _ = write!(
+            out,
+            "<br><small class=\"bad\" title=\"{}\">{:.2} beyond: not meaningful</small>",
+            escape(&crate::text::thin_warning(p, t)),
+            t.beyond
+        );
+    }
+    out
 }
 
 fn value_at(v: &RunView, p: f64) -> Option<(u64, bool)> {

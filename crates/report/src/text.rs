@@ -27,6 +27,150 @@ pub fn cell(h: &HistogramSummary, p: f64) -> String {
     }
 }
 
+/// A value with its confidence interval in the value's own unit: `194.60 ms [191.00, 197.90]`.
+/// An open upper end (censored or beyond the data) reads `≥198.00`.
+pub fn with_interval(h: &HistogramSummary, p: f64) -> String {
+    let value = cell(h, p);
+    let Some(ci) = h.ci_at(p) else {
+        return value;
+    };
+    let reference = h.at(p).map_or(ci.hi, |b| b.value).max(1);
+    let (scale, decimals) = unit_of(reference);
+    let number = |ns: u64| format!("{:.*}", decimals, ns as f64 / scale);
+    let hi = if ci.hi_open {
+        format!("≥{}", number(ci.hi))
+    } else {
+        number(ci.hi)
+    };
+    format!("{value} [{}, {hi}]", number(ci.lo))
+}
+
+/// The scale and decimals [`format_ns`] would use for `ns`.
+fn unit_of(ns: u64) -> (f64, usize) {
+    match ns {
+        0..=999 => (1.0, 0),
+        1_000..=999_999 => (1e3, 1),
+        1_000_000..=999_999_999 => (1e6, 2),
+        _ => (1e9, 3),
+    }
+}
+
+/// The response percentiles with their intervals, and a warning for each that rests on too
+/// few samples.
+fn confidence(h: &HistogramSummary) -> String {
+    let mut out = String::new();
+    let Some(set) = &h.ci else {
+        return out;
+    };
+    let _ = writeln!(
+        out,
+        "response with {:.0}% confidence intervals (order statistics; they treat requests as independent, see docs/statistics.md):",
+        set.level * 100.0
+    );
+    let cells: Vec<String> = PERCENTILES
+        .iter()
+        .filter(|&&p| p < 100.0)
+        .map(|&p| format!("p{p} {}", with_interval(h, p)))
+        .collect();
+    let _ = writeln!(out, "  {}", cells.join("   "));
+    for &p in &PERCENTILES {
+        if let Some(t) = h.thin_at(p) {
+            let _ = writeln!(out, "  {}", thin_warning(p, t));
+        }
+    }
+    out
+}
+
+/// "p99.99: 1.35 samples above — not meaningful; run ≥ 100k requests".
+pub fn thin_warning(p: f64, t: sojourn_core::evidence::Thin) -> String {
+    format!(
+        "p{p}: {:.2} samples above — not meaningful; run ≥ {} requests",
+        t.beyond,
+        short_count(t.needed)
+    )
+}
+
+fn short_count(n: u64) -> String {
+    match n {
+        n if n >= 1_000_000 && n % 1_000_000 == 0 => format!("{}M", n / 1_000_000),
+        n if n >= 1_000 && n % 1_000 == 0 => format!("{}k", n / 1_000),
+        n => n.to_string(),
+    }
+}
+
+/// Arrival conformance, steady state and warm-up, one line each.
+pub fn statistics(r: &RunResult) -> String {
+    let mut out = String::new();
+    let s = &r.statistics;
+    if let Some(c) = &s.conformance {
+        let _ = writeln!(out, "arrivals  {}", conformance_line(c));
+    }
+    if let Some(w) = &s.warmup {
+        let how = match w.method {
+            sojourn_core::evidence::WarmupMethod::Auto => "found automatically",
+            sojourn_core::evidence::WarmupMethod::Fixed => "as asked",
+        };
+        let _ = writeln!(
+            out,
+            "warm-up   trimmed the first {} ({} requests, {how}) from the percentiles; the counts and timeline keep them",
+            format_ns(w.until_ns),
+            w.requests
+        );
+    }
+    if let Some(ss) = &s.steady_state {
+        let _ = writeln!(out, "steady    {}", steady_line(ss, s.warmup.is_some()));
+    }
+    out
+}
+
+fn conformance_line(c: &sojourn_core::evidence::Conformance) -> String {
+    let verdict = if c.conforms {
+        "sends conform"
+    } else {
+        "sends DO NOT conform"
+    };
+    let [p1, p50, p99] = c.gap_quantiles;
+    let gaps = format!("gaps p1/p50/p99 {p1:.2}/{p50:.2}/{p99:.2} of the scheduled spacing");
+    match (c.ks_distance, c.p_value, c.send_lag_p99_ns) {
+        (Some(d), Some(pv), _) => format!(
+            "{verdict} to Poisson: KS distance {d:.3} (tolerance {:.3}), p = {pv:.3}, {} gaps; {gaps}",
+            c.tolerance, c.gaps
+        ),
+        (_, _, Some(lag)) => format!(
+            "{verdict} to the constant schedule: send lag p99 {} (tolerance {}); {gaps}",
+            format_ns(lag),
+            format_ns(c.tolerance as u64)
+        ),
+        _ => verdict.to_string(),
+    }
+}
+
+fn steady_line(s: &sojourn_core::evidence::SteadyStateSummary, trimmed: bool) -> String {
+    let trend = match (s.trend_z, s.rise_ns) {
+        (Some(z), Some(rise)) => format!("Mann–Kendall z = {z:.1}, rise {}", signed_ns(rise)),
+        _ => "too few intervals for a trend test".into(),
+    };
+    if s.rising {
+        return format!(
+            "NOT STEADY: per-interval medians still rising ({trend}) over {} intervals",
+            s.intervals
+        );
+    }
+    match (s.warmup_intervals, trimmed) {
+        (0, _) => format!("steady: no warm-up, no trend in {} per-interval medians ({trend})", s.intervals),
+        (_, true) => format!("steady after the warm-up ({trend})"),
+        (_, false) => format!(
+            "WARM-UP: the first {} differ from the rest (MSER on per-interval medians); --warmup auto trims them ({trend})",
+            format_ns(s.warmup_ns)
+        ),
+    }
+}
+
+fn signed_ns(ns: f64) -> String {
+    let sign = if ns < 0.0 { "−" } else { "+" };
+    format!("{sign}{}", format_ns(ns.abs() as u64))
+}
+
 fn row(name: &str, h: &HistogramSummary, label_width: usize) -> String {
     let mut s = format!("{name:label_width$}");
     for p in PERCENTILES {
@@ -129,6 +273,9 @@ pub fn summary(r: &RunResult) -> String {
         let _ = writeln!(out, "≥ marks lower bounds: requests still unanswered at the end (or timed out) could only raise them");
     }
     let _ = writeln!(out);
+    out.push_str(&confidence(&h.response));
+    out.push_str(&statistics(r));
+    let _ = writeln!(out);
     let verdict = match r.checks.generator {
         GeneratorVerdict::Ok => "generator ok: requests went out on schedule".to_string(),
         GeneratorVerdict::Behind => "generator BEHIND (see below)".to_string(),
@@ -214,7 +361,61 @@ mod tests {
             assert!(text.contains(col), "column {col}");
         }
         assert!(text.contains("10.00 ms"), "{text}");
-        assert!(!text.contains('≥'), "nothing censored, nothing marked");
+        let table = text
+            .lines()
+            .find(|l| l.starts_with("response (from"))
+            .unwrap();
+        assert!(!table.contains('≥'), "nothing censored, nothing marked");
+    }
+
+    #[test]
+    fn summary_shows_intervals_and_thin_percentiles() {
+        let r = result(false);
+        let text = summary(&r);
+        // 1,000 answers: p99 has ten beyond it, p99.9 one, p99.99 a tenth.
+        let ci = r
+            .histograms
+            .response
+            .ci_at(99.0)
+            .expect("an interval at p99");
+        assert!(ci.lo <= r.histograms.response.percentiles.get(99.0).unwrap());
+        assert!(text.contains(&format!(
+            "p99 {}",
+            with_interval(&r.histograms.response, 99.0)
+        )));
+        assert!(
+            text.contains("p99.99: 0.10 samples above — not meaningful; run ≥ 100k requests"),
+            "{text}"
+        );
+        assert!(
+            text.contains("p99.9: 1.00 samples above — not meaningful; run ≥ 10k requests"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("p99: "),
+            "p99 rests on ten samples: no warning\n{text}"
+        );
+    }
+
+    #[test]
+    fn an_interval_reads_in_its_value_unit() {
+        let mut h = result(false).histograms.response;
+        let p = 99.0;
+        let ci = sojourn_core::evidence::Ci {
+            lo: 191_000_000,
+            hi: 197_900_000,
+            hi_open: false,
+        };
+        h.percentiles.0.retain(|(q, _)| *q != p);
+        h.percentiles.0.push((p, 194_600_000));
+        h.ci.as_mut().unwrap().percentiles.insert("99".into(), ci);
+        assert_eq!(with_interval(&h, p), "194.60 ms [191.00, 197.90]");
+        let open = sojourn_core::evidence::Ci {
+            hi_open: true,
+            ..ci
+        };
+        h.ci.as_mut().unwrap().percentiles.insert("99".into(), open);
+        assert_eq!(with_interval(&h, p), "194.60 ms [191.00, ≥197.90]");
     }
 
     #[test]
