@@ -62,6 +62,17 @@ pub fn positive_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// Parses a `Name: value` header.
+/// `--warmup`: `auto` (found from the timeline by MSER) or a duration to trim.
+pub fn warmup(text: &str) -> Result<sojourn_core::result::WarmupRequest, String> {
+    use sojourn_core::result::WarmupRequest;
+    if text.eq_ignore_ascii_case("auto") {
+        return Ok(WarmupRequest::Auto);
+    }
+    positive_duration(text)
+        .map(WarmupRequest::Fixed)
+        .map_err(|e| format!("{e}; or `auto` to find the warm-up from the timeline"))
+}
+
 pub fn header(text: &str) -> Result<(String, String), String> {
     match text.split_once(':') {
         Some((name, value)) if !name.trim().is_empty() => {

@@ -28,6 +28,8 @@ pub enum Command {
     Sweep(Box<crate::sweep::SweepArgs>),
     /// Turn result files into one self-contained HTML report with plots.
     Report(crate::report::ReportArgs),
+    /// Compare two runs' tails: per-percentile differences with bootstrap intervals.
+    Diff(Box<crate::diff::DiffArgs>),
 }
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -39,5 +41,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report(args) => crate::report::run(args),
         Command::Sim(args) => crate::sim::run(*args),
         Command::Sweep(args) => crate::sweep::run(*args),
+        Command::Diff(args) => crate::diff::run(*args),
     }
 }

@@ -70,6 +70,7 @@ fn run_args(a: &CompareArgs, closed: bool) -> RunArgs {
             "open loop".into()
         }),
         strict: false,
+        warmup: None,
         timer_spin: Duration::from_micros(100),
         hgrm: None,
         hlog: None,
@@ -96,8 +97,14 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
             v.label,
             humantime::format_duration(a.duration)
         );
-        let result =
-            crate::run::execute(&rt, &v.plan, transport, &v.label, v.request.url.as_str())?;
+        let result = crate::run::execute(
+            &rt,
+            &v.plan,
+            transport,
+            &v.label,
+            v.request.url.as_str(),
+            None,
+        )?;
         if let Some(path) = &v.json {
             crate::run::write_json(path, &result)?;
         }

@@ -60,10 +60,10 @@ pub struct DemoOutcome {
 }
 
 /// One loop's measurement: its result, the server's truth log, and dots for the timeline.
-struct Measured {
-    result: RunResult,
-    truth: Vec<TruthRecord>,
-    dots: Vec<Sample>,
+pub struct Measured {
+    pub result: RunResult,
+    pub truth: Vec<TruthRecord>,
+    pub dots: Vec<Sample>,
 }
 
 pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
@@ -98,14 +98,18 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Built-in events placed inside a short run, unless the user placed them: the hiccup at 40 %
-/// of the run, the ramp over the same share of the run as in its 60 s seed.
 fn fitted_sets(a: &DemoArgs) -> Vec<String> {
-    let mut sets = a.set.clone();
-    let secs = a.duration.as_secs_f64();
-    let unset = |key: &str| !a.set.iter().any(|s| s.starts_with(&format!("{key}=")));
+    fit_events(&a.scenario, &a.set, a.duration)
+}
+
+/// Built-in events placed inside a run of `duration`, unless the user placed them: the hiccup
+/// at 40 % of the run, the ramp over the same share of the run as in its 60 s seed.
+pub fn fit_events(scenario: &str, user_sets: &[String], duration: Duration) -> Vec<String> {
+    let mut sets = user_sets.to_vec();
+    let secs = duration.as_secs_f64();
+    let unset = |key: &str| !user_sets.iter().any(|s| s.starts_with(&format!("{key}=")));
     let mut fit = |key: &str, at: f64| {
-        if a.scenario == key.split('.').next().unwrap_or_default() && unset(key) {
+        if scenario == key.split('.').next().unwrap_or_default() && unset(key) {
             sets.push(format!("{key}={}ms", (at * secs * 1000.0).round() as u64));
         }
     };
@@ -116,7 +120,7 @@ fn fitted_sets(a: &DemoArgs) -> Vec<String> {
     sets
 }
 
-fn default_rate(scenario: &str) -> f64 {
+pub fn default_rate(scenario: &str) -> f64 {
     match scenario {
         "every-nth" => 450.0,
         "bimodal" => 20.0,
@@ -177,7 +181,8 @@ pub fn measure(
     })
 }
 
-fn against_fresh_server(
+/// Runs `plan` against a fresh embedded server of `scenario`.
+pub fn against_fresh_server(
     rt: &tokio::runtime::Runtime,
     scenario: &Scenario,
     plan: &Plan,
@@ -204,7 +209,7 @@ fn against_fresh_server(
         samples: Some(tx),
         ..plan.clone()
     };
-    let result = crate::run::execute(rt, &plan, transport, label, &url);
+    let result = crate::run::execute(rt, &plan, transport, label, &url, None);
     drop(plan);
     let dots = dots
         .join()

@@ -5,6 +5,7 @@ mod args;
 mod cli;
 mod compare;
 mod demo;
+mod diff;
 mod embedded;
 mod exit;
 mod outputs;

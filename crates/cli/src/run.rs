@@ -76,9 +76,15 @@ pub struct RunArgs {
     /// A name for this run in reports.
     #[arg(long)]
     pub label: Option<String>,
-    /// Exit 3 if the self-check finds that the generator itself fell behind.
+    /// Exit 3 if the self-check finds that the generator itself fell behind, or that the
+    /// sends did not follow the arrival process (conformance).
     #[arg(long)]
     pub strict: bool,
+    /// Leave a warm-up out of the percentiles: `auto` finds it from the per-interval medians
+    /// (MSER), a duration (e.g. `5s`) trims exactly that, rounded up to a whole interval. The
+    /// trimmed requests stay in the counts and the timeline.
+    #[arg(long, value_name = "auto|DURATION", value_parser = args::warmup)]
+    pub warmup: Option<sojourn_core::result::WarmupRequest>,
     /// Write HdrHistogram percentile distributions: PREFIX.response.hgrm, PREFIX.service.hgrm
     /// and PREFIX.send_lag.hgrm (milliseconds).
     #[arg(long, value_name = "PREFIX")]
@@ -110,6 +116,7 @@ pub struct Validated {
     pub outputs: Outputs,
     pub label: String,
     pub strict: bool,
+    pub warmup: Option<sojourn_core::result::WarmupRequest>,
 }
 
 /// The HdrHistogram and per-request files asked for.
@@ -162,6 +169,7 @@ pub fn validate(a: RunArgs) -> anyhow::Result<Validated> {
         json: a.json,
         label: a.label.unwrap_or_else(|| default_label.into()),
         strict: a.strict,
+        warmup: a.warmup,
     })
 }
 
@@ -258,7 +266,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let transport = rt.block_on(connectable(&v))?;
     let samples = crate::outputs::SampleThread::start(&v.outputs)?;
     v.plan.samples = samples.as_ref().map(|s| s.sender());
-    let result = execute(&rt, &v.plan, transport, &v.label, v.request.url.as_str());
+    let result = execute(
+        &rt,
+        &v.plan,
+        transport,
+        &v.label,
+        v.request.url.as_str(),
+        v.warmup,
+    );
     v.plan.samples = None;
     let written = samples.map(|s| s.finish()).transpose()?;
     let result = result?;
@@ -275,7 +290,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             path.display()
         );
     }
-    if v.strict && !result.checks.passed() {
+    let conforms = result
+        .statistics
+        .conformance
+        .as_ref()
+        .is_none_or(|c| c.conforms);
+    if v.strict && !(result.checks.passed() && conforms) {
         return Ok(ExitCode::from(CHECK_FAILED));
     }
     Ok(ExitCode::SUCCESS)
@@ -314,6 +334,7 @@ pub fn execute(
     transport: HttpTransport,
     label: &str,
     url: &str,
+    warmup: Option<sojourn_core::result::WarmupRequest>,
 ) -> anyhow::Result<RunResult> {
     let cancel = CancellationToken::new();
     let progress = Progress::new(plan.worker_count());
@@ -331,6 +352,7 @@ pub fn execute(
         &report,
         label,
         Some(url.to_string()),
+        warmup,
     ))
 }
 

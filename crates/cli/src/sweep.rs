@@ -437,6 +437,7 @@ fn run_args(a: &SweepArgs, config: &Config, rate: Rate) -> RunArgs {
         interval: config.interval,
         label: Some(format!("sweep {} req/s", rate_text(rate.get()))),
         strict: false,
+        warmup: None,
         timer_spin: Duration::from_micros(100),
         hgrm: None,
         hlog: None,
@@ -463,7 +464,14 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
         // A fresh schedule per step: each starts at its own time zero.
         let v = crate::run::validate(run_args(&a, &config, rate))?;
         let transport = rt.block_on(crate::run::connectable(&v))?;
-        crate::run::execute(&rt, &v.plan, transport, &v.label, v.request.url.as_str())
+        crate::run::execute(
+            &rt,
+            &v.plan,
+            transport,
+            &v.label,
+            v.request.url.as_str(),
+            None,
+        )
     })?;
     finish(&config, &outcome, &a.url, a.json.as_deref())?;
     Ok(ExitCode::SUCCESS)

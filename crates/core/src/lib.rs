@@ -6,6 +6,8 @@
 pub mod check;
 pub mod confidence;
 pub mod conformance;
+pub mod diff;
+pub mod evidence;
 pub mod outcome;
 pub mod record;
 pub mod result;
