@@ -28,6 +28,8 @@ pub enum Command {
     Sweep(Box<crate::sweep::SweepArgs>),
     /// Turn result files into one self-contained HTML report with plots.
     Report(crate::report::ReportArgs),
+    /// Every scenario × every peer tool installed here, against the model: who hides the stall.
+    Suite(Box<crate::suite::SuiteArgs>),
     /// Compare two runs' tails: per-percentile differences with bootstrap intervals.
     Diff(Box<crate::diff::DiffArgs>),
 }
@@ -42,5 +44,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sim(args) => crate::sim::run(*args),
         Command::Sweep(args) => crate::sweep::run(*args),
         Command::Diff(args) => crate::diff::run(*args),
+        Command::Suite(args) => crate::suite::run(*args),
     }
 }

@@ -9,6 +9,7 @@ mod diff;
 mod embedded;
 mod exit;
 mod outputs;
+mod peer_run;
 mod progress;
 mod report;
 mod run;
@@ -16,6 +17,7 @@ mod scenario_arg;
 mod serve;
 mod side_by_side;
 mod sim;
+mod suite;
 mod sweep;
 
 use std::process::ExitCode;

@@ -1,0 +1,499 @@
+//! `sojourn suite`: every scenario × every peer tool found here, then sojourn's own open and
+//! closed loops and the simulator's model, each against a fresh embedded server. One HTML report
+//! per scenario, one summary table, and a verdict per tool against the model.
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde::Serialize;
+use sojourn_core::{format_ns, End, Mode, Rate, RunConfig, RunResult, Schedule};
+use sojourn_engine::{Load, Plan};
+use sojourn_peers::runners::{self, RunSpec, RunnerPlan};
+use sojourn_peers::PeerTool;
+use sojourn_scenario::Scenario;
+
+use crate::args;
+use crate::bad_input;
+use crate::peer_run;
+
+pub const SUITE_SCHEMA: &str = "sojourn.suite/1";
+
+/// Seed 001's five scenarios, then every-nth and bimodal.
+const DEFAULT_SCENARIOS: &str = "healthy,hiccup,ramp,gc-pauses,saturation,every-nth,bimodal";
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Profile {
+    /// 10 s at 200 req/s per run: minutes for the whole suite (CI).
+    Short,
+    /// Seed 001's profile: 60 s at 1,000 req/s per run.
+    Full,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SuiteArgs {
+    /// Scenarios to run, comma-separated (built-ins or scenario TOML files).
+    #[arg(long, value_delimiter = ',', default_value = DEFAULT_SCENARIOS)]
+    pub scenarios: Vec<String>,
+    /// Peer tools to run, comma-separated: wrk, wrk2, ab, hey, vegeta, k6, oha, fortio, locust.
+    /// [default: every one found on PATH, ~/go/bin or ~/.cargo/bin]
+    #[arg(long, value_delimiter = ',')]
+    pub tools: Vec<String>,
+    /// Run length and rate: short (10 s at 200 req/s) or full (seed 001: 60 s at 1,000 req/s).
+    #[arg(long, value_enum, default_value = "short")]
+    pub profile: Profile,
+    /// Override the profile's run length.
+    #[arg(long, value_parser = args::positive_duration)]
+    pub duration: Option<Duration>,
+    /// Override the profile's rate (one-worker scenarios keep their seeds' lower rates).
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Where the results, per-tool outputs and reports go.
+    #[arg(long, default_value = "suite")]
+    pub out: PathBuf,
+}
+
+/// The load every run of one scenario gets.
+#[derive(Debug, Clone, Copy)]
+struct Load1 {
+    rate: f64,
+    duration: Duration,
+    /// Closed loops' connections: enough to reach the rate at the scenario's baseline.
+    connections: u32,
+    /// Rate-driven tools' connection pool: a second and a half of arrivals, so a one-second
+    /// stall queues at the server, not in the tool (seed 001 sizes k6's VUs the same way).
+    pool: u32,
+}
+
+pub fn run(a: SuiteArgs) -> anyhow::Result<ExitCode> {
+    let tools = select_tools(&a.tools)?;
+    let (rate, duration) = profile(&a);
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| bad_input!("--out: cannot create {}: {e}", a.out.display()))?;
+    let mut summary = Summary {
+        schema: SUITE_SCHEMA.into(),
+        profile: format!("{:?}", a.profile).to_lowercase(),
+        scenarios: Vec::new(),
+    };
+    for name in &a.scenarios {
+        let scenario =
+            crate::scenario_arg::resolve(name, &crate::demo::fit_events(name, &[], duration))?;
+        let load = load_for(&scenario, rate, duration);
+        let row = run_scenario(&scenario, load, &tools, &a.out)?;
+        print!("{}", table(&row));
+        summary.scenarios.push(row);
+    }
+    let path = a.out.join("suite.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&summary)?)
+        .map_err(|e| bad_input!("--out: cannot write {}: {e}", path.display()))?;
+    println!("summary: {}", path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn profile(a: &SuiteArgs) -> (f64, Duration) {
+    let (rate, secs) = match a.profile {
+        Profile::Short => (200.0, 10),
+        Profile::Full => (1000.0, 60),
+    };
+    (
+        a.rate.unwrap_or(rate),
+        a.duration.unwrap_or(Duration::from_secs(secs)),
+    )
+}
+
+/// One-worker scenarios run at their seeds' rates (their servers cannot take more) with one
+/// connection; the others at the profile's rate, with connections for a 10 ms baseline.
+fn load_for(scenario: &Scenario, rate: f64, duration: Duration) -> Load1 {
+    if scenario.workers() == Some(1) {
+        let seed_rate = crate::demo::default_rate(scenario.name());
+        let rate = seed_rate.min(rate);
+        return Load1 {
+            rate,
+            duration,
+            connections: 1,
+            pool: pool_for(rate),
+        };
+    }
+    Load1 {
+        rate,
+        duration,
+        connections: ((rate * 0.010).round() as u32).max(1),
+        pool: pool_for(rate),
+    }
+}
+
+fn pool_for(rate: f64) -> u32 {
+    ((rate * 1.5).ceil() as u32).max(100)
+}
+
+/// The tools asked for (or all), each with where its program is; missing ones are reported.
+fn select_tools(asked: &[String]) -> anyhow::Result<Vec<(PeerTool, Option<PathBuf>)>> {
+    let tools: Vec<PeerTool> = if asked.is_empty() {
+        PeerTool::ALL.to_vec()
+    } else {
+        asked
+            .iter()
+            .map(|t| t.parse().map_err(|e| bad_input!("--tools: {e}")))
+            .collect::<anyhow::Result<_>>()?
+    };
+    Ok(tools
+        .into_iter()
+        .map(|t| (t, peer_run::locate(t.name())))
+        .collect())
+}
+
+/// One row of the summary table: a run and how it compares with the model.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub label: String,
+    pub tool: String,
+    pub mode: Mode,
+    /// `exact` (the model), `per_request`, or `summary` (only the tool's printed percentiles).
+    pub detail: String,
+    pub percentiles: Vec<(String, Option<u64>)>,
+    /// This run's p99 over the model's.
+    pub p99_vs_model: Option<f64>,
+    pub verdict: Verdict,
+    /// Requests the schedule wanted but the tool never sent (k6's dropped iterations).
+    pub never_sent: u64,
+    pub notes: Vec<String>,
+    pub result: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The reference itself.
+    Model,
+    /// p99 within 3x of the model's either way.
+    Honest,
+    /// p99 under a third of the model's: the slow requests were never sent.
+    HidesTheStall,
+    /// p99 over 3x the model's: the client added its own delay.
+    Overstates,
+    /// The tool rebuilt the missing samples after the run (wrk's back-fill, oha's
+    /// --latency-correction): an estimate, whatever its number.
+    CorrectedAfterTheFact,
+    /// The tool ran but reported nothing to compare.
+    NoData,
+}
+
+impl Verdict {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Verdict::Model => "reference (simulated truth)",
+            Verdict::Honest => "honest",
+            Verdict::HidesTheStall => "HIDES THE STALL",
+            Verdict::Overstates => "overstates",
+            Verdict::CorrectedAfterTheFact => "corrected after the fact",
+            Verdict::NoData => "no data",
+        }
+    }
+}
+
+/// One scenario's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScenarioRows {
+    pub scenario: String,
+    pub rate: f64,
+    pub duration_ns: u64,
+    pub closed_connections: u32,
+    pub rows: Vec<Row>,
+    /// Tools not run, and why.
+    pub skipped: Vec<(String, String)>,
+    pub report: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub schema: String,
+    pub profile: String,
+    pub scenarios: Vec<ScenarioRows>,
+}
+
+fn run_scenario(
+    scenario: &Scenario,
+    load: Load1,
+    tools: &[(PeerTool, Option<PathBuf>)],
+    out: &Path,
+) -> anyhow::Result<ScenarioRows> {
+    let dir = out.join(scenario.name());
+    std::fs::create_dir_all(&dir)?;
+    println!(
+        "\n== {} ({scenario}): {} at {} req/s; closed loops {} connection(s)",
+        scenario.name(),
+        humantime::format_duration(load.duration),
+        load.rate,
+        load.connections
+    );
+    let mut runs: Vec<(RunResult, Vec<sojourn_report::samples::Sample>)> = Vec::new();
+    let model = own_runs(scenario, load, &mut runs)?;
+    let mut skipped = Vec::new();
+    for (tool, program) in tools {
+        let Some(program) = program else {
+            println!(
+                "  {}: not installed, skipped (scripts/install-peer-tools.sh installs it)",
+                tool.name()
+            );
+            skipped.push((tool.name().to_string(), "not installed".to_string()));
+            continue;
+        };
+        let probe = RunSpec {
+            url: String::new(),
+            rate: load.rate,
+            duration: load.duration,
+            connections: load.connections,
+            out_dir: dir.clone(),
+        };
+        for (variant, plan) in runners_of(*tool, &probe).iter().enumerate() {
+            let label = peer_run::label(plan);
+            match peer(*tool, variant, program, scenario, load, &dir) {
+                Ok(r) => runs.push((r, Vec::new())),
+                Err(e) => {
+                    println!("  {label}: failed, skipped: {e:#}");
+                    skipped.push((label, format!("{e:#}")));
+                }
+            }
+        }
+    }
+    let report = dir.with_extension("html");
+    write_outputs(&dir, &report, scenario, &runs)?;
+    let rows = runs.iter().map(|(r, _)| row(r, &model, &dir)).collect();
+    Ok(ScenarioRows {
+        scenario: scenario.name().to_string(),
+        rate: load.rate,
+        duration_ns: sojourn_core::nanos(load.duration),
+        closed_connections: load.connections,
+        rows,
+        skipped,
+        report: report.display().to_string(),
+    })
+}
+
+/// The model, sojourn's open loop and its closed loop, pushed onto `runs`; returns the model.
+fn own_runs(
+    scenario: &Scenario,
+    load: Load1,
+    runs: &mut Vec<(RunResult, Vec<sojourn_report::samples::Sample>)>,
+) -> anyhow::Result<RunResult> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let rate = Rate::per_second(load.rate).map_err(|e| bad_input!("--rate: {e}"))?;
+    let schedule = Schedule::new(
+        sojourn_core::Arrival::Constant,
+        rate,
+        End::After(load.duration),
+    )
+    .map_err(|e| bad_input!("--duration: {e}"))?;
+    let open = Plan {
+        load: Load::Open(schedule),
+        connections: 4096,
+        threads: 1,
+        timeout: Duration::from_secs(10),
+        interval: Duration::from_secs(1),
+        spin: Duration::from_micros(100),
+        samples: None,
+    };
+    let closed = Plan {
+        load: Load::Closed(End::After(load.duration)),
+        connections: load.connections as usize,
+        ..open.clone()
+    };
+    let mut model = crate::sim::model(scenario, &open, "model")?;
+    model.scenario = serde_json::to_value(scenario).ok();
+    runs.push((model.clone(), Vec::new()));
+    for (plan, label) in [(&open, "sojourn open"), (&closed, "sojourn closed")] {
+        let m = crate::demo::against_fresh_server(&rt, scenario, plan, label)?;
+        println!("  {label}: done");
+        runs.push((m.result, m.dots));
+    }
+    Ok(model)
+}
+
+/// The runners of `tool` for `spec` (k6 and oha have several), closed loops first.
+fn runners_of(tool: PeerTool, spec: &RunSpec) -> Vec<RunnerPlan> {
+    runners::all(spec)
+        .into_iter()
+        .filter(|p| p.tool == tool)
+        .collect()
+}
+
+/// The `variant`-th runner of `tool`, against a fresh server of `scenario`, in its own
+/// directory under `dir`.
+fn peer(
+    tool: PeerTool,
+    variant: usize,
+    program: &Path,
+    scenario: &Scenario,
+    load: Load1,
+    dir: &Path,
+) -> anyhow::Result<RunResult> {
+    let server = crate::embedded::EmbeddedServer::start(scenario.clone())?;
+    let mut spec = RunSpec {
+        url: server.url(),
+        rate: load.rate,
+        duration: load.duration,
+        connections: load.connections,
+        out_dir: dir.to_path_buf(),
+    };
+    let probe = &runners_of(tool, &spec)[variant];
+    let label = peer_run::label(probe);
+    if probe.mode == Mode::Open {
+        spec.connections = load.pool;
+    }
+    spec.out_dir = dir.join(slug(&label));
+    std::fs::create_dir_all(&spec.out_dir)?;
+    let plan = runners_of(tool, &spec).swap_remove(variant);
+    let config = RunConfig {
+        target: Some(spec.url.clone()),
+        rate: (plan.mode == Mode::Open).then_some(load.rate),
+        arrival: (plan.mode == Mode::Open).then(|| "constant".to_string()),
+        duration_ns: Some(sojourn_core::nanos(load.duration)),
+        connections: spec.connections,
+        interval_ns: 1_000_000_000,
+        ..Default::default()
+    };
+    let result =
+        peer_run::run_and_import(&plan, program, &spec.out_dir, load.duration, &label, config);
+    server.stop()?;
+    let mut result = result?;
+    result.scenario = serde_json::to_value(scenario).ok();
+    println!("  {label}: done ({})", detail(&result));
+    Ok(result)
+}
+
+/// A label as a file name: `oha -q --latency-correction` → `oha_q_latency_correction`.
+fn slug(label: &str) -> String {
+    label
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join("_")
+}
+
+fn detail(r: &RunResult) -> String {
+    match &r.import {
+        None if r.label == "model" => "exact".into(),
+        None => "per_request".into(),
+        Some(i) => serde_json::to_value(i.detail)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
+    }
+}
+
+/// p99 of `r` against the model's, and what that says about the tool.
+pub fn verdict(r: &RunResult, model: &RunResult) -> (Option<f64>, Verdict) {
+    if r.label == "model" {
+        return (Some(1.0), Verdict::Model);
+    }
+    let p99 = |x: &RunResult| x.histograms.response.percentiles.get(99.0);
+    let ratio = p99(r)
+        .zip(p99(model))
+        .filter(|(_, m)| *m > 0)
+        .map(|(t, m)| t as f64 / m as f64);
+    let corrected = r.tool.name == "wrk"
+        || r.import.as_ref().is_some_and(|i| {
+            i.notes
+                .iter()
+                .any(|n| n.contains("corrected") || n.contains("latency-correction"))
+        });
+    let verdict = match ratio {
+        _ if corrected => Verdict::CorrectedAfterTheFact,
+        None => Verdict::NoData,
+        Some(x) if x < 1.0 / 3.0 => Verdict::HidesTheStall,
+        Some(x) if x > 3.0 => Verdict::Overstates,
+        Some(_) => Verdict::Honest,
+    };
+    (ratio, verdict)
+}
+
+const TABLE_PERCENTILES: [f64; 5] = [50.0, 90.0, 99.0, 99.9, 100.0];
+
+fn row(r: &RunResult, model: &RunResult, dir: &Path) -> Row {
+    let (ratio, verdict) = verdict(r, model);
+    let file = dir.join(format!("{}.json", slug(&r.label)));
+    let written = crate::run::write_json(&file, r).is_ok();
+    Row {
+        label: r.label.clone(),
+        tool: r.tool.name.clone(),
+        mode: r.mode,
+        detail: detail(r),
+        percentiles: TABLE_PERCENTILES
+            .iter()
+            .map(|&p| (key(p), r.histograms.response.percentiles.get(p)))
+            .collect(),
+        p99_vs_model: ratio,
+        verdict,
+        never_sent: r.counts.never_sent,
+        notes: r
+            .import
+            .as_ref()
+            .map(|i| i.notes.clone())
+            .unwrap_or_default(),
+        result: written.then(|| file.display().to_string()),
+    }
+}
+
+fn key(p: f64) -> String {
+    if p >= 100.0 {
+        "max".into()
+    } else {
+        format!("p{p}")
+    }
+}
+
+fn write_outputs(
+    dir: &Path,
+    report: &Path,
+    scenario: &Scenario,
+    runs: &[(RunResult, Vec<sojourn_report::samples::Sample>)],
+) -> anyhow::Result<()> {
+    let _ = dir;
+    let views = runs
+        .iter()
+        .map(|(r, dots)| crate::side_by_side::report_run(r, dots.clone()))
+        .collect();
+    let title = format!(
+        "sojourn suite: {} — every tool against the model",
+        scenario.name()
+    );
+    crate::side_by_side::write_report(report, title, views)
+}
+
+/// The scenario's table: one row per run, the model first.
+pub fn table(s: &ScenarioRows) -> String {
+    let mut out = String::new();
+    let _ = write!(out, "\n{:<30}{:<8}{:<13}", s.scenario, "mode", "detail");
+    for p in TABLE_PERCENTILES {
+        let _ = write!(out, "{:>12}", key(p));
+    }
+    let _ = writeln!(out, "{:>11}  verdict", "p99/model");
+    for r in &s.rows {
+        let _ = write!(
+            out,
+            "{:<30}{:<8}{:<13}",
+            r.label,
+            r.mode.label().split(' ').next().unwrap_or(""),
+            r.detail
+        );
+        for (_, v) in &r.percentiles {
+            let _ = write!(out, "{:>12}", v.map_or("-".into(), format_ns));
+        }
+        let ratio = r.p99_vs_model.map_or("-".into(), |x| format!("{x:.2}x"));
+        let _ = writeln!(out, "{ratio:>11}  {}", r.verdict.describe());
+    }
+    for r in s.rows.iter().filter(|r| r.never_sent > 0) {
+        let _ = writeln!(
+            out,
+            "  {}: {} requests the schedule wanted were never sent",
+            r.label, r.never_sent
+        );
+    }
+    for (tool, why) in &s.skipped {
+        let _ = writeln!(out, "  {tool}: skipped: {why}");
+    }
+    let _ = writeln!(out, "report: {}", s.report);
+    out
+}

@@ -1,0 +1,159 @@
+//! `sojourn suite` with real peer tools (wrk, ab, hey, vegeta) against real embedded servers:
+//! the closed and open clusters split on a stall, agree on a healthy server, and sojourn's open
+//! loop agrees with the model.
+//!
+//! The tools come from scripts/install-peer-tools.sh, which .ci/run calls; .ci/run also sets
+//! SOJOURN_REQUIRE_PEERS=1 so that CI fails rather than skips when a tool is missing.
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+const TOOLS: [&str; 4] = ["wrk", "ab", "hey", "vegeta"];
+
+fn installed(tool: &str) -> bool {
+    let home = std::env::var("HOME").unwrap_or_default();
+    let path = std::env::var("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([
+            format!("{home}/go/bin").into(),
+            format!("{home}/.cargo/bin").into(),
+        ])
+        .any(|d| d.join(tool).is_file())
+}
+
+fn p99(row: &Value) -> f64 {
+    row["percentiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p[0] == "p99")
+        .and_then(|p| p[1].as_f64())
+        .unwrap_or_else(|| panic!("no p99 in {row}"))
+}
+
+fn rows<'a>(summary: &'a Value, scenario: &str) -> &'a Vec<Value> {
+    summary["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["scenario"] == scenario)
+        .unwrap_or_else(|| panic!("no {scenario} in the summary"))["rows"]
+        .as_array()
+        .unwrap()
+}
+
+fn row<'a>(rows: &'a [Value], label: &str) -> &'a Value {
+    rows.iter()
+        .find(|r| r["label"] == label)
+        .unwrap_or_else(|| panic!("no row {label}"))
+}
+
+#[test]
+fn closed_and_open_tools_split_on_a_stall_and_agree_when_healthy() {
+    let missing: Vec<&str> = TOOLS.into_iter().filter(|t| !installed(t)).collect();
+    if !missing.is_empty() {
+        assert!(
+            std::env::var_os("SOJOURN_REQUIRE_PEERS").is_none(),
+            "peer tools missing: {missing:?}; run scripts/install-peer-tools.sh"
+        );
+        eprintln!("SKIPPED: peer tools missing: {missing:?} (scripts/install-peer-tools.sh)");
+        return;
+    }
+    let _guard = serial();
+    let dir = temp_dir("suite");
+    let out = sojourn(&[
+        "suite",
+        "--scenarios",
+        "healthy,hiccup",
+        "--tools",
+        &TOOLS.join(","),
+        "--duration",
+        "8s",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("suite.json")).unwrap()).unwrap();
+    assert_eq!(summary["schema"], "sojourn.suite/1");
+
+    // Hiccup: a 1 s stall in 8 s at 200 req/s. The closed loops saw a couple of stalled
+    // requests; the open loops saw the ~200 that were due during it.
+    let hiccup = rows(&summary, "hiccup");
+    for t in TOOLS {
+        row(hiccup, t); // every tool ran and was imported
+    }
+    let closed = ["ab", "hey", "sojourn closed"].map(|l| p99(row(hiccup, l)));
+    let open = ["vegeta", "sojourn open", "model"].map(|l| p99(row(hiccup, l)));
+    let closed_max = closed.iter().cloned().fold(0.0, f64::max);
+    let open_min = open.iter().cloned().fold(f64::MAX, f64::min);
+    assert!(
+        closed_max * 10.0 < open_min,
+        "clusters at p99: closed {closed:?} vs open {open:?}\n{stdout}"
+    );
+    for l in ["ab", "hey"] {
+        assert_eq!(
+            row(hiccup, l)["verdict"],
+            "hides_the_stall",
+            "{l}\n{stdout}"
+        );
+    }
+    assert_eq!(row(hiccup, "wrk")["verdict"], "corrected_after_the_fact");
+    let ours = row(hiccup, "sojourn open")["p99_vs_model"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (0.8..1.25).contains(&ours),
+        "sojourn open vs the model: {ours}x\n{stdout}"
+    );
+
+    // Healthy: the control. Every tool lands within 2x of the model at p99.
+    let healthy = rows(&summary, "healthy");
+    let model = p99(row(healthy, "model"));
+    for r in healthy {
+        let ratio = p99(r) / model;
+        assert!(
+            (0.5..2.0).contains(&ratio),
+            "{} disagrees on a healthy server: {ratio:.2}x\n{stdout}",
+            r["label"]
+        );
+    }
+    assert!(dir.join("hiccup.html").is_file() && dir.join("healthy.html").is_file());
+}
+
+#[test]
+fn an_unknown_tool_is_bad_input_and_a_missing_one_is_skipped() {
+    let out = sojourn(&["suite", "--tools", "wrk,jmeterx"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--tools") && err.contains("jmeterx"), "{err}");
+    if installed("wrk2") {
+        return;
+    }
+    let _guard = serial();
+    let dir = temp_dir("suite-missing");
+    let out = sojourn(&[
+        "suite",
+        "--scenarios",
+        "healthy",
+        "--tools",
+        "wrk2",
+        "--duration",
+        "2s",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("wrk2: not installed, skipped"), "{stdout}");
+    assert!(
+        stdout.contains("sojourn open") && stdout.contains("model"),
+        "{stdout}"
+    );
+}
