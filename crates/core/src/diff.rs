@@ -47,6 +47,14 @@ pub fn conditions_differ(a: &RunResult, b: &RunResult) -> Vec<String> {
     if ca.duration_ns != cb.duration_ns || ca.requests != cb.requests {
         out.push(format!("length {} vs {}", length(a), length(b)));
     }
+    let trim = |r: &RunResult| r.statistics.warmup.map_or(0, |w| w.until_ns);
+    if trim(a) != trim(b) {
+        out.push(format!(
+            "warm-up trimmed {} vs {}",
+            crate::units::format_ns(trim(a)),
+            crate::units::format_ns(trim(b))
+        ));
+    }
     out
 }
 
@@ -246,14 +254,19 @@ pub struct BlockBootstrap {
 }
 
 impl BlockBootstrap {
-    /// From a result's timeline; `None` with fewer than [`MIN_BLOCK_INTERVALS`] intervals.
+    /// From a result's timeline, after any trimmed warm-up (the summary the point values
+    /// come from left it out too). Intervals in which nothing finished are kept as empty ones,
+    /// so blocks are stretches of time. `None` with fewer than [`MIN_BLOCK_INTERVALS`].
     pub fn of(r: &RunResult) -> Option<BlockBootstrap> {
-        let hists: Vec<Histogram<u64>> = r
-            .intervals
-            .iter()
-            .map(|i| decode_base64(&i.response_hdr))
-            .collect::<Result<_, _>>()
-            .ok()?;
+        let from = r.statistics.warmup.map_or(0, |w| w.until_ns);
+        let kept: Vec<_> = r.intervals.iter().filter(|i| i.start_ns >= from).collect();
+        let first = kept.first()?;
+        let width = first.duration_ns.max(1);
+        let slot = |start: u64| ((start - first.start_ns) / width) as usize;
+        let mut hists = vec![crate::record::new_histogram(); slot(kept.last()?.start_ns) + 1];
+        for i in &kept {
+            hists[slot(i.start_ns)] = decode_base64(&i.response_hdr).ok()?;
+        }
         BlockBootstrap::new(&hists)
     }
 
@@ -460,6 +473,24 @@ mod tests {
         let b = correlated(120, 1, 30_000_000);
         let (lo, _) = interval_of(&a, &b, 0.99, 3);
         assert!(lo > 0, "a 30 ms shift of every request: {lo}");
+    }
+
+    #[test]
+    fn a_trimmed_run_is_not_like_an_untrimmed_one() {
+        let a = crate::result::tests::sample_result();
+        let mut b = a.clone();
+        assert!(conditions_differ(&a, &b).is_empty());
+        b.statistics.warmup = Some(crate::evidence::WarmupTrim {
+            method: crate::evidence::WarmupMethod::Auto,
+            until_ns: 2_000_000_000,
+            requests: 100,
+        });
+        assert_eq!(
+            conditions_differ(&a, &b),
+            ["warm-up trimmed 0 ns vs 2.000 s"]
+        );
+        b.config.rate = Some(b.config.rate.unwrap() * 2.0);
+        assert_eq!(conditions_differ(&a, &b).len(), 2);
     }
 
     #[test]

@@ -183,21 +183,30 @@ pub fn interval_medians(intervals: &[IntervalRecord], width: Duration) -> Vec<(D
         .collect()
 }
 
+/// At most this many points go into the steady-state tests.
+pub const MAX_STEADY_POINTS: usize = 500;
+
 /// MSER's warm-up and the trend after it, on `medians` from [`interval_medians`].
 pub fn steady_state_of(medians: &[(Duration, f64)]) -> Option<SteadyStateSummary> {
     if medians.len() < 3 {
         return None;
     }
-    let series: Vec<f64> = medians.iter().map(|(_, m)| *m).collect();
+    // The trend test is quadratic in points: a long run's medians are averaged in chunks so
+    // that at most MAX_STEADY_POINTS remain (an 8-hour run at 1 s intervals: chunks of 58).
+    let chunk = medians.len().div_ceil(MAX_STEADY_POINTS);
+    let series: Vec<f64> = medians
+        .chunks(chunk)
+        .map(|c| c.iter().map(|(_, m)| m).sum::<f64>() / c.len() as f64)
+        .collect();
     let s = crate::steady::assess(&series);
     // The warm-up ends where the first kept interval starts.
-    let warmup = match s.warmup_intervals {
+    let warmup = match s.warmup_intervals * chunk {
         0 => Duration::ZERO,
         k => medians[k.min(medians.len() - 1)].0,
     };
     Some(SteadyStateSummary {
         intervals: medians.len(),
-        warmup_intervals: s.warmup_intervals,
+        warmup_intervals: (s.warmup_intervals * chunk).min(medians.len()),
         warmup_ns: nanos(warmup),
         trend_z: s.trend.map(|t| t.z),
         rise_ns: s.trend.map(|t| t.rise),

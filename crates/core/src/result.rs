@@ -512,7 +512,7 @@ fn run_conformance(m: &Measurements, config: &RunConfig) -> Option<Conformance> 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::check::assess_open;
     use crate::outcome::Outcome;

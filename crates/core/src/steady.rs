@@ -74,7 +74,11 @@ pub struct SteadyState {
 /// rest still rising: not steady either way.
 pub fn assess(series: &[f64]) -> SteadyState {
     let cut = mser_truncation(series);
-    let warmup_intervals = if cut > 0 && departs(&series[..cut], &series[cut..]) {
+    // A warm-up is where the run *starts*: the first point itself must stand apart. Otherwise
+    // MSER's cut is a stall or a slowdown in the middle of the run, which is exactly what the
+    // percentiles must keep.
+    let starts_apart = cut > 0 && departs(&series[..1], &series[cut..]);
+    let warmup_intervals = if starts_apart && departs(&series[..cut], &series[cut..]) {
         cut
     } else {
         0
@@ -245,5 +249,27 @@ mod tests {
         assert_eq!(s.warmup_intervals, 0);
         assert!(s.steady);
         assert_eq!(assess(&[]).trend, None);
+    }
+
+    #[test]
+    fn a_stall_in_the_middle_is_not_a_warm_up() {
+        // Twenty steady points with a three-point stall at 5–7: MSER may cut after it, but
+        // the run did not start there, so nothing is trimmed.
+        let mut series: Vec<f64> = noise(11, 20, 0.5).iter().map(|e| 10.0 + e).collect();
+        for x in &mut series[5..8] {
+            *x = 400.0;
+        }
+        let s = assess(&series);
+        assert_eq!(s.warmup_intervals, 0, "{s:?}");
+        // The same stall at the very start is a warm-up.
+        let mut start: Vec<f64> = noise(11, 20, 0.5).iter().map(|e| 10.0 + e).collect();
+        for x in &mut start[..3] {
+            *x = 400.0;
+        }
+        let found = assess(&start).warmup_intervals;
+        assert!(
+            (3..=10).contains(&found),
+            "at least the stall, at most half: {found}"
+        );
     }
 }
