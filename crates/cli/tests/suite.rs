@@ -125,6 +125,32 @@ fn closed_and_open_tools_split_on_a_stall_and_agree_when_healthy() {
         );
     }
     assert!(dir.join("hiccup.html").is_file() && dir.join("healthy.html").is_file());
+
+    // Imported results work with `diff`: per request (vegeta) with intervals, a summary (wrk)
+    // without.
+    let file = |name: &str| dir.join("hiccup").join(name).display().to_string();
+    let out = sojourn(&["diff", &file("sojourn_open.json"), &file("vegeta.json")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("bootstrap") && text.contains("p99 "),
+        "{text}"
+    );
+    let out = sojourn(&["diff", &file("sojourn_closed.json"), &file("wrk.json")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("no interval: a summary-only import"),
+        "{text}"
+    );
 }
 
 #[test]
