@@ -166,6 +166,35 @@ fn percentiles_sit_side_by_side_with_ratios_from_the_data() {
     assert!(want > 10.0, "the hiccup separates the loops at p99");
 }
 
+#[test]
+fn every_percentile_shows_its_interval_and_thin_ones_are_flagged() {
+    let (open, _) = common::open_run();
+    let p = page(&[run(open.clone())]);
+    let h = &open.histograms.response;
+    let ci = h.ci_at(99.0).expect("a stored interval at p99");
+    let row = p
+        .split("<tr><th>p99</th>")
+        .nth(1)
+        .unwrap()
+        .split("</tr>")
+        .next()
+        .unwrap();
+    assert!(
+        row.contains(&format!("[{}, ", sojourn_core::format_ns(ci.lo))),
+        "the interval's lower end under the value: {row}"
+    );
+    let thin = h.thin.keys().next().expect("the fixture run has a thin percentile");
+    let row = p
+        .split(&format!("<tr><th>p{thin}</th>"))
+        .nth(1)
+        .unwrap()
+        .split("</tr>")
+        .next()
+        .unwrap();
+    assert!(row.contains("not meaningful"), "{row}");
+    assert!(p.contains("arrivals vs the schedule") && p.contains("steady state"));
+}
+
 /// A run whose last requests were still out when it ended.
 fn censored_run() -> RunResult {
     let mut r = Recorder::new(Duration::from_secs(1));
