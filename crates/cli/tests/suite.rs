@@ -113,16 +113,18 @@ fn closed_and_open_tools_split_on_a_stall_and_agree_when_healthy() {
         "sojourn open vs the model: {ours}x\n{stdout}"
     );
 
-    // Healthy: the control. Every tool lands within 2x of the model at p99.
+    // Healthy: the control. Every tool lands in the model's band at p99 (within 3x, where a
+    // hidden stall shows as 50x); the clusters above cannot come from the tools.
     let healthy = rows(&summary, "healthy");
     let model = p99(row(healthy, "model"));
     for r in healthy {
         let ratio = p99(r) / model;
         assert!(
-            (0.5..2.0).contains(&ratio),
+            (1.0 / 3.0..3.0).contains(&ratio),
             "{} disagrees on a healthy server: {ratio:.2}x\n{stdout}",
             r["label"]
         );
+        assert_ne!(r["verdict"], "hides_the_stall", "{stdout}");
     }
     assert!(dir.join("hiccup.html").is_file() && dir.join("healthy.html").is_file());
 
