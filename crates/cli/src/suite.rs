@@ -359,6 +359,11 @@ fn peer(
     server.stop()?;
     let mut result = result?;
     result.scenario = serde_json::to_value(scenario).ok();
+    // What the tool could not express of the common load goes with its result, into the
+    // report and the summary.
+    if let Some(import) = result.import.as_mut() {
+        import.notes.extend(plan.limitations.iter().cloned());
+    }
     println!("  {label}: done ({})", detail(&result));
     Ok(result)
 }

@@ -418,7 +418,8 @@ fn notes(page: &mut String, views: &[RunView]) {
     let mut items = String::new();
     for v in views {
         let r = v.r();
-        for n in &r.checks.notes {
+        let imported = r.import.iter().flat_map(|i| i.notes.iter());
+        for n in r.checks.notes.iter().chain(imported) {
             let _ = write!(items, "<li><b>{}</b>: {}</li>", escape(&r.label), escape(n));
         }
         for line in crate::text::statistics(r).lines() {

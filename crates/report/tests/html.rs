@@ -183,7 +183,11 @@ fn every_percentile_shows_its_interval_and_thin_ones_are_flagged() {
         row.contains(&format!("[{}, ", sojourn_core::format_ns(ci.lo))),
         "the interval's lower end under the value: {row}"
     );
-    let thin = h.thin.keys().next().expect("the fixture run has a thin percentile");
+    let thin = h
+        .thin
+        .keys()
+        .next()
+        .expect("the fixture run has a thin percentile");
     let row = p
         .split(&format!("<tr><th>p{thin}</th>"))
         .nth(1)
@@ -268,7 +272,16 @@ fn an_imported_result_without_histograms_or_timeline_still_renders() {
     r.histograms.response.hdr = String::new();
     r.intervals.clear();
     r.tool.name = "wrk".into();
+    r.import = Some(sojourn_core::result::ImportInfo {
+        detail: sojourn_core::result::Detail::Summary,
+        source: vec!["wrk.txt".into()],
+        notes: vec!["wrk back-fills its histogram after the run".into()],
+    });
     let p = page(&[run(r.clone())]);
+    assert!(
+        p.contains("wrk back-fills its histogram after the run"),
+        "an import's notes reach the page"
+    );
     let spectrum = svg(&p, "spectrum");
     assert!(
         spectrum.contains("cut-short"),
