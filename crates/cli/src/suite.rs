@@ -339,7 +339,10 @@ fn peer(
     };
     let probe = &runners_of(tool, &spec)[variant];
     let label = peer_run::label(probe);
-    if probe.mode == Mode::Open {
+    // fortio -qps paces each connection at rate ÷ c: with a closed loop's few connections
+    // each could only just keep up and would fall behind at once, so it gets the pool too.
+    let rate_driven = probe.mode == Mode::Open || tool == PeerTool::Fortio;
+    if rate_driven {
         spec.connections = load.pool;
     }
     spec.out_dir = dir.join(slug(&label));
@@ -347,7 +350,7 @@ fn peer(
     let plan = runners_of(tool, &spec).swap_remove(variant);
     let config = RunConfig {
         target: Some(spec.url.clone()),
-        rate: (plan.mode == Mode::Open).then_some(load.rate),
+        rate: rate_driven.then_some(load.rate),
         arrival: (plan.mode == Mode::Open).then(|| "constant".to_string()),
         duration_ns: Some(sojourn_core::nanos(load.duration)),
         connections: spec.connections,
@@ -398,12 +401,9 @@ pub fn verdict(r: &RunResult, model: &RunResult) -> (Option<f64>, Verdict) {
         .zip(p99(model))
         .filter(|(_, m)| *m > 0)
         .map(|(t, m)| t as f64 / m as f64);
-    let corrected = r.tool.name == "wrk"
-        || r.import.as_ref().is_some_and(|i| {
-            i.notes
-                .iter()
-                .any(|n| n.contains("corrected") || n.contains("latency-correction"))
-        });
+    // Only wrk invents samples after the run (its back-fill). oha's --latency-correction and
+    // wrk2's -R time real requests from their scheduled send: measurements, judged by ratio.
+    let corrected = r.tool.name == "wrk";
     let verdict = match ratio {
         _ if corrected => Verdict::CorrectedAfterTheFact,
         None => Verdict::NoData,

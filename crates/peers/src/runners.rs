@@ -171,11 +171,25 @@ pub fn wrk2(spec: &RunSpec) -> RunnerPlan {
 
 fn wrk_family(tool: PeerTool, spec: &RunSpec) -> RunnerPlan {
     let c = spec.connections.max(1);
-    // wrk needs at least one connection per thread.
-    let threads = c.min(4).to_string();
-    let c = c.to_string();
+    // wrk gives each thread c ÷ threads connections (integer division): pick a thread count
+    // that divides c, so all c are opened.
+    let threads = (1..=c.min(4)).rev().find(|t| c % t == 0).unwrap_or(1);
+    let (threads, c) = (threads.to_string(), c.to_string());
     let d = format!("{}s", whole_seconds(spec.duration));
-    let mut argv = args([tool.name(), "-t", &threads, "-c", &c, "-d", &d, "--latency"]);
+    // wrk leaves requests slower than its timeout (2 s by default) out of its histogram: keep
+    // every stall of the scenarios inside it.
+    let mut argv = args([
+        tool.name(),
+        "-t",
+        &threads,
+        "-c",
+        &c,
+        "-d",
+        &d,
+        "--timeout",
+        "10s",
+        "--latency",
+    ]);
     let mode = if tool == PeerTool::Wrk2 {
         argv.extend(["-R".to_string(), format!("{}", spec.rate.round().max(1.0))]);
         Mode::Open
@@ -191,8 +205,8 @@ fn wrk_family(tool: PeerTool, spec: &RunSpec) -> RunnerPlan {
         vec![
             "wrk2 is in no package registry: build it from source and put it on PATH as wrk2"
                 .into(),
-            "wrk2 calibrates for about 10 s and leaves that out of its histogram: runs under \
-             20 s say little"
+            "wrk2 resets its histogram once, after a calibration of about 10 s (plus 5 ms per \
+             connection of a thread): in a longer run its percentiles leave out that start"
                 .into(),
             "wrk2's -R is a whole number of requests per second".into(),
         ]
@@ -296,9 +310,10 @@ pub fn k6_open(spec: &RunSpec) -> RunnerPlan {
     plan.files = vec![csv];
     plan.limitations = vec![
         format!(
-            "k6 drops iterations when all {max} VUs are busy (stalls longer than about {:.1} s): \
-             they are imported as never sent",
-            max as f64 / spec.rate.max(1.0)
+            "k6 drops an iteration when no initialised VU is free and adds VUs only one at a \
+             time up to {max}, so drops begin at stalls longer than about {:.1} s (its {pre} \
+             pre-allocated VUs): they are imported as never sent",
+            pre as f64 / spec.rate.max(1.0)
         ),
         "k6 opens connections per VU: `connections` is not a cap".into(),
         "k6's http_req_duration leaves out waiting for and opening a connection".into(),
@@ -533,12 +548,13 @@ mod tests {
     fn wrk_and_wrk2_argv() {
         assert_eq!(
             argv(&wrk(&spec())),
-            "wrk -t 4 -c 10 -d 3s --latency http://127.0.0.1:8080/api"
+            "wrk -t 2 -c 10 -d 3s --timeout 10s --latency http://127.0.0.1:8080/api",
+            "threads divide the connections: wrk opens c ÷ t per thread"
         );
         let p = wrk2(&spec());
         assert_eq!(
             argv(&p),
-            "wrk2 -t 4 -c 10 -d 3s --latency -R 200 http://127.0.0.1:8080/api"
+            "wrk2 -t 2 -c 10 -d 3s --timeout 10s --latency -R 200 http://127.0.0.1:8080/api"
         );
         assert_eq!(p.mode, Mode::Open);
         let short = RunSpec {
@@ -549,7 +565,7 @@ mod tests {
         let p = wrk(&short);
         assert_eq!(
             argv(&p),
-            "wrk -t 2 -c 2 -d 2s --latency http://127.0.0.1:8080/api"
+            "wrk -t 2 -c 2 -d 2s --timeout 10s --latency http://127.0.0.1:8080/api"
         );
         assert!(p
             .limitations
