@@ -82,12 +82,18 @@ pub fn run(a: SuiteArgs) -> anyhow::Result<ExitCode> {
         let row = run_scenario(&scenario, load, &tools, &a.out)?;
         print!("{}", table(&row));
         summary.scenarios.push(row);
+        // Written after every scenario, so an interrupted suite keeps what it finished.
+        write_summary(&a.out, &summary)?;
     }
-    let path = a.out.join("suite.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&summary)?)
-        .map_err(|e| bad_input!("--out: cannot write {}: {e}", path.display()))?;
-    println!("summary: {}", path.display());
+    println!("summary: {}", a.out.join("suite.json").display());
     Ok(ExitCode::SUCCESS)
+}
+
+fn write_summary(out: &Path, summary: &Summary) -> anyhow::Result<()> {
+    let path = out.join("suite.json");
+    std::fs::write(&path, serde_json::to_string_pretty(summary)?)
+        .map_err(|e| bad_input!("--out: cannot write {}: {e}", path.display()))?;
+    Ok(())
 }
 
 fn profile(a: &SuiteArgs) -> (f64, Duration) {

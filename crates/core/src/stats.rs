@@ -123,12 +123,12 @@ impl TrendTest {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    /// A deterministic noise source (a linear congruential generator): the tests must not
-    /// depend on a random crate's stream.
-    fn noise(seed: u64, n: usize, amplitude: f64) -> Vec<f64> {
+    /// A deterministic noise source in [−amplitude, amplitude) (a linear congruential
+    /// generator): the tests must not depend on a random crate's stream.
+    pub(crate) fn noise(seed: u64, n: usize, amplitude: f64) -> Vec<f64> {
         let mut x = seed;
         (0..n)
             .map(|_| {

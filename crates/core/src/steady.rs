@@ -105,20 +105,7 @@ fn departs(head: &[f64], rest: &[f64]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Deterministic noise in [−amplitude, amplitude) (a linear congruential generator, as in
-    /// the stats tests).
-    fn noise(seed: u64, n: usize, amplitude: f64) -> Vec<f64> {
-        let mut x = seed;
-        (0..n)
-            .map(|_| {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                ((x >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 2.0 * amplitude
-            })
-            .collect()
-    }
+    use crate::stats::tests::noise;
 
     /// MSER by its definition, for every d, the slow way.
     fn mser_by_definition(series: &[f64]) -> usize {

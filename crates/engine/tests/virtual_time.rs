@@ -35,6 +35,16 @@ fn lane<T: Transport>(
     t0: Instant,
     cancel: CancellationToken,
 ) -> std::rc::Rc<Lane<T>> {
+    lane_testing(transport, t0, cancel, None)
+}
+
+/// A lane that tests its sends against `arrivals` (when given).
+fn lane_testing<T: Transport>(
+    transport: T,
+    t0: Instant,
+    cancel: CancellationToken,
+    arrivals: Option<Arrivals>,
+) -> std::rc::Rc<Lane<T>> {
     let cfg = LaneConfig {
         t0,
         timeout: ms(5000),
@@ -43,7 +53,7 @@ fn lane<T: Transport>(
         worker: 0,
         cancel,
         samples: None,
-        arrivals: None,
+        arrivals,
     };
     Lane::new(transport, cfg)
 }
@@ -275,21 +285,12 @@ async fn poisson_sends(connections: usize) -> Measurements {
         }
         Ok(200)
     });
-    let cfg = LaneConfig {
-        t0,
-        timeout: ms(5000),
-        interval: Duration::from_secs(1),
-        progress: Progress::new(1),
-        worker: 0,
-        cancel: CancellationToken::new(),
-        samples: None,
-        arrivals: Some(Arrivals {
-            schedule,
-            senders: 1,
-        }),
+    let arrivals = Arrivals {
+        schedule,
+        senders: 1,
     };
     let worker = OpenWorker {
-        lane: Lane::new(stalled, cfg),
+        lane: lane_testing(stalled, t0, CancellationToken::new(), Some(arrivals)),
         connections,
         schedule_end: ms(60_000),
         timeout: ms(5000),
