@@ -263,7 +263,7 @@ fn run_scenario(
         }
     }
     let report = dir.with_extension("html");
-    write_outputs(&dir, &report, scenario, &runs)?;
+    write_outputs(&report, scenario, &runs)?;
     let rows = runs.iter().map(|(r, _)| row(r, &model, &dir)).collect();
     Ok(ScenarioRows {
         scenario: scenario.name().to_string(),
@@ -390,10 +390,10 @@ fn detail(r: &RunResult) -> String {
     match &r.import {
         None if r.label == "model" => "exact".into(),
         None => "per_request".into(),
-        Some(i) => serde_json::to_value(i.detail)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default(),
+        Some(i) => match i.detail {
+            sojourn_core::result::Detail::PerRequest => "per_request".into(),
+            sojourn_core::result::Detail::Summary => "summary".into(),
+        },
     }
 }
 
@@ -456,12 +456,10 @@ fn key(p: f64) -> String {
 }
 
 fn write_outputs(
-    dir: &Path,
     report: &Path,
     scenario: &Scenario,
     runs: &[(RunResult, Vec<sojourn_report::samples::Sample>)],
 ) -> anyhow::Result<()> {
-    let _ = dir;
     let views = runs
         .iter()
         .map(|(r, dots)| crate::side_by_side::report_run(r, dots.clone()))

@@ -74,15 +74,37 @@ pub fn nanos(d: Duration) -> u64 {
 /// Formats nanoseconds the way the seeds print latencies: µs below a millisecond, ms below a
 /// second, seconds above.
 pub fn format_ns(ns: u64) -> String {
-    let ns = ns as f64;
-    if ns < 1_000.0 {
-        format!("{ns:.0} ns")
-    } else if ns < 1_000_000.0 {
-        format!("{:.1} µs", ns / 1e3)
-    } else if ns < 1_000_000_000.0 {
-        format!("{:.2} ms", ns / 1e6)
-    } else {
-        format!("{:.3} s", ns / 1e9)
+    let unit = unit_for(ns);
+    format!("{} {}", unit.number(ns), unit.name)
+}
+
+/// The unit [`format_ns`] prints `ns` in: its size in ns, its name and its decimals. Other
+/// values can be printed in the same unit (an interval beside its percentile).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TimeUnit {
+    pub scale: f64,
+    pub name: &'static str,
+    pub decimals: usize,
+}
+
+impl TimeUnit {
+    /// `ns` in this unit, without the unit's name.
+    pub fn number(self, ns: u64) -> String {
+        format!("{:.*}", self.decimals, ns as f64 / self.scale)
+    }
+}
+
+pub fn unit_for(ns: u64) -> TimeUnit {
+    let (scale, name, decimals) = match ns {
+        0..=999 => (1.0, "ns", 0),
+        1_000..=999_999 => (1e3, "µs", 1),
+        1_000_000..=999_999_999 => (1e6, "ms", 2),
+        _ => (1e9, "s", 3),
+    };
+    TimeUnit {
+        scale,
+        name,
+        decimals,
     }
 }
 

@@ -34,25 +34,14 @@ pub fn with_interval(h: &HistogramSummary, p: f64) -> String {
     let Some(ci) = h.ci_at(p) else {
         return value;
     };
-    let reference = h.at(p).map_or(ci.hi, |b| b.value).max(1);
-    let (scale, decimals) = unit_of(reference);
-    let number = |ns: u64| format!("{:.*}", decimals, ns as f64 / scale);
+    let unit = sojourn_core::units::unit_for(h.at(p).map_or(ci.hi, |b| b.value));
+    let number = |ns: u64| unit.number(ns);
     let hi = if ci.hi_open {
         format!("≥{}", number(ci.hi))
     } else {
         number(ci.hi)
     };
     format!("{value} [{}, {hi}]", number(ci.lo))
-}
-
-/// The scale and decimals [`format_ns`] would use for `ns`.
-fn unit_of(ns: u64) -> (f64, usize) {
-    match ns {
-        0..=999 => (1.0, 0),
-        1_000..=999_999 => (1e3, 1),
-        1_000_000..=999_999_999 => (1e6, 2),
-        _ => (1e9, 3),
-    }
 }
 
 /// The response percentiles with their intervals, and a warning for each that rests on too

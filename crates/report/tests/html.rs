@@ -22,6 +22,16 @@ fn page(runs: &[ReportRun]) -> String {
 }
 
 /// The `<svg id="…">…</svg>` element with this id.
+/// The cells of the percentile table's row named `name` (e.g. "p99").
+fn table_row<'a>(page: &'a str, name: &str) -> &'a str {
+    page.split(&format!("<tr><th>{name}</th>"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no row {name}"))
+        .split("</tr>")
+        .next()
+        .unwrap()
+}
+
 fn svg<'a>(page: &'a str, id: &str) -> &'a str {
     let start = page
         .find(&format!("<svg id=\"{id}\""))
@@ -152,13 +162,7 @@ fn percentiles_sit_side_by_side_with_ratios_from_the_data() {
     assert!(p.contains("<th>ratio open / closed</th>"));
     let p99 = |r: &RunResult| r.histograms.response.at(99.0).unwrap().value as f64;
     let want = p99(&open) / p99(&closed);
-    let row = p
-        .split("<tr><th>p99</th>")
-        .nth(1)
-        .unwrap()
-        .split("</tr>")
-        .next()
-        .unwrap();
+    let row = table_row(&p, "p99");
     assert!(
         row.contains(&format!("<td>{want:.0}×</td>")),
         "p99 ratio {want:.0}× in {row}"
@@ -172,13 +176,7 @@ fn every_percentile_shows_its_interval_and_thin_ones_are_flagged() {
     let p = page(&[run(open.clone())]);
     let h = &open.histograms.response;
     let ci = h.ci_at(99.0).expect("a stored interval at p99");
-    let row = p
-        .split("<tr><th>p99</th>")
-        .nth(1)
-        .unwrap()
-        .split("</tr>")
-        .next()
-        .unwrap();
+    let row = table_row(&p, "p99");
     assert!(
         row.contains(&format!("[{}, ", sojourn_core::format_ns(ci.lo))),
         "the interval's lower end under the value: {row}"
@@ -188,13 +186,7 @@ fn every_percentile_shows_its_interval_and_thin_ones_are_flagged() {
         .keys()
         .next()
         .expect("the fixture run has a thin percentile");
-    let row = p
-        .split(&format!("<tr><th>p{thin}</th>"))
-        .nth(1)
-        .unwrap()
-        .split("</tr>")
-        .next()
-        .unwrap();
+    let row = table_row(&p, &format!("p{thin}"));
     assert!(row.contains("not meaningful"), "{row}");
     assert!(p.contains("arrivals vs the schedule") && p.contains("steady state"));
 }
@@ -247,21 +239,9 @@ fn censored_percentiles_print_as_lower_bounds() {
         "the fixture censors p99"
     );
     let p = page(&[run(r)]);
-    let row = p
-        .split("<tr><th>p99</th>")
-        .nth(1)
-        .unwrap()
-        .split("</tr>")
-        .next()
-        .unwrap();
+    let row = table_row(&p, "p99");
     assert!(row.contains("≥ "), "p99 is printed as a lower bound: {row}");
-    let p50 = p
-        .split("<tr><th>p50</th>")
-        .nth(1)
-        .unwrap()
-        .split("</tr>")
-        .next()
-        .unwrap();
+    let p50 = table_row(&p, "p50");
     assert!(!p50.contains('≥'), "p50 is exact: {p50}");
     assert!(p.contains("the run was interrupted"));
 }
