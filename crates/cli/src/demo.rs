@@ -146,7 +146,8 @@ pub fn measure(
         threads: 1,
         timeout,
         interval: Duration::from_secs(1),
-        spin: Duration::from_micros(100),
+        spin: sojourn_engine::DEFAULT_MAX_SPIN,
+        hiccup: Some(sojourn_engine::HICCUP_TICK),
         samples: None,
     };
     let schedule = Schedule::new(Arrival::Constant, rate, End::After(duration))

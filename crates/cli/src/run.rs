@@ -101,10 +101,16 @@ pub struct RunArgs {
     /// runs small.
     #[arg(long, default_value_t = 1.0)]
     pub sample_ratio: f64,
-    /// The dispatcher wakes this long before each due time and spins to it, so requests leave
-    /// within microseconds of schedule. 0 saves CPU but adds the kernel's wake-up latency.
-    #[arg(long, value_parser = args::duration, default_value = "100us")]
+    /// The most the pacer spins before one due time. It learns how late the kernel's wake-ups
+    /// come, arms its timer that much early (up to this cap) and spins the rest, so requests
+    /// leave within microseconds of schedule for a few microseconds of CPU each. 0: no
+    /// spinning; requests then leave late by the kernel's wake-up latency.
+    #[arg(long, value_parser = args::duration, default_value = "50us")]
     pub timer_spin: Duration,
+    /// Run without the hiccup meter (a thread beside the run that measures how late the machine
+    /// wakes a sleeping thread: the floor under any send lag).
+    #[arg(long)]
+    pub no_hiccup_meter: bool,
 }
 
 /// A run that has passed validation: the engine's plan plus what to send and where to write.
@@ -156,6 +162,7 @@ pub fn validate(a: RunArgs) -> anyhow::Result<Validated> {
             timeout: a.timeout,
             interval: a.interval,
             spin: a.timer_spin,
+            hiccup: (!a.no_hiccup_meter).then_some(sojourn_engine::HICCUP_TICK),
             samples: None,
         },
         request,

@@ -298,7 +298,8 @@ fn own_runs(
         threads: 1,
         timeout: Duration::from_secs(10),
         interval: Duration::from_secs(1),
-        spin: Duration::from_micros(100),
+        spin: sojourn_engine::DEFAULT_MAX_SPIN,
+        hiccup: Some(sojourn_engine::HICCUP_TICK),
         samples: None,
     };
     let closed = Plan {

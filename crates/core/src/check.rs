@@ -5,6 +5,7 @@
 //! offered system). A request that the generator noticed late because its thread was busy or its
 //! timer slept too long is the tool's fault. The recorder separates the two (`dispatch_lag` vs
 //! `waited_for_connection`); this module turns them into a verdict and plain-words notes.
+use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::record::Measurements;
@@ -32,6 +33,10 @@ pub enum GeneratorVerdict {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Checks {
     pub generator: GeneratorVerdict,
+    /// Requests waited for a free connection: the generator kept its schedule, but the pool
+    /// (busy with a slow target, or too small) held them back.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pool_bound: bool,
     pub notes: Vec<String>,
 }
 
@@ -74,15 +79,70 @@ pub fn assess_open(m: &Measurements, connections: u32) -> Checks {
         ));
     }
     let waited = m.tally.waited_for_connection;
+    let waiting = waited + m.tally.never_sent;
+    let pool_bound = waiting as f64 > POOL_WAIT_SHARE * m.tally.accounted().max(1) as f64;
     if waited > 0 {
         let sent = m.hist.send_lag.len().max(1);
         notes.push(format!(
             "{waited} of {sent} sent requests ({:.1}%) waited for a free connection because all {connections} \
-             were busy; the wait is counted in their response time. Raise --connections to offer the load as scheduled.",
-            100.0 * waited as f64 / sent as f64
+             were busy (send lag p50 {}, max {}); the wait is counted in their response time. Raise --connections \
+             to offer the load as scheduled.",
+            100.0 * waited as f64 / sent as f64,
+            format_ns(m.hist.send_lag.value_at_quantile(0.5)),
+            format_ns(m.hist.send_lag.max()),
         ));
     }
-    Checks { generator, notes }
+    Checks {
+        generator,
+        pool_bound,
+        notes,
+    }
+}
+
+/// A generator's lateness within this factor of the machine's own hiccups (plus
+/// [`FLOOR_SLACK_NS`]) is the machine's: a thread that does nothing but sleep saw as much.
+pub const FLOOR_FACTOR: f64 = 1.5;
+/// The few microseconds a woken generator needs to notice what is due and start sending.
+pub const FLOOR_SLACK_NS: u64 = 10_000;
+
+/// Says whose the generator's lateness was: the machine's (a thread that only sleeps, measured
+/// beside the run, was as late) or the generator's own work. `hiccup` is that thread's
+/// oversleep histogram.
+pub fn machine_floor(checks: &mut Checks, m: &Measurements, hiccup: &Histogram<u64>) {
+    let lag = &m.hist.dispatch_lag;
+    if lag.is_empty() || hiccup.is_empty() {
+        return;
+    }
+    let at = |h: &Histogram<u64>, q: f64| h.value_at_quantile(q);
+    let (lag99, lag999) = (at(lag, 0.99), at(lag, 0.999));
+    let (floor99, floor999) = (at(hiccup, 0.99), at(hiccup, 0.999));
+    let within =
+        |lag: u64, floor: u64| lag as f64 <= FLOOR_FACTOR * floor as f64 + FLOOR_SLACK_NS as f64;
+    let whose = match (within(lag99, floor99), within(lag999, floor999)) {
+        (true, true) => {
+            "within the machine's own floor: no sleeping generator could have done better here"
+        }
+        (true, false) => {
+            "at the machine's floor up to p99; beyond it, the generator's own work delayed sends"
+        }
+        (false, _) => "above the machine's floor: the generator's own work delayed sends",
+    };
+    checks.notes.push(format!(
+        "generator lateness (dispatch lag) p99 {}, p99.9 {}; the machine's own hiccups (a thread that only sleeps) \
+         p99 {}, p99.9 {}, max {}: {whose}",
+        format_ns(lag99),
+        format_ns(lag999),
+        format_ns(floor99),
+        format_ns(floor999),
+        format_ns(hiccup.max()),
+    ));
+    if checks.generator == GeneratorVerdict::Behind && floor99 > BEHIND_P99_NS {
+        checks.notes.push(format!(
+            "the machine itself stalled: a thread that only sleeps was {} late at p99 (VM steal, neighbours, a \
+             loaded host). Part of the generator's lateness is the machine's, but it is in the results all the same",
+            format_ns(floor99)
+        ));
+    }
 }
 
 /// A worker thread on CPU more than this share of the run was CPU-bound.
@@ -129,6 +189,7 @@ pub fn cpu_bound(checks: &mut Checks, m: &Measurements, busiest_worker: f64) {
 pub fn assess_closed() -> Checks {
     Checks {
         generator: GeneratorVerdict::NotApplicable,
+        pool_bound: false,
         notes: vec![
             "closed loop: each connection waits for its answer before sending again, so requests the \
              target delayed by stalling were never sent and are missing from these numbers"

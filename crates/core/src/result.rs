@@ -293,6 +293,10 @@ pub struct HistogramSet {
     /// Closed loop only: the expected-interval back-filled estimate. Not a measurement.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub backfilled: Option<HistogramSummary>,
+    /// The machine's own hiccups during the run: how late a thread that only sleeps to a fixed
+    /// tick got the CPU back. The floor under any send lag on this machine.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub hiccup: Option<HistogramSummary>,
 }
 
 /// One interval of the timeline (requests keyed by when they finished).
@@ -435,6 +439,7 @@ impl RunResult {
                 backfilled: facts
                     .backfill_interval
                     .map(|i| HistogramSummary::of(&m.backfilled(i), &none)),
+                hiccup: None,
             },
             intervals: m
                 .intervals

@@ -1,21 +1,30 @@
 //! The HTTP load engine: an open loop that sends on a schedule and measures every request from
 //! when it was due, and a labelled closed loop for comparison. Runs on tokio, one
 //! current-thread runtime per worker thread.
+//!
+//! Each worker thread owns a slice of the schedule, a pool of connections and a recorder. The
+//! requests due but not yet sent are a range of the schedule's indices ([`backlog`]); free
+//! connections pull the oldest of them ([`pool`]); a pacer sleeps precisely to the next due time
+//! and hands requests to idle connections ([`open`]). Memory does not depend on how many
+//! requests wait, and nothing is allocated per request.
 #![forbid(unsafe_code)]
 
+mod backlog;
 pub mod closed;
 mod cpu;
 pub mod http;
 mod insecure;
-pub mod lane;
 pub mod open;
+mod pool;
 pub mod progress;
 pub mod result;
 pub mod run;
 pub mod sleeper;
 pub mod transport;
+pub mod worker;
 
 pub use http::{HttpRequest, HttpTransport, TargetError};
 pub use progress::{Progress, ProgressSnapshot};
-pub use run::{execute, Load, Plan, RunReport};
+pub use run::{execute, Load, Plan, RunReport, HICCUP_TICK};
+pub use sojourn_timer::DEFAULT_MAX_SPIN;
 pub use transport::{Connection, ExchangeError, FnTransport, Transport};

@@ -1,117 +1,129 @@
 //! The open loop: requests are due on the schedule whatever the responses do.
 //!
-//! The dispatcher sleeps until the next due time, then hands every request that is due to its
-//! own task, stamped with its exact intended time. Each task waits its turn for a connection
-//! (a FIFO semaphore of the pool's size, so due requests queue in order) and exchanges. The
-//! dispatcher never waits for a connection or an answer, so a stalled server cannot slow the
-//! schedule down: that is the whole point.
+//! The pacer sleeps until the oldest request of the waiting line is due, then hands every due
+//! request to an idle connection, opening new ones up to the pool's size. When every connection
+//! is busy it stops: the requests wait in the line (an index range, not a collection), and each
+//! connection that finishes takes the oldest of them itself. Nothing the target does slows the
+//! schedule down, and nothing it does grows the generator's memory.
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
 
 use sojourn_core::schedule::Slice;
-use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use crate::lane::{Lane, LaneReport, Track};
+use crate::backlog::Backlog;
+use crate::pool;
 use crate::sleeper::Sleeper;
 use crate::transport::Transport;
+use crate::worker::{Job, Source, Worker, WorkerConfig, WorkerReport};
 
-/// One worker's open loop over its slice of the schedule.
-pub struct OpenWorker<T: Transport> {
-    pub lane: Rc<Lane<T>>,
-    pub connections: usize,
-    /// When the schedule ends (its duration, or the last due time for a count).
-    pub schedule_end: Duration,
-    pub timeout: Duration,
-}
-
-/// What the worker did.
-pub struct WorkerReport {
-    pub lane: LaneReport,
-    pub scheduled: u64,
-}
-
-impl<T: Transport> OpenWorker<T> {
-    /// Runs the slice to its end, drains, and censors what is left. Must run inside a
-    /// `LocalSet`.
-    pub async fn run(self, slice: Slice, sleeper: &mut impl Sleeper) -> WorkerReport {
-        let permits = Rc::new(Semaphore::new(self.connections.max(1)));
-        let mut slice = slice.peekable();
-        let mut scheduled = 0u64;
-        let t0 = self.lane.t0();
-        while let Some(next) = slice.peek() {
-            let deadline = t0 + next.at;
-            if Instant::now() < deadline {
-                tokio::select! {
-                    biased;
-                    _ = self.lane.cancel().cancelled() => {}
-                    _ = sleeper.sleep_until(deadline) => {}
-                }
-            }
-            if self.lane.cancel().is_cancelled() {
-                break;
-            }
-            // Everything due by now goes out in this batch, each with its own intended time.
-            let now = Instant::now();
-            let dispatched = self.lane.offset(now);
-            while let Some(due) = slice.next_if(|d| t0 + d.at <= now) {
-                scheduled += 1;
-                let track = Track::new(due.at, dispatched);
-                self.lane.track(due.index, track.clone());
-                tokio::task::spawn_local(serve(
-                    self.lane.clone(),
-                    permits.clone(),
-                    due.index,
-                    track,
-                ));
-            }
-        }
-        if self.lane.cancel().is_cancelled() {
-            return self.stop_now(slice, scheduled);
-        }
-        let drain_until = t0 + self.schedule_end.max(self.lane.now()) + self.timeout;
-        self.lane.drain(drain_until).await;
-        let end = self.lane.now();
-        WorkerReport {
-            lane: self.lane.close(end),
-            scheduled,
-        }
-    }
-
-    /// Ctrl-C: whatever was due by now but not dispatched is scheduled and never sent.
-    fn stop_now(
-        &self,
-        slice: impl Iterator<Item = sojourn_core::Due>,
-        mut scheduled: u64,
-    ) -> WorkerReport {
-        let end = self.lane.now();
-        for due in slice.take_while(|d| d.at <= end) {
-            scheduled += 1;
-            self.lane.never_sent(due.at, end);
-        }
-        WorkerReport {
-            lane: self.lane.close(end),
-            scheduled,
-        }
-    }
-}
-
-async fn serve<T: Transport>(
-    lane: Rc<Lane<T>>,
-    permits: Rc<Semaphore>,
-    index: u64,
-    track: Rc<Track>,
-) {
-    let _permit = match permits.try_acquire() {
-        Ok(p) => p,
-        Err(_) => {
-            track.waited_for_connection.set(true);
-            permits
-                .acquire()
-                .await
-                .expect("the semaphore is never closed")
-        }
+/// Runs one worker's slice of the schedule to its end, drains, and accounts for what is left.
+/// Must run inside a `LocalSet`.
+pub async fn run<T: Transport>(
+    transport: T,
+    cfg: WorkerConfig,
+    slice: Slice,
+    schedule_end: Duration,
+    sleeper: &mut impl Sleeper,
+) -> WorkerReport {
+    let source = Source::Open {
+        backlog: RefCell::new(Backlog::new(slice)),
+        full_since: Cell::new(None),
     };
-    let outcome = lane.attempt(&track).await;
-    lane.finish(index, &track, outcome);
+    let worker = Worker::new(transport, cfg, source);
+    // The drain: at most one timeout past the schedule's end for the last answers.
+    let stop = worker.t0() + schedule_end + worker.cfg.timeout;
+    tokio::select! {
+        biased;
+        _ = worker.cancel().cancelled() => {}
+        _ = tokio::time::sleep_until(stop) => {}
+        _ = async {
+            pace(&worker, sleeper).await;
+            settle(&worker).await;
+        } => {}
+    }
+    worker.close(worker.now())
+}
+
+/// Hands out requests as they fall due, until the schedule is used up or the run is cancelled.
+async fn pace<T: Transport>(worker: &Rc<Worker<T>>, sleeper: &mut impl Sleeper) {
+    loop {
+        let Some(oldest) = backlog(worker).borrow_mut().oldest() else {
+            return;
+        };
+        let deadline = worker.t0() + oldest.at;
+        if Instant::now() < deadline {
+            tokio::select! {
+                biased;
+                _ = worker.cancel().cancelled() => return,
+                _ = sleeper.sleep_until(deadline) => {}
+            }
+        }
+        if dispatch(worker) {
+            // Every connection is busy: each takes the oldest waiting request as it finishes.
+            // Wake again when one goes idle, i.e. when the line is empty.
+            tokio::select! {
+                biased;
+                _ = worker.cancel().cancelled() => return,
+                _ = worker.quiet.notified() => {}
+            }
+        }
+    }
+}
+
+/// Gives every due request to an idle connection, or to a new one while the pool has room.
+/// Returns whether requests are left waiting because every connection is busy.
+fn dispatch<T: Transport>(worker: &Rc<Worker<T>>) -> bool {
+    let Source::Open {
+        backlog,
+        full_since,
+    } = &worker.source
+    else {
+        unreachable!("only an open loop is paced")
+    };
+    let now = worker.now();
+    while backlog.borrow_mut().has_due(now) {
+        let idle = worker.idle.borrow_mut().pop();
+        let (slot, woken) = match idle {
+            Some(slot) => (slot, true),
+            None if worker.slots.borrow().len() < worker.cfg.connections.max(1) => {
+                (pool::open(worker), false)
+            }
+            None => {
+                if full_since.get().is_none() {
+                    full_since.set(backlog.borrow_mut().oldest().map(|d| d.at));
+                }
+                return true;
+            }
+        };
+        let due = backlog
+            .borrow_mut()
+            .take_due(now)
+            .expect("checked due above");
+        let job = Job {
+            intended: due.at,
+            dispatched: now,
+            waited: false,
+        };
+        worker.assign(&slot, job);
+        if woken {
+            slot.wake.notify_one();
+        }
+    }
+    false
+}
+
+/// Waits until no request is in flight.
+async fn settle<T: Transport>(worker: &Worker<T>) {
+    while worker.is_busy() {
+        worker.quiet.notified().await;
+    }
+}
+
+fn backlog<T: Transport>(worker: &Worker<T>) -> &RefCell<Backlog> {
+    match &worker.source {
+        Source::Open { backlog, .. } => backlog,
+        Source::Closed(_) => unreachable!("only an open loop has a waiting line"),
+    }
 }

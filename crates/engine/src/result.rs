@@ -1,7 +1,7 @@
 //! Turning a finished run into the shared result document.
 
 use sojourn_core::check::{assess_closed, assess_open};
-use sojourn_core::result::WarmupRequest;
+use sojourn_core::result::{HistogramSummary, WarmupRequest};
 use sojourn_core::{nanos, Mode, RunConfig, RunFacts, RunResult};
 
 use crate::run::{Load, Plan, RunReport};
@@ -39,8 +39,11 @@ pub fn build(
             if let Some(busy) = report.busiest_worker {
                 sojourn_core::check::cpu_bound(&mut checks, m, busy);
             }
+            if let Some(hiccup) = &report.hiccup {
+                sojourn_core::check::machine_floor(&mut checks, m, hiccup);
+            }
             if !report.precise_timer {
-                checks.notes.push("no timerfd on this system: the dispatcher used tokio's 1 ms timer, so send lag includes up to 1 ms of timer error".into());
+                checks.notes.push("no timerfd on this system: the pacer used tokio's 1 ms timer, so send lag includes up to 1 ms of timer error".into());
             }
             (Mode::Open, checks, None)
         }
@@ -61,6 +64,10 @@ pub fn build(
         backfill_interval,
     };
     let mut result = RunResult::build_with_warmup(m, facts, warmup);
+    result.histograms.hiccup = report
+        .hiccup
+        .as_ref()
+        .map(|h| HistogramSummary::of(h, &sojourn_core::record::new_histogram()));
     result.started_unix_ns = report
         .started
         .duration_since(std::time::UNIX_EPOCH)

@@ -3,15 +3,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use hdrhistogram::Histogram;
 use sojourn_core::{End, Measurements, Recorder, Schedule};
+use sojourn_timer::HiccupMeter;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::closed::ClosedWorker;
-use crate::lane::{Arrivals, Lane, LaneConfig};
-use crate::open::{OpenWorker, WorkerReport};
 use crate::progress::Progress;
 use crate::transport::Transport;
+use crate::worker::{Arrivals, WorkerConfig, WorkerReport};
 
 /// The kind of load.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -33,13 +33,20 @@ pub struct Plan {
     pub timeout: Duration,
     /// Width of the timeline's intervals.
     pub interval: Duration,
-    /// How long before each due time the dispatcher stops sleeping and spins (yielding to the
-    /// runtime) so requests leave within microseconds of their due time. Zero saves CPU at the
-    /// cost of the kernel's wake-up latency (tens of µs on a VM).
+    /// The most the pacer spins before one due time. It arms its timer early by as much as it
+    /// has learned the kernel's wake-ups run late (capped by this), then spins to the due
+    /// time, so requests leave within microseconds of it for a few microseconds of CPU. Zero:
+    /// a plain timer wake-up, late by the kernel's wake-up latency.
     pub spin: Duration,
+    /// The hiccup meter's tick; `None` runs without one.
+    pub hiccup: Option<Duration>,
     /// Where to send every finished request's sample (`--samples`); `None` for no samples.
     pub samples: Option<std::sync::mpsc::Sender<sojourn_core::RequestSample>>,
 }
+
+/// The hiccup meter's tick, as jHiccup's: fine enough for a millisecond-scale floor, and a
+/// thousand wake-ups a second cost little beside a load generator's own.
+pub const HICCUP_TICK: Duration = Duration::from_millis(1);
 
 impl Plan {
     /// Threads actually used: never more than connections, never zero.
@@ -54,13 +61,16 @@ pub struct RunReport {
     pub scheduled: u64,
     pub elapsed: Duration,
     pub interrupted: bool,
-    /// Whether the dispatcher had microsecond timers (timerfd) or fell back to tokio's 1 ms.
+    /// Whether the pacer had microsecond timers (timerfd) or fell back to tokio's 1 ms.
     pub precise_timer: bool,
     /// Wall-clock time of the run's start.
     pub started: std::time::SystemTime,
     /// The busiest worker thread's share of its time spent on CPU doing work (spinning for
     /// precise timing excluded). Near 1.0 the generator was CPU-bound. `None` if unknown.
     pub busiest_worker: Option<f64>,
+    /// How late a thread that only sleeps got the CPU back, tick by tick, during the run: the
+    /// machine's own floor under any send lag.
+    pub hiccup: Option<Histogram<u64>>,
 }
 
 /// Time given to worker threads to build their runtimes before the first request is due, so
@@ -77,10 +87,11 @@ pub fn execute<T: Transport>(
     let workers = plan.worker_count();
     let t0 = Instant::now() + WARMUP;
     let started = std::time::SystemTime::now() + WARMUP;
+    let meter = plan.hiccup.and_then(HiccupMeter::start);
     let reports: Vec<std::io::Result<(WorkerReport, WorkerHealth)>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|w| {
-                let cfg = LaneConfig {
+                let cfg = WorkerConfig {
                     t0,
                     timeout: plan.timeout,
                     interval: plan.interval,
@@ -95,6 +106,7 @@ pub fn execute<T: Transport>(
                         }),
                         Load::Closed(_) => None,
                     },
+                    connections: share(plan.connections as u64, w, workers) as usize,
                 };
                 let transport = transport.clone();
                 std::thread::Builder::new()
@@ -108,6 +120,7 @@ pub fn execute<T: Transport>(
             .map(|h| h.join().expect("worker thread panicked"))
             .collect()
     });
+    let hiccup = meter.map(|m| m.stop().histogram);
     let (reports, health): (Vec<WorkerReport>, Vec<WorkerHealth>) = reports
         .into_iter()
         .collect::<std::io::Result<Vec<_>>>()?
@@ -116,8 +129,8 @@ pub fn execute<T: Transport>(
     let precise_timer = health.iter().all(|h| h.precise_timer);
     let busiest_worker = health.iter().filter_map(|h| h.busy).reduce(f64::max);
     let scheduled = reports.iter().map(|r| r.scheduled).sum();
-    let elapsed = reports.iter().map(|r| r.lane.end).max().unwrap_or_default();
-    let measurements = Recorder::merge_all(reports.into_iter().map(|r| r.lane.recorder));
+    let elapsed = reports.iter().map(|r| r.end).max().unwrap_or_default();
+    let measurements = Recorder::merge_all(reports.into_iter().map(|r| r.recorder));
     Ok(RunReport {
         measurements,
         scheduled,
@@ -126,6 +139,7 @@ pub fn execute<T: Transport>(
         precise_timer,
         started,
         busiest_worker,
+        hiccup,
     })
 }
 
@@ -142,40 +156,26 @@ fn run_worker<T: Transport>(
     w: usize,
     workers: usize,
     transport: T,
-    cfg: LaneConfig,
+    cfg: WorkerConfig,
 ) -> std::io::Result<(WorkerReport, WorkerHealth)> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let local = tokio::task::LocalSet::new();
-    let connections = share(plan.connections as u64, w, workers) as usize;
     let (cpu_before, wall_before) = (crate::cpu::thread_cpu_time(), std::time::Instant::now());
     Ok(local.block_on(&rt, async move {
-        let lane = Lane::new(transport, cfg);
-        let mut timer = sojourn_timer::Timer::with_spin(plan.spin);
+        let mut timer = sojourn_timer::Timer::with_max_spin(plan.spin);
         let report = match plan.load {
             Load::Open(schedule) => {
-                let worker = OpenWorker {
-                    lane,
-                    connections,
-                    schedule_end: schedule_end(&schedule),
-                    timeout: plan.timeout,
-                };
-                worker.run(schedule.slice(w, workers), &mut timer).await
+                let slice = schedule.slice(w, workers);
+                crate::open::run(transport, cfg, slice, schedule_end(&schedule), &mut timer).await
             }
             Load::Closed(end) => {
                 let end = match end {
                     End::Count(n) => End::Count(share(n, w, workers)),
                     after => after,
                 };
-                ClosedWorker {
-                    lane,
-                    connections,
-                    end,
-                    timeout: plan.timeout,
-                }
-                .run()
-                .await
+                crate::closed::run(transport, cfg, end).await
             }
         };
         let busy = crate::cpu::busy_share(cpu_before, wall_before.elapsed(), timer.spun());

@@ -1,14 +1,12 @@
-//! The dispatcher and the closed loop, driven in tokio's paused (virtual) time through the
+//! The open loop's pacer and pool, and the closed loop, driven in tokio's paused (virtual) time through the
 //! in-process transport: deterministic, instant, and independent of machine load.
 use std::sync::Arc;
 use std::time::Duration;
 
 use sojourn_core::conformance::poisson_fit;
 use sojourn_core::{Arrival, End, FailureClass, Measurements, Rate, Recorder, Schedule};
-use sojourn_engine::closed::ClosedWorker;
-use sojourn_engine::lane::{Arrivals, Lane, LaneConfig};
-use sojourn_engine::open::{OpenWorker, WorkerReport};
 use sojourn_engine::sleeper::TokioSleeper;
+use sojourn_engine::worker::{Arrivals, WorkerConfig, WorkerReport};
 use sojourn_engine::{FnTransport, Progress, Transport};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -30,22 +28,18 @@ fn hiccup(base: Instant) -> impl Transport {
     })
 }
 
-fn lane<T: Transport>(
-    transport: T,
-    t0: Instant,
-    cancel: CancellationToken,
-) -> std::rc::Rc<Lane<T>> {
-    lane_testing(transport, t0, cancel, None)
+fn config(t0: Instant, cancel: CancellationToken, connections: usize) -> WorkerConfig {
+    config_testing(t0, cancel, connections, None)
 }
 
-/// A lane that tests its sends against `arrivals` (when given).
-fn lane_testing<T: Transport>(
-    transport: T,
+/// A worker's settings, testing its sends against `arrivals` (when given).
+fn config_testing(
     t0: Instant,
     cancel: CancellationToken,
+    connections: usize,
     arrivals: Option<Arrivals>,
-) -> std::rc::Rc<Lane<T>> {
-    let cfg = LaneConfig {
+) -> WorkerConfig {
+    WorkerConfig {
         t0,
         timeout: ms(5000),
         interval: Duration::from_secs(1),
@@ -54,8 +48,19 @@ fn lane_testing<T: Transport>(
         cancel,
         samples: None,
         arrivals,
-    };
-    Lane::new(transport, cfg)
+        connections,
+    }
+}
+
+fn measurements(report: &mut WorkerReport) -> Measurements {
+    Recorder::merge_all([std::mem::replace(
+        &mut report.recorder,
+        Recorder::new(Duration::from_secs(1)),
+    )])
+}
+
+fn constant(rate: f64, end: End) -> Schedule {
+    Schedule::new(Arrival::Constant, Rate::per_second(rate).unwrap(), end).unwrap()
 }
 
 async fn open_run<T: Transport>(
@@ -66,23 +71,17 @@ async fn open_run<T: Transport>(
     connections: usize,
     cancel: CancellationToken,
 ) -> (WorkerReport, Measurements) {
-    let schedule = Schedule::new(
-        Arrival::Constant,
-        Rate::per_second(rate).unwrap(),
-        End::After(Duration::from_secs(secs)),
+    let schedule = constant(rate, End::After(Duration::from_secs(secs)));
+    let cfg = config(t0, cancel, connections);
+    let mut report = sojourn_engine::open::run(
+        transport,
+        cfg,
+        schedule.iter(),
+        Duration::from_secs(secs),
+        &mut TokioSleeper,
     )
-    .unwrap();
-    let worker = OpenWorker {
-        lane: lane(transport, t0, cancel),
-        connections,
-        schedule_end: Duration::from_secs(secs),
-        timeout: ms(5000),
-    };
-    let mut report = worker.run(schedule.iter(), &mut TokioSleeper).await;
-    let m = Recorder::merge_all([std::mem::replace(
-        &mut report.lane.recorder,
-        Recorder::new(Duration::from_secs(1)),
-    )]);
+    .await;
+    let m = measurements(&mut report);
     (report, m)
 }
 
@@ -117,7 +116,7 @@ async fn open_loop_measures_every_request_delayed_by_the_stall() {
             assert_eq!(
                 m.hist.dispatch_lag.max(),
                 0,
-                "in virtual time the dispatcher is never late"
+                "in virtual time the pacer is never late"
             );
             assert_eq!(
                 m.tally.waited_for_connection, 0,
@@ -133,17 +132,10 @@ async fn closed_loop_hides_the_stall() {
     local
         .run_until(async {
             let t0 = Instant::now();
-            let worker = ClosedWorker {
-                lane: lane(hiccup(t0), t0, CancellationToken::new()),
-                connections: 10,
-                end: End::After(ms(3000)),
-                timeout: ms(5000),
-            };
-            let mut report = worker.run().await;
-            let m = Recorder::merge_all([std::mem::replace(
-                &mut report.lane.recorder,
-                Recorder::new(Duration::from_secs(1)),
-            )]);
+            let cfg = config(t0, CancellationToken::new(), 10);
+            let mut report =
+                sojourn_engine::closed::run(hiccup(t0), cfg, End::After(ms(3000))).await;
+            let m = measurements(&mut report);
             assert_eq!(m.tally.accounted(), report.scheduled, "nothing lost");
             // Each of the 10 connections meets the stall once; nothing else is slow.
             let late = slow_count(&m, ms(5));
@@ -248,7 +240,7 @@ async fn cancelling_mid_stall_accounts_for_every_due_request() {
                 stopper.cancel();
             });
             let (report, m) = open_run(hiccup(t0), t0, 1000.0, 3, 2000, cancel).await;
-            let end = report.lane.end;
+            let end = report.end;
             assert!(
                 end >= ms(1500) && end < ms(1510),
                 "stopped at the cancel: {end:?}"
@@ -289,17 +281,11 @@ async fn poisson_sends(connections: usize) -> Measurements {
         schedule,
         senders: 1,
     };
-    let worker = OpenWorker {
-        lane: lane_testing(stalled, t0, CancellationToken::new(), Some(arrivals)),
-        connections,
-        schedule_end: ms(60_000),
-        timeout: ms(5000),
-    };
-    let mut report = worker.run(schedule.iter(), &mut TokioSleeper).await;
-    Recorder::merge_all([std::mem::replace(
-        &mut report.lane.recorder,
-        Recorder::new(Duration::from_secs(1)),
-    )])
+    let cfg = config_testing(t0, CancellationToken::new(), connections, Some(arrivals));
+    let mut report =
+        sojourn_engine::open::run(stalled, cfg, schedule.iter(), ms(60_000), &mut TokioSleeper)
+            .await;
+    measurements(&mut report)
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]

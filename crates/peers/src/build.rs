@@ -151,6 +151,7 @@ fn checks(tool: PeerTool, mode: Mode) -> Checks {
     }
     Checks {
         generator: GeneratorVerdict::NotApplicable,
+        pool_bound: false,
         notes: vec![format!(
             "imported from {tool}: whether {tool} itself sent on time is not in its output, \
              so it cannot be checked"
@@ -276,6 +277,7 @@ pub(crate) fn summary(
         dispatch_lag: None,
         censored: None,
         backfilled: None,
+        hiccup: None,
     };
     s.notes.push(format!(
         "summary only: {tool}'s latency is in `response`; service time and send lag are unknown"

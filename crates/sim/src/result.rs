@@ -96,6 +96,7 @@ fn tracking_checks(m: &Measurements) -> Checks {
     }
     Checks {
         generator: GeneratorVerdict::NotApplicable,
+        pool_bound: false,
         notes,
     }
 }

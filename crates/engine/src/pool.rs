@@ -1,0 +1,135 @@
+//! Connections pull. A free connection takes the oldest due request, sends it, reads the
+//! answer, records it, and pulls again; with nothing due it parks until the pacer hands it one.
+//! One task per connection for the whole run, one timer per connection for every timeout: a
+//! request costs no task, no map entry and no timer of its own.
+use std::pin::Pin;
+use std::rc::Rc;
+use std::time::Duration;
+
+use sojourn_core::{FailureClass, Outcome};
+use tokio::time::{Instant, Sleep};
+
+use crate::transport::{Connection, ExchangeError, Transport};
+use crate::worker::{Next, Slot, Worker};
+
+/// After a failed connect, a closed loop waits this long before its next request, so a refused
+/// port does not turn into a busy loop of failures. (An open loop has its schedule for pacing.)
+const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
+
+/// Opens a new connection task with `slot` (which may already carry its first request).
+pub(crate) fn open<T: Transport>(worker: &Rc<Worker<T>>) -> Rc<Slot> {
+    let slot = Rc::new(Slot::default());
+    worker.slots.borrow_mut().push(slot.clone());
+    worker.live.set(worker.live.get() + 1);
+    tokio::task::spawn_local(run(worker.clone(), slot.clone()));
+    slot
+}
+
+/// One connection's life: pull, exchange, record, until the run has nothing more for it.
+async fn run<T: Transport>(worker: Rc<Worker<T>>, slot: Rc<Slot>) {
+    let mut conn: Option<T::Conn> = None;
+    let deadline = tokio::time::sleep(Duration::ZERO);
+    tokio::pin!(deadline);
+    loop {
+        if slot.job.get().is_none() {
+            match worker.next() {
+                Next::Job(job) => worker.assign(&slot, job),
+                Next::Park => {
+                    worker.park(&slot);
+                    // A request is only handed to a slot taken off the idle list, so a wake-up
+                    // without one leaves the slot where it is.
+                    while slot.job.get().is_none() {
+                        slot.wake.notified().await;
+                    }
+                    continue;
+                }
+                Next::Stop => break,
+            }
+        }
+        let outcome = attempt(&worker, &mut conn, &slot, deadline.as_mut()).await;
+        worker.finish(&slot, outcome);
+        if worker.is_closed_loop() && outcome == Outcome::Failed(FailureClass::Connect) {
+            tokio::time::sleep(CONNECT_BACKOFF).await;
+        }
+    }
+    worker.retire();
+}
+
+/// One request, bounded by the timeout from the moment the connection took it up.
+async fn attempt<T: Transport>(
+    worker: &Worker<T>,
+    conn: &mut Option<T::Conn>,
+    slot: &Slot,
+    mut deadline: Pin<&mut Sleep>,
+) -> Outcome {
+    let counters = worker.counters();
+    counters.on_sent();
+    deadline.as_mut().reset(Instant::now() + worker.cfg.timeout);
+    let outcome = tokio::select! {
+        biased;
+        outcome = exchange(worker, conn, slot) => outcome,
+        _ = deadline => {
+            // The connection is mid-exchange in an unknown state: it cannot be reused.
+            *conn = None;
+            Outcome::Failed(FailureClass::Timeout)
+        }
+    };
+    counters.on_answer(outcome != Outcome::Ok);
+    outcome
+}
+
+/// Sends on the connection (opening one if there is none) and reads the answer.
+async fn exchange<T: Transport>(
+    worker: &Worker<T>,
+    conn: &mut Option<T::Conn>,
+    slot: &Slot,
+) -> Outcome {
+    let reused = conn.is_some();
+    let c = match conn {
+        Some(c) => c,
+        None => match worker.transport().connect().await {
+            Ok(c) => conn.insert(c),
+            Err(class) => return Outcome::Failed(class),
+        },
+    };
+    worker.note_send();
+    let result = c.exchange(&slot.sent).await;
+    keep_or_drop(conn, &result);
+    match result {
+        Ok(outcome) => outcome,
+        Err(ExchangeError::Stale) if reused => retry_fresh(worker, conn, slot).await,
+        Err(ExchangeError::Stale) => Outcome::Failed(FailureClass::Io),
+        Err(ExchangeError::Failed(class)) => Outcome::Failed(class),
+    }
+}
+
+/// The server had closed an idle keep-alive connection, so the request never reached it.
+/// Send it once more on a fresh connection; its send stamp stays the first attempt's, so the
+/// reconnect counts against the request, not in its favour.
+async fn retry_fresh<T: Transport>(
+    worker: &Worker<T>,
+    conn: &mut Option<T::Conn>,
+    slot: &Slot,
+) -> Outcome {
+    let first = slot.sent.get();
+    let c = match worker.transport().connect().await {
+        Ok(c) => conn.insert(c),
+        Err(class) => return Outcome::Failed(class),
+    };
+    let result = c.exchange(&slot.sent).await;
+    keep_or_drop(conn, &result);
+    slot.sent.set(first.or(slot.sent.get()));
+    match result {
+        Ok(outcome) => outcome,
+        Err(ExchangeError::Failed(class)) => Outcome::Failed(class),
+        Err(ExchangeError::Stale) => Outcome::Failed(FailureClass::Io),
+    }
+}
+
+/// A connection that broke, or that the server will close, is not used again.
+fn keep_or_drop<C: Connection>(conn: &mut Option<C>, result: &Result<Outcome, ExchangeError>) {
+    let keep = result.is_ok() && conn.as_ref().is_some_and(|c| c.reusable());
+    if !keep {
+        *conn = None;
+    }
+}

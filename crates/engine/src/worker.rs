@@ -1,0 +1,330 @@
+//! One worker thread's share of a run: its waiting line, its connections and its recorder.
+//! Single-threaded by construction (a current-thread runtime), so shared state is `Rc`/`Cell`
+//! and nothing on the recording path takes a lock.
+//!
+//! Nothing here is allocated per request. A request in the waiting line is an index range of
+//! the schedule ([`Backlog`]); a request in flight is a few words in its connection's [`Slot`];
+//! a finished request is a handful of histogram counters.
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sojourn_core::{FailureClass, Outcome, Recorder, RequestSample, Schedule, Stamps};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::backlog::Backlog;
+use crate::progress::{Progress, WorkerCounters};
+use crate::transport::Transport;
+
+/// Settings every worker needs.
+#[derive(Clone)]
+pub struct WorkerConfig {
+    /// The run's time zero: intended times are offsets from it.
+    pub t0: Instant,
+    pub timeout: Duration,
+    pub interval: Duration,
+    pub progress: Arc<Progress>,
+    pub worker: usize,
+    pub cancel: CancellationToken,
+    /// Where finished requests' samples go, when per-request samples were asked for.
+    pub samples: Option<std::sync::mpsc::Sender<RequestSample>>,
+    /// Open loop: the arrival process this worker's sends are tested against.
+    pub arrivals: Option<Arrivals>,
+    /// Open loop: the most connections this worker opens. Closed loop: how many loop.
+    pub connections: usize,
+}
+
+/// One sender's share of a schedule, as the conformance test sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Arrivals {
+    pub schedule: Schedule,
+    /// How many senders split the schedule: each expects 1/senders of its arrivals.
+    pub senders: usize,
+}
+
+impl Arrivals {
+    /// Λ(t) of this sender's share: how many of its requests were due by `t`.
+    fn expected_by(&self, t: Duration) -> f64 {
+        self.schedule.expected_by(t) / self.senders.max(1) as f64
+    }
+}
+
+/// What a worker hands back when its run is over.
+pub struct WorkerReport {
+    pub recorder: Recorder,
+    /// When the worker stopped, from the start of the run.
+    pub end: Duration,
+    /// Requests this worker scheduled (open) or started (closed), all accounted for in
+    /// `recorder`.
+    pub scheduled: u64,
+}
+
+/// One request on its way: where it stands on the schedule. Copied, never allocated.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Job {
+    pub intended: Duration,
+    /// When the generator took it up. Past `intended`, the gap is the generator's own lateness.
+    pub dispatched: Duration,
+    /// It became due while every connection was busy.
+    pub waited: bool,
+}
+
+/// A connection's place in the pool: the request it carries, if any, and its send stamp.
+#[derive(Default)]
+pub(crate) struct Slot {
+    pub job: Cell<Option<Job>>,
+    /// Set by the transport when the request's first byte leaves.
+    pub sent: Cell<Option<Instant>>,
+    /// Wakes the connection when the pacer hands it a request.
+    pub wake: Notify,
+}
+
+/// Where a connection's next request comes from.
+pub(crate) enum Next {
+    Job(Job),
+    /// Nothing is due: wait to be handed a request.
+    Park,
+    /// The run has no more requests for this connection.
+    Stop,
+}
+
+/// The open loop's waiting line, or the closed loop's tickets.
+pub(crate) enum Source {
+    Open {
+        backlog: RefCell<Backlog>,
+        /// Since when (on the schedule's clock) every connection has been busy with requests
+        /// still due: requests due from then on waited for a connection. Cleared when a
+        /// connection goes idle.
+        full_since: Cell<Option<Duration>>,
+    },
+    Closed(crate::closed::Tickets),
+}
+
+pub struct Worker<T: Transport> {
+    transport: T,
+    pub(crate) cfg: WorkerConfig,
+    pub(crate) source: Source,
+    recorder: RefCell<Recorder>,
+    /// Every connection's slot, so the end of the run can see what is still in flight.
+    pub(crate) slots: RefCell<Vec<Rc<Slot>>>,
+    /// Connections with nothing to do, most recently used last.
+    pub(crate) idle: RefCell<Vec<Rc<Slot>>>,
+    /// Slots that carry a request.
+    busy: Cell<usize>,
+    /// Connection tasks still running.
+    pub(crate) live: Cell<usize>,
+    /// A connection went idle or ended: the pacer may place requests, the run may be over.
+    pub(crate) quiet: Notify,
+    /// Set once the run has been closed: late finishes must not record twice.
+    closed: Cell<bool>,
+}
+
+impl<T: Transport> Worker<T> {
+    pub(crate) fn new(transport: T, cfg: WorkerConfig, source: Source) -> Rc<Self> {
+        let connections = cfg.connections.max(1);
+        Rc::new(Worker {
+            transport,
+            recorder: RefCell::new(Recorder::new(cfg.interval)),
+            cfg,
+            source,
+            slots: RefCell::new(Vec::with_capacity(connections)),
+            idle: RefCell::new(Vec::with_capacity(connections)),
+            busy: Cell::new(0),
+            live: Cell::new(0),
+            quiet: Notify::new(),
+            closed: Cell::new(false),
+        })
+    }
+
+    pub(crate) fn transport(&self) -> &T {
+        &self.transport
+    }
+
+    pub fn t0(&self) -> Instant {
+        self.cfg.t0
+    }
+
+    pub fn cancel(&self) -> &CancellationToken {
+        &self.cfg.cancel
+    }
+
+    /// Time since the start of the run.
+    pub fn offset(&self, at: Instant) -> Duration {
+        at.saturating_duration_since(self.cfg.t0)
+    }
+
+    pub fn now(&self) -> Duration {
+        self.offset(Instant::now())
+    }
+
+    pub(crate) fn counters(&self) -> &WorkerCounters {
+        self.cfg.progress.worker(self.cfg.worker)
+    }
+
+    pub(crate) fn is_closed_loop(&self) -> bool {
+        matches!(self.source, Source::Closed(_))
+    }
+
+    pub(crate) fn is_busy(&self) -> bool {
+        self.busy.get() > 0
+    }
+
+    /// Gives `slot` its next request.
+    pub(crate) fn assign(&self, slot: &Slot, job: Job) {
+        slot.sent.set(None);
+        slot.job.set(Some(job));
+        self.busy.set(self.busy.get() + 1);
+    }
+
+    /// The next request for a connection that has just become free.
+    pub(crate) fn next(&self) -> Next {
+        match &self.source {
+            Source::Open {
+                backlog,
+                full_since,
+            } => {
+                let now = self.now();
+                let Some(due) = backlog.borrow_mut().take_due(now) else {
+                    return Next::Park;
+                };
+                // Due while every connection was busy: it waited for this one. The generator
+                // had it in hand from its due time, so none of the wait is the generator's.
+                let waited = full_since.get().is_some_and(|since| due.at >= since);
+                Next::Job(Job {
+                    intended: due.at,
+                    dispatched: if waited { due.at } else { now },
+                    waited,
+                })
+            }
+            Source::Closed(tickets) => match tickets.take(self.cfg.t0) {
+                Some(_) => {
+                    let now = self.now();
+                    Next::Job(Job {
+                        intended: now,
+                        dispatched: now,
+                        waited: false,
+                    })
+                }
+                None => Next::Stop,
+            },
+        }
+    }
+
+    /// A connection has nothing to do: it waits in the idle list until handed a request.
+    pub(crate) fn park(&self, slot: &Rc<Slot>) {
+        self.idle.borrow_mut().push(slot.clone());
+        if let Source::Open { full_since, .. } = &self.source {
+            full_since.set(None);
+        }
+        self.quiet.notify_one();
+    }
+
+    /// A connection task has ended.
+    pub(crate) fn retire(&self) {
+        self.live.set(self.live.get() - 1);
+        self.quiet.notify_one();
+    }
+
+    /// A request is leaving now: one gap for the conformance test. (A retry on a fresh
+    /// connection is the same request, so it is not noted again.)
+    pub(crate) fn note_send(&self) {
+        if let Some(a) = &self.cfg.arrivals {
+            let expected = a.expected_by(self.now());
+            self.recorder.borrow_mut().record_send_at(expected);
+        }
+    }
+
+    /// Records a finished request and frees its slot.
+    pub(crate) fn finish(&self, slot: &Slot, outcome: Outcome) {
+        let Some(job) = slot.job.take() else { return };
+        self.busy.set(self.busy.get() - 1);
+        if self.closed.get() {
+            return;
+        }
+        let done = self.now();
+        let mut recorder = self.recorder.borrow_mut();
+        match slot.sent.get() {
+            Some(sent) => {
+                let stamps = self.stamps(&job, self.offset(sent));
+                recorder.record(&stamps, done, outcome);
+                let service = done.saturating_sub(stamps.sent);
+                self.sample(stamps.intended, done, service, outcome);
+            }
+            None => {
+                let class = match outcome {
+                    Outcome::Failed(class) => class,
+                    Outcome::Ok => FailureClass::Io,
+                };
+                recorder.record_unsent_failure(job.intended, job.dispatched, done, class);
+                self.sample(job.intended, done, Duration::ZERO, outcome);
+            }
+        }
+    }
+
+    fn sample(&self, intended: Duration, done: Duration, service: Duration, outcome: Outcome) {
+        if let Some(tx) = &self.cfg.samples {
+            let response = done.saturating_sub(intended);
+            // A closed writer only means nobody is listening any more; the histograms are whole.
+            let _ = tx.send(RequestSample {
+                intended,
+                response,
+                service,
+                outcome,
+            });
+        }
+    }
+
+    /// A closed loop has no schedule: its requests are measured from when they were sent.
+    fn stamps(&self, job: &Job, sent: Duration) -> Stamps {
+        if self.is_closed_loop() {
+            return Stamps::on_time(sent);
+        }
+        Stamps {
+            intended: job.intended,
+            dispatched: job.dispatched,
+            sent,
+            waited_for_connection: job.waited,
+        }
+    }
+
+    /// Ends the run at `end`: what is in flight is censored, what is due and unsent (counted
+    /// from the waiting line's range) was never sent, and nothing records after this.
+    pub fn close(&self, end: Duration) -> WorkerReport {
+        self.closed.set(true);
+        let mut recorder = self.recorder.replace(Recorder::new(self.cfg.interval));
+        for slot in self.slots.borrow().iter() {
+            let Some(job) = slot.job.get() else { continue };
+            match slot.sent.get() {
+                Some(sent) => recorder.record_in_flight(&self.stamps(&job, self.offset(sent)), end),
+                None => recorder.record_never_sent(job.intended, job.dispatched, end),
+            }
+        }
+        let scheduled = match &self.source {
+            Source::Open {
+                backlog,
+                full_since,
+            } => {
+                let mut backlog = backlog.borrow_mut();
+                let since = full_since.get();
+                for due in backlog.take_all_due(end) {
+                    // Waiting for a connection, the generator had it in hand on time;
+                    // otherwise it never got to it before the end.
+                    let waited = since.is_some_and(|s| due.at >= s);
+                    let dispatched = if waited { due.at } else { end };
+                    recorder.record_never_sent(due.at, dispatched, end);
+                }
+                backlog.taken()
+            }
+            Source::Closed(tickets) => tickets.started(),
+        };
+        self.idle.borrow_mut().clear();
+        WorkerReport {
+            recorder,
+            end,
+            scheduled,
+        }
+    }
+}
