@@ -72,6 +72,7 @@ fn run_args(a: &CompareArgs, closed: bool) -> RunArgs {
         strict: false,
         warmup: None,
         timer_spin: sojourn_engine::DEFAULT_MAX_SPIN,
+        timer_slack: Duration::ZERO,
         no_hiccup_meter: false,
         hgrm: None,
         hlog: None,

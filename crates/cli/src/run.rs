@@ -107,6 +107,11 @@ pub struct RunArgs {
     /// spinning; requests then leave late by the kernel's wake-up latency.
     #[arg(long, value_parser = args::duration, default_value = "50us")]
     pub timer_spin: Duration,
+    /// The least time between two wake-ups of the pacer: requests due closer together leave
+    /// together, each up to this late. Fewer wake-ups cost less CPU; the lateness is send lag,
+    /// counted in response time. 0: a wake-up for every due time.
+    #[arg(long, value_parser = args::duration, default_value = "0s")]
+    pub timer_slack: Duration,
     /// Run without the hiccup meter (a thread beside the run that measures how late the machine
     /// wakes a sleeping thread: the floor under any send lag).
     #[arg(long)]
@@ -162,6 +167,7 @@ pub fn validate(a: RunArgs) -> anyhow::Result<Validated> {
             timeout: a.timeout,
             interval: a.interval,
             spin: a.timer_spin,
+            slack: a.timer_slack,
             hiccup: (!a.no_hiccup_meter).then_some(sojourn_engine::HICCUP_TICK),
             samples: None,
         },

@@ -48,17 +48,20 @@ pub async fn run<T: Transport>(
 
 /// Hands out requests as they fall due, until the schedule is used up or the run is cancelled.
 async fn pace<T: Transport>(worker: &Rc<Worker<T>>, sleeper: &mut impl Sleeper) {
+    let mut last_wake = worker.t0();
     loop {
         let Some(oldest) = backlog(worker).borrow_mut().oldest() else {
             return;
         };
-        let deadline = worker.t0() + oldest.at;
+        // Requests due within the slack of the last wake-up wait for the next one.
+        let deadline = (worker.t0() + oldest.at).max(last_wake + worker.cfg.slack);
         if Instant::now() < deadline {
             tokio::select! {
                 biased;
                 _ = worker.cancel().cancelled() => return,
                 _ = sleeper.sleep_until(deadline) => {}
             }
+            last_wake = Instant::now();
         }
         if dispatch(worker) {
             // Every connection is busy: each takes the oldest waiting request as it finishes.

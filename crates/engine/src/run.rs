@@ -38,6 +38,10 @@ pub struct Plan {
     /// time, so requests leave within microseconds of it for a few microseconds of CPU. Zero:
     /// a plain timer wake-up, late by the kernel's wake-up latency.
     pub spin: Duration,
+    /// The least time between two wake-ups of the pacer. Requests due closer together than
+    /// this leave together, each up to this late: fewer wake-ups, at the price of send lag.
+    /// Zero wakes for every due time.
+    pub slack: Duration,
     /// The hiccup meter's tick; `None` runs without one.
     pub hiccup: Option<Duration>,
     /// Where to send every finished request's sample (`--samples`); `None` for no samples.
@@ -107,6 +111,7 @@ pub fn execute<T: Transport>(
                         Load::Closed(_) => None,
                     },
                     connections: share(plan.connections as u64, w, workers) as usize,
+                    slack: plan.slack,
                 };
                 let transport = transport.clone();
                 std::thread::Builder::new()

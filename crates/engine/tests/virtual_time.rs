@@ -49,6 +49,7 @@ fn config_testing(
         samples: None,
         arrivals,
         connections,
+        slack: Duration::ZERO,
     }
 }
 
@@ -258,9 +259,8 @@ async fn cancelling_mid_stall_accounts_for_every_due_request() {
         .await;
 }
 
-/// A Poisson run at 10 req/s for 60 s against a server stalled from 20 s to 30 s, with the lane
-/// testing its sends. (Slow, because tokio's timer rounds sleeps to whole milliseconds even in
-/// virtual time: at 10 req/s that rounding is 1 % of a gap, not the whole gap.)
+/// A Poisson run at 10 req/s for 60 s against a server stalled from 20 s to 30 s, with the worker
+/// testing its sends.
 async fn poisson_sends(connections: usize) -> Measurements {
     let t0 = Instant::now();
     let schedule = Schedule::new(
@@ -313,6 +313,133 @@ async fn sends_conform_to_poisson_until_a_small_pool_bunches_them() {
             let fit = poisson_fit(&small.gaps).expect("hundreds of gaps");
             assert!(!fit.conforms, "a burst of ~100 sends: {fit:?}");
             assert!(fit.d > 0.1, "a sixth of the gaps are tiny: {fit:?}");
+        })
+        .await;
+}
+
+/// Every finished request's sample, from a run whose worker streamed them.
+fn sent_order(
+    rx: std::sync::mpsc::Receiver<sojourn_core::RequestSample>,
+) -> Vec<(Duration, Duration)> {
+    let mut sends: Vec<(Duration, Duration)> = rx
+        .try_iter()
+        .map(|s| (s.intended, s.intended + s.response - s.service))
+        .collect();
+    sends.sort();
+    sends
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn requests_waiting_for_a_connection_leave_oldest_first() {
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async {
+            let t0 = Instant::now();
+            let (tx, rx) = std::sync::mpsc::channel();
+            // Ten connections against a 1 s stall at 1000 req/s: ~990 requests wait in line.
+            let cfg = WorkerConfig {
+                samples: Some(tx),
+                ..config(t0, CancellationToken::new(), 10)
+            };
+            let schedule = constant(1000.0, End::After(ms(3000)));
+            let mut report = sojourn_engine::open::run(
+                hiccup(t0),
+                cfg,
+                schedule.iter(),
+                ms(3000),
+                &mut TokioSleeper,
+            )
+            .await;
+            let m = measurements(&mut report);
+            assert_eq!(m.tally.accounted(), 3000, "nothing lost");
+            assert!(m.tally.waited_for_connection > 900, "a real line formed");
+            let sends = sent_order(rx);
+            assert_eq!(sends.len(), 3000, "one sample per request");
+            // FIFO: in due order, the send times never go backwards.
+            let out_of_order = sends.windows(2).filter(|w| w[1].1 < w[0].1).count();
+            assert_eq!(out_of_order, 0, "requests overtook older ones");
+            // The first request caught by the stall waited for it whole; the line then drains
+            // at the rate 10 connections of 1 ms allow, so the send lag falls back to zero.
+            assert!(m.hist.send_lag.max() > 900_000_000);
+            let last = sends.last().unwrap();
+            assert_eq!(last.0, last.1, "the last request left on time");
+        })
+        .await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn overloaded_open_loop_completes_what_a_closed_loop_does_on_the_same_connections() {
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async {
+            let one_ms = || {
+                FnTransport::new(|| async {
+                    tokio::time::sleep(ms(1)).await;
+                    Ok(200)
+                })
+            };
+            // 10 connections of 1 ms serve 10k req/s; offer ten times that.
+            let t0 = Instant::now();
+            let (open, m_open) =
+                open_run(one_ms(), t0, 100_000.0, 1, 10, CancellationToken::new()).await;
+            let t0 = Instant::now();
+            let cfg = config(t0, CancellationToken::new(), 10);
+            let mut closed = sojourn_engine::closed::run(one_ms(), cfg, End::After(ms(1000))).await;
+            let m_closed = measurements(&mut closed);
+            let rate =
+                |m: &Measurements, end: Duration| m.tally.completed as f64 / end.as_secs_f64();
+            let (r_open, r_closed) = (rate(&m_open, open.end), rate(&m_closed, closed.end));
+            assert!(
+                r_open >= 0.95 * r_closed,
+                "open {r_open:.0}/s vs closed {r_closed:.0}/s"
+            );
+            // The rest waited in line: counted, never lost, and the line cost no memory.
+            assert_eq!(open.scheduled, 100_000);
+            assert_eq!(m_open.tally.accounted(), 100_000);
+            assert!(m_open.tally.never_sent > 30_000, "{:?}", m_open.tally);
+            // The pool held them, not the pacer: seconds of send lag, but the pacer was never
+            // later than the virtual clock's 1 ms tick.
+            assert!(m_open.hist.send_lag.max() > 4_000_000_000);
+            assert!(m_open.hist.dispatch_lag.max() <= 1_000_000);
+        })
+        .await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn slack_batches_wake_ups_and_counts_the_lateness_as_send_lag() {
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async {
+            let t0 = Instant::now();
+            let fast = FnTransport::new(|| async { Ok(200) });
+            // 10k req/s with the pacer waking at most every 5 ms: fifty requests per wake-up, the
+            // first of each up to 4.9 ms late. (Without slack, the virtual clock's 1 ms tick
+            // would batch them by ten.)
+            let cfg = WorkerConfig {
+                slack: ms(5),
+                ..config(t0, CancellationToken::new(), 64)
+            };
+            let schedule = constant(10_000.0, End::After(ms(500)));
+            let mut report =
+                sojourn_engine::open::run(fast, cfg, schedule.iter(), ms(500), &mut TokioSleeper)
+                    .await;
+            let m = measurements(&mut report);
+            assert_eq!(m.tally.completed, 5000);
+            let lag = &m.hist.dispatch_lag;
+            let q = |p: f64| lag.value_at_quantile(p);
+            // Uniform over each batch: from on time to one slack late.
+            assert!(
+                (4_800_000..=5_100_000).contains(&lag.max()),
+                "max {}",
+                lag.max()
+            );
+            assert!((2_200_000..=2_800_000).contains(&q(0.5)), "p50 {}", q(0.5));
+            assert!(q(0.1) <= 600_000, "p10 {}", q(0.1));
+            assert_eq!(
+                m.hist.send_lag.max(),
+                lag.max(),
+                "all of the send lag is the pacer's"
+            );
         })
         .await;
 }
