@@ -61,7 +61,16 @@ pub fn positive_duration(text: &str) -> Result<Duration, String> {
     }
 }
 
-/// Parses a `Name: value` header.
+/// `--timer-slack`: `auto` or a duration (0 for none).
+pub fn slack(text: &str) -> Result<sojourn_engine::Slack, String> {
+    if text.eq_ignore_ascii_case("auto") {
+        return Ok(sojourn_engine::Slack::Auto);
+    }
+    duration(text)
+        .map(sojourn_engine::Slack::Fixed)
+        .map_err(|e| format!("{e}; or `auto`"))
+}
+
 /// `--warmup`: `auto` (found from the timeline by MSER) or a duration to trim.
 pub fn warmup(text: &str) -> Result<sojourn_core::result::WarmupRequest, String> {
     use sojourn_core::result::WarmupRequest;
@@ -73,6 +82,7 @@ pub fn warmup(text: &str) -> Result<sojourn_core::result::WarmupRequest, String>
         .map_err(|e| format!("{e}; or `auto` to find the warm-up from the timeline"))
 }
 
+/// Parses a `Name: value` header.
 pub fn header(text: &str) -> Result<(String, String), String> {
     match text.split_once(':') {
         Some((name, value)) if !name.trim().is_empty() => {

@@ -72,7 +72,7 @@ fn run_args(a: &CompareArgs, closed: bool) -> RunArgs {
         strict: false,
         warmup: None,
         timer_spin: sojourn_engine::DEFAULT_MAX_SPIN,
-        timer_slack: Duration::ZERO,
+        timer_slack: sojourn_engine::Slack::Auto,
         no_hiccup_meter: false,
         hgrm: None,
         hlog: None,

@@ -147,7 +147,7 @@ pub fn measure(
         timeout,
         interval: Duration::from_secs(1),
         spin: sojourn_engine::DEFAULT_MAX_SPIN,
-        slack: Duration::ZERO,
+        slack: sojourn_engine::Slack::Auto,
         hiccup: Some(sojourn_engine::HICCUP_TICK),
         samples: None,
     };

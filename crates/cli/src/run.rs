@@ -42,7 +42,8 @@ pub struct RunArgs {
     #[arg(long, short = 'c')]
     pub connections: Option<usize>,
     /// Worker threads, each with its own connections and slice of the schedule.
-    /// [default: the number of CPUs]
+    /// [default: closed loop, the number of CPUs; open loop, one per 50,000 req/s of peak
+    /// rate, up to the number of CPUs]
     #[arg(long)]
     pub threads: Option<usize>,
     /// Longest wait for one answer; also the longest drain after the schedule ends.
@@ -105,13 +106,15 @@ pub struct RunArgs {
     /// come, arms its timer that much early (up to this cap) and spins the rest, so requests
     /// leave within microseconds of schedule for a few microseconds of CPU each. 0: no
     /// spinning; requests then leave late by the kernel's wake-up latency.
-    #[arg(long, value_parser = args::duration, default_value = "50us")]
+    #[arg(long, value_parser = args::duration, default_value = "100us")]
     pub timer_spin: Duration,
     /// The least time between two wake-ups of the pacer: requests due closer together leave
     /// together, each up to this late. Fewer wake-ups cost less CPU; the lateness is send lag,
-    /// counted in response time. 0: a wake-up for every due time.
-    #[arg(long, value_parser = args::duration, default_value = "0s")]
-    pub timer_slack: Duration,
+    /// counted in response time. `auto`: as late as the pacer's own wake-ups have been coming
+    /// (tens of µs), so a request never waits longer than a wake-up of its own would have
+    /// taken; 0: a wake-up for every due time.
+    #[arg(long, value_name = "auto|DURATION", value_parser = args::slack, default_value = "auto")]
+    pub timer_slack: sojourn_engine::Slack,
     /// Run without the hiccup meter (a thread beside the run that measures how late the machine
     /// wakes a sleeping thread: the floor under any send lag).
     #[arg(long)]
@@ -151,7 +154,7 @@ pub fn validate(a: RunArgs) -> anyhow::Result<Validated> {
     } else {
         open_load(&a, end)?
     };
-    let (connections, threads) = pool(&a)?;
+    let (connections, threads) = pool(&a, &load)?;
     if !(a.sample_ratio > 0.0 && a.sample_ratio <= 1.0) {
         return Err(bad_input!(
             "--sample-ratio: must be in (0, 1], got {}",
@@ -231,8 +234,14 @@ fn end(a: &RunArgs) -> anyhow::Result<End> {
     })
 }
 
-/// `--connections` and `--threads`, with their defaults.
-fn pool(a: &RunArgs) -> anyhow::Result<(usize, usize)> {
+/// One open-loop worker thread paces this many requests a second on one core (measured in
+/// docs/benchmarks.md); more threads only add wake-ups, and wake-ups are what an open loop
+/// pays for.
+const OPEN_RATE_PER_THREAD: f64 = 50_000.0;
+
+/// `--connections` and `--threads`, with their defaults: a closed loop gets a thread per CPU;
+/// an open loop as many as its peak rate needs, up to one per CPU.
+fn pool(a: &RunArgs, load: &Load) -> anyhow::Result<(usize, usize)> {
     let default_connections = if a.closed {
         DEFAULT_CLOSED_CONNECTIONS
     } else {
@@ -246,7 +255,16 @@ fn pool(a: &RunArgs) -> anyhow::Result<(usize, usize)> {
     let threads = match a.threads {
         Some(0) => return Err(bad_input!("--threads: must be at least 1, got 0")),
         Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        None => {
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+            match load {
+                Load::Open(s) => {
+                    let peak = s.rate.get().max(a.ramp_to.unwrap_or(0.0));
+                    ((peak / OPEN_RATE_PER_THREAD).ceil() as usize).clamp(1, cpus)
+                }
+                Load::Closed(_) => cpus,
+            }
+        }
     };
     Ok((connections, threads))
 }

@@ -299,7 +299,7 @@ fn own_runs(
         timeout: Duration::from_secs(10),
         interval: Duration::from_secs(1),
         spin: sojourn_engine::DEFAULT_MAX_SPIN,
-        slack: Duration::ZERO,
+        slack: sojourn_engine::Slack::Auto,
         hiccup: Some(sojourn_engine::HICCUP_TICK),
         samples: None,
     };

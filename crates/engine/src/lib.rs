@@ -25,6 +25,6 @@ pub mod worker;
 
 pub use http::{HttpRequest, HttpTransport, TargetError};
 pub use progress::{Progress, ProgressSnapshot};
-pub use run::{execute, Load, Plan, RunReport, HICCUP_TICK};
+pub use run::{execute, Load, Plan, RunReport, Slack, HICCUP_TICK};
 pub use sojourn_timer::DEFAULT_MAX_SPIN;
 pub use transport::{Connection, ExchangeError, FnTransport, Transport};

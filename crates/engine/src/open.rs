@@ -14,6 +14,7 @@ use tokio::time::Instant;
 
 use crate::backlog::Backlog;
 use crate::pool;
+use crate::run::Slack;
 use crate::sleeper::Sleeper;
 use crate::transport::Transport;
 use crate::worker::{Job, Source, Worker, WorkerConfig, WorkerReport};
@@ -54,12 +55,26 @@ async fn pace<T: Transport>(worker: &Rc<Worker<T>>, sleeper: &mut impl Sleeper) 
             return;
         };
         // Requests due within the slack of the last wake-up wait for the next one.
-        let deadline = (worker.t0() + oldest.at).max(last_wake + worker.cfg.slack);
-        if Instant::now() < deadline {
+        let slack = match worker.cfg.slack {
+            Slack::Auto => sleeper.wake_lateness(),
+            Slack::Fixed(d) => d,
+        };
+        let due = worker.t0() + oldest.at;
+        let batched = last_wake + slack;
+        if Instant::now() < due.max(batched) {
+            // A request held back for a batch is late on purpose: no CPU is spent to wake up
+            // to the microsecond for it.
+            let wait = async {
+                if due >= batched {
+                    sleeper.sleep_until(due).await
+                } else {
+                    sleeper.sleep_until_loosely(batched).await
+                }
+            };
             tokio::select! {
                 biased;
                 _ = worker.cancel().cancelled() => return,
-                _ = sleeper.sleep_until(deadline) => {}
+                _ = wait => {}
             }
             last_wake = Instant::now();
         }

@@ -38,14 +38,25 @@ pub struct Plan {
     /// time, so requests leave within microseconds of it for a few microseconds of CPU. Zero:
     /// a plain timer wake-up, late by the kernel's wake-up latency.
     pub spin: Duration,
-    /// The least time between two wake-ups of the pacer. Requests due closer together than
-    /// this leave together, each up to this late: fewer wake-ups, at the price of send lag.
-    /// Zero wakes for every due time.
-    pub slack: Duration,
+    /// The least time between two wake-ups of the pacer.
+    pub slack: Slack,
     /// The hiccup meter's tick; `None` runs without one.
     pub hiccup: Option<Duration>,
     /// Where to send every finished request's sample (`--samples`); `None` for no samples.
     pub samples: Option<std::sync::mpsc::Sender<sojourn_core::RequestSample>>,
+}
+
+/// The least time between two wake-ups of the pacer. Requests due closer together than this
+/// leave together, in one wake-up, each up to this late: fewer wake-ups, at the price of send
+/// lag (which is measured and counted in response time, like any other).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slack {
+    /// As late as the pacer's own wake-ups have been coming: a request due sooner after a
+    /// wake-up than a wake-up takes could not leave earlier on a wake-up of its own. Requests
+    /// due further apart each get their own, on time.
+    Auto,
+    /// At least this long between wake-ups; zero wakes for every due time.
+    Fixed(Duration),
 }
 
 /// The hiccup meter's tick, as jHiccup's: fine enough for a millisecond-scale floor, and a

@@ -1,17 +1,36 @@
-//! How the dispatcher waits for the next due time. A seam so tests can run the dispatcher in
+//! How the pacer waits for the next due time. A seam so tests can run the dispatcher in
 //! tokio's paused (virtual) time, where a timerfd would sleep in real time.
 use std::future::Future;
+use std::time::Duration;
 
 use tokio::time::Instant;
 
 pub trait Sleeper {
     fn sleep_until(&mut self, deadline: Instant) -> impl Future<Output = ()>;
+
+    /// Returns after `deadline`, without spending CPU to meet it exactly.
+    fn sleep_until_loosely(&mut self, deadline: Instant) -> impl Future<Output = ()> {
+        self.sleep_until(deadline)
+    }
+
+    /// How late this sleeper's wake-ups have been coming: the pacer's automatic slack.
+    fn wake_lateness(&self) -> Duration {
+        Duration::ZERO
+    }
 }
 
 /// Microsecond-accurate sleeping (timerfd); the default for real runs.
 impl Sleeper for sojourn_timer::Timer {
     async fn sleep_until(&mut self, deadline: Instant) {
         sojourn_timer::Timer::sleep_until(self, deadline).await
+    }
+
+    async fn sleep_until_loosely(&mut self, deadline: Instant) {
+        sojourn_timer::Timer::sleep_until_loosely(self, deadline).await
+    }
+
+    fn wake_lateness(&self) -> Duration {
+        self.learned_lateness()
     }
 }
 

@@ -35,8 +35,8 @@ pub struct WorkerConfig {
     pub arrivals: Option<Arrivals>,
     /// Open loop: the most connections this worker opens. Closed loop: how many loop.
     pub connections: usize,
-    /// Open loop: the least time between two wake-ups of the pacer (see `Plan::slack`).
-    pub slack: Duration,
+    /// Open loop: the least time between two wake-ups of the pacer.
+    pub slack: crate::run::Slack,
 }
 
 /// One sender's share of a schedule, as the conformance test sees it.

@@ -107,7 +107,7 @@ async fn black_hole(rate: f64) -> u64 {
         samples: None,
         arrivals: None,
         connections: 64,
-        slack: Duration::ZERO,
+        slack: sojourn_engine::Slack::Fixed(Duration::ZERO),
     };
     let report = sojourn_engine::open::run(
         never,

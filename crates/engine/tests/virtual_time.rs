@@ -49,7 +49,7 @@ fn config_testing(
         samples: None,
         arrivals,
         connections,
-        slack: Duration::ZERO,
+        slack: sojourn_engine::Slack::Fixed(Duration::ZERO),
     }
 }
 
@@ -416,7 +416,7 @@ async fn slack_batches_wake_ups_and_counts_the_lateness_as_send_lag() {
             // first of each up to 4.9 ms late. (Without slack, the virtual clock's 1 ms tick
             // would batch them by ten.)
             let cfg = WorkerConfig {
-                slack: ms(5),
+                slack: sojourn_engine::Slack::Fixed(ms(5)),
                 ..config(t0, CancellationToken::new(), 64)
             };
             let schedule = constant(10_000.0, End::After(ms(500)));

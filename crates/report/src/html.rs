@@ -299,7 +299,7 @@ fn summary_section(page: &mut String, views: &[RunView]) {
         let _ = write!(page, "<th>{}{}</th>", swatch(v.look), escape(&v.name()));
     }
     page.push_str("</tr></thead>\n<tbody>\n");
-    let rows: [(&str, Cell); 14] = [
+    let rows: [(&str, Cell); 16] = [
         ("tool", |r| {
             escape(&format!("{} {}", r.tool.name, r.tool.version))
         }),
@@ -325,6 +325,13 @@ fn summary_section(page: &mut String, views: &[RunView]) {
         ("waited for a free connection", |r| {
             count(r.counts.waited_for_connection)
         }),
+        ("send lag p99 / p99.9", |r| {
+            lag_pair(r.mode, Some(&r.histograms.send_lag))
+        }),
+        (
+            "machine hiccups p99 / p99.9 (a sleeping thread's lateness)",
+            |r| lag_pair(r.mode, r.histograms.hiccup.as_ref()),
+        ),
         ("generator self-check", verdict),
         ("arrivals vs the schedule", conformance),
         ("steady state", steady),
@@ -339,6 +346,18 @@ fn summary_section(page: &mut String, views: &[RunView]) {
     page.push_str("</tbody>\n</table>\n");
     notes(page, views);
     page.push_str("</section>\n");
+}
+
+/// p99 and p99.9 of a lateness histogram; a dash where there is none (closed loops, imports).
+fn lag_pair(mode: Mode, h: Option<&HistogramSummary>) -> String {
+    match h {
+        Some(h) if mode != Mode::Closed && h.count > 0 => format!(
+            "{} / {}",
+            format_ns(h.percentiles.get(99.0).unwrap_or(0)),
+            format_ns(h.percentiles.get(99.9).unwrap_or(0))
+        ),
+        _ => "—".into(),
+    }
 }
 
 fn num(x: f64) -> String {
@@ -371,6 +390,9 @@ fn failures(r: &RunResult) -> String {
 
 fn verdict(r: &RunResult) -> String {
     match r.checks.generator {
+        GeneratorVerdict::Ok if r.checks.pool_bound => {
+            "<span class=\"ok\">ok: on time</span>, but <span class=\"bad\">requests waited for a free connection</span>".into()
+        }
         GeneratorVerdict::Ok => "<span class=\"ok\">ok: sent on schedule</span>".into(),
         GeneratorVerdict::Behind => {
             "<span class=\"bad\">BEHIND: the generator itself was late</span>".into()

@@ -254,9 +254,15 @@ pub fn summary(r: &RunResult) -> String {
     if r.mode != Mode::Closed {
         let _ = writeln!(out, "{}", row("send lag", &h.send_lag, w));
     }
+    if let Some(hiccup) = &h.hiccup {
+        let _ = writeln!(out, "{}", row("machine hiccups†", hiccup, w));
+    }
     if let Some(b) = &h.backfilled {
         let _ = writeln!(out, "{}", row("back-filled estimate*", b, w));
         let _ = writeln!(out, "* closed loop + HdrHistogram expected-interval correction: invented samples, not measurements");
+    }
+    if h.hiccup.is_some() {
+        let _ = writeln!(out, "† how late a thread that only sleeps got the CPU back, beside the run: the machine's floor under send lag");
     }
     if !h.response.lower_bounds.is_empty() {
         let _ = writeln!(out, "≥ marks lower bounds: requests still unanswered at the end (or timed out) could only raise them");
@@ -266,6 +272,9 @@ pub fn summary(r: &RunResult) -> String {
     out.push_str(&statistics(r));
     let _ = writeln!(out);
     let verdict = match r.checks.generator {
+        GeneratorVerdict::Ok if r.checks.pool_bound => {
+            "generator ok: it kept the schedule, but requests waited for a free connection (see below)".to_string()
+        }
         GeneratorVerdict::Ok => "generator ok: requests went out on schedule".to_string(),
         GeneratorVerdict::Behind => "generator BEHIND (see below)".to_string(),
         GeneratorVerdict::NotApplicable if r.mode == Mode::Tracking => {

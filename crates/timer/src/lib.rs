@@ -29,10 +29,15 @@ pub use learn::Lateness;
 /// A yield shorter than this is counted as idle spinning.
 const IDLE_YIELD: Duration = Duration::from_micros(5);
 
-/// The default cap on spinning per wait: on the VMs this was tuned on, the kernel's wake-up
-/// comes 15–30 µs late at p50–p90, so arming that early and spinning the rest hits most
-/// deadlines within a few microseconds for a few microseconds of CPU.
-pub const DEFAULT_MAX_SPIN: Duration = Duration::from_micros(50);
+/// The default cap on spinning per wait. On the VMs this was tuned on, an idle thread's
+/// wake-up comes 20–60 µs late (later the longer it slept), so a cap of 100 µs covers most
+/// of them.
+pub const DEFAULT_MAX_SPIN: Duration = Duration::from_micros(100);
+
+/// Whatever the cap, one wait spins at most this share of the time since the previous wait
+/// ended: precision costs at most a tenth of the sleeper's time, so an idle or slow-paced
+/// sleeper spins a little and a fast one (where spinning would cost a core) hardly at all.
+pub const SPIN_SHARE: f64 = 0.1;
 
 /// A reusable precise sleeper. Keep one per task that sleeps often (a pacer); use
 /// [`sleep_until`] for one-off waits.
@@ -46,6 +51,8 @@ pub struct Timer {
     spun: Duration,
     /// How many times the timerfd woke this sleeper.
     wakes: u64,
+    /// When the previous wait ended.
+    last: Option<Instant>,
 }
 
 impl Timer {
@@ -73,6 +80,7 @@ impl Timer {
             lateness: Lateness::new(max_spin),
             spun: Duration::ZERO,
             wakes: 0,
+            last: None,
         }
     }
 
@@ -83,15 +91,31 @@ impl Timer {
 
     /// Returns at or shortly after `deadline`, never before it.
     pub async fn sleep_until(&mut self, deadline: Instant) {
+        self.wait(deadline, true).await
+    }
+
+    /// Returns after `deadline`, late by however long the kernel takes to wake the thread: no
+    /// spinning, for deadlines that need not be met to the microsecond.
+    pub async fn sleep_until_loosely(&mut self, deadline: Instant) {
+        self.wait(deadline, false).await
+    }
+
+    async fn wait(&mut self, deadline: Instant, spin: bool) {
         let now = Instant::now();
         if deadline <= now {
+            self.last = Some(now);
             return;
         }
+        let allowed = if spin {
+            self.spin_allowed(deadline)
+        } else {
+            Duration::ZERO
+        };
+        let early = self.lateness.estimate().min(allowed);
         let Some(fd) = self.fd.as_mut() else {
             tokio::time::sleep_until(deadline).await;
             return;
         };
-        let early = self.lateness.estimate().min(self.max_spin);
         // Closer than a wake-up takes: sleeping would only make the request later.
         if deadline - now > early {
             let wake = deadline - early;
@@ -104,6 +128,17 @@ impl Timer {
             }
         }
         self.spin_until(deadline).await;
+        self.last = Some(Instant::now());
+    }
+
+    /// The most this wait may spin: the cap, and at most [`SPIN_SHARE`] of the time since the
+    /// previous wait ended.
+    fn spin_allowed(&self, deadline: Instant) -> Duration {
+        let share = match self.last {
+            Some(last) => deadline.saturating_duration_since(last).mul_f64(SPIN_SHARE),
+            None => self.max_spin,
+        };
+        self.max_spin.min(share)
     }
 
     async fn spin_until(&mut self, deadline: Instant) {
@@ -130,9 +165,10 @@ impl Timer {
         self.wakes
     }
 
-    /// How early the sleeper currently arms its timer (its learned wake-up lateness, capped).
-    pub fn arms_early_by(&self) -> Duration {
-        self.lateness.estimate().min(self.max_spin)
+    /// The wake-up lateness this sleeper has learned (it arms its timer that early, within
+    /// its spin allowance).
+    pub fn learned_lateness(&self) -> Duration {
+        self.lateness.estimate()
     }
 }
 
@@ -223,6 +259,25 @@ mod tests {
         }
     }
 
+    /// Fast-paced waits spin at most a tenth of their gap, however high the cap: at 50 µs apart,
+    /// 5 µs each.
+    #[tokio::test(flavor = "current_thread")]
+    async fn fast_paced_waits_spin_a_share_of_their_gap() {
+        let mut timer = Timer::with_max_spin(Duration::from_micros(500));
+        let gap = Duration::from_micros(50);
+        let waits = 400u32;
+        let mut deadline = Instant::now();
+        for _ in 0..waits {
+            deadline += gap;
+            timer.sleep_until(deadline).await;
+        }
+        let per_wait = timer.spun() / waits;
+        assert!(
+            per_wait <= gap.mul_f64(SPIN_SHARE) + IDLE_YIELD,
+            "spun {per_wait:?} per wait at {gap:?} apart"
+        );
+    }
+
     /// The spin is capped: however late the wake-ups have been, one wait spins at most the cap
     /// (plus the one yield that crosses the deadline).
     #[tokio::test(flavor = "current_thread")]
@@ -235,7 +290,7 @@ mod tests {
                 .sleep_until(Instant::now() + Duration::from_micros(400))
                 .await;
         }
-        assert!(timer.arms_early_by() <= cap);
+        assert!(timer.learned_lateness() <= cap);
         let per_wait = timer.spun() / waits;
         assert!(
             per_wait <= cap + IDLE_YIELD,

@@ -130,7 +130,7 @@ pub fn open_plan(rate: f64, duration: Duration, connections: usize) -> Plan {
         timeout: Duration::from_secs(2),
         interval: Duration::from_secs(3600),
         spin: Duration::ZERO,
-        slack: Duration::ZERO,
+        slack: sojourn_engine::Slack::Fixed(Duration::ZERO),
         hiccup: None,
         samples: None,
     }
