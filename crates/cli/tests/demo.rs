@@ -62,11 +62,14 @@ fn hiccup_splits_the_loops_and_the_healthy_control_does_not() {
         p99(&open),
         p99(&closed)
     );
-    // Measurement and model agree on the open loop's tail (within 20 %: 1 s stall, ms noise).
+    // Measurement and model agree on the open loop's tail within 4%, as docs/peers.md says of
+    // every scenario with an event (+1.1% here on the 2-vCPU VM: the server answers the ~500
+    // requests the stall released over a few milliseconds, which the model does in an instant).
     let (measured, truth) = (p99(&open), p99(&model));
     assert!(
-        (measured - truth).abs() <= 0.2 * truth,
-        "open p99 {measured} vs model {truth}"
+        (measured - truth).abs() <= 0.04 * truth,
+        "open p99 {measured} vs model {truth}: {:+.2}%",
+        100.0 * (measured / truth - 1.0)
     );
     assert!(
         stdout.contains("closed-loop p99 understates open-loop p99 by"),
@@ -99,18 +102,15 @@ fn hiccup_splits_the_loops_and_the_healthy_control_does_not() {
 
 /// Headless Chromium renders the report; the spectrum has both loops in it.
 fn assert_report_shows_both_curves(report: &Path, dir: &Path) {
-    let chromium = Path::new("/usr/bin/chromium");
-    if !chromium.is_file() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI must install chromium (.ci/run)"
+    let Some(chromium) = chromium() else {
+        skip(
+            "the demo report in headless Chromium: no chromium on PATH (apt-get install chromium)",
         );
-        eprintln!("SKIPPED the browser check: no /usr/bin/chromium");
         return;
-    }
+    };
     let out = Command::new("timeout")
         .arg("90")
-        .arg(chromium)
+        .arg(&chromium)
         .args([
             "--headless",
             "--no-sandbox",

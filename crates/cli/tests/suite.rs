@@ -2,8 +2,8 @@
 //! the closed and open clusters split on a stall, agree on a healthy server, and sojourn's open
 //! loop agrees with the model.
 //!
-//! The tools come from scripts/install-peer-tools.sh, which .ci/run calls; .ci/run also sets
-//! SOJOURN_REQUIRE_PEERS=1 so that CI fails rather than skips when a tool is missing.
+//! The tools come from scripts/install-peer-tools.sh, which .ci/run calls; under CI (CI=true,
+//! which .ci/run sets) a missing tool fails the test rather than skipping it.
 mod common;
 
 use common::*;
@@ -53,11 +53,9 @@ fn row<'a>(rows: &'a [Value], label: &str) -> &'a Value {
 fn closed_and_open_tools_split_on_a_stall_and_agree_when_healthy() {
     let missing: Vec<&str> = TOOLS.into_iter().filter(|t| !installed(t)).collect();
     if !missing.is_empty() {
-        assert!(
-            std::env::var_os("SOJOURN_REQUIRE_PEERS").is_none(),
-            "peer tools missing: {missing:?}; run scripts/install-peer-tools.sh"
-        );
-        eprintln!("SKIPPED: peer tools missing: {missing:?} (scripts/install-peer-tools.sh)");
+        skip(&format!(
+            "the suite with peer tools: {missing:?} missing (scripts/install-peer-tools.sh)"
+        ));
         return;
     }
     let _guard = serial();
@@ -104,17 +102,25 @@ fn closed_and_open_tools_split_on_a_stall_and_agree_when_healthy() {
             "{l}\n{stdout}"
         );
     }
-    assert_eq!(row(hiccup, "wrk")["verdict"], "corrected_after_the_fact");
+    // wrk is a closed loop whose p99 shows the stall anyway: decided from the data, that is
+    // its back-fill.
+    assert_eq!(
+        row(hiccup, "wrk")["verdict"],
+        "corrected_after_the_fact",
+        "{stdout}"
+    );
     let ours = row(hiccup, "sojourn open")["p99_vs_model"]
         .as_f64()
         .unwrap();
+    // Within 4%, as docs/peers.md says (1.001x on the 2-vCPU VM).
     assert!(
-        (0.8..1.25).contains(&ours),
+        (0.96..1.04).contains(&ours),
         "sojourn open vs the model: {ours}x\n{stdout}"
     );
 
     // Healthy: the control. Every tool lands in the model's band at p99 (within 3x, where a
-    // hidden stall shows as 50x); the clusters above cannot come from the tools.
+    // hidden stall shows as 50x); the clusters above cannot come from the tools. With no tail
+    // to hide, no closed loop is taken for a back-fill either: every verdict is plain.
     let healthy = rows(&summary, "healthy");
     let model = p99(row(healthy, "model"));
     for r in healthy {
@@ -124,9 +130,30 @@ fn closed_and_open_tools_split_on_a_stall_and_agree_when_healthy() {
             "{} disagrees on a healthy server: {ratio:.2}x\n{stdout}",
             r["label"]
         );
-        assert_ne!(r["verdict"], "hides_the_stall", "{stdout}");
+        let verdict = r["verdict"].as_str().unwrap();
+        assert!(
+            ["honest", "model"].contains(&verdict),
+            "{}: {verdict} on a healthy server\n{stdout}",
+            r["label"]
+        );
     }
-    assert!(dir.join("hiccup.html").is_file() && dir.join("healthy.html").is_file());
+    // Each scenario's page names every run and draws them.
+    for scenario in ["hiccup", "healthy"] {
+        let html = std::fs::read_to_string(dir.join(format!("{scenario}.html"))).unwrap();
+        for label in TOOLS
+            .iter()
+            .chain(&["sojourn open", "sojourn closed", "model"])
+        {
+            assert!(
+                html.contains(label),
+                "{scenario}.html does not name {label}"
+            );
+        }
+        assert!(
+            html.matches("<svg").count() >= 3,
+            "{scenario}.html has its charts"
+        );
+    }
 
     // Imported results work with `diff`: per request (vegeta) with intervals, a summary (wrk)
     // without.
@@ -161,22 +188,27 @@ fn an_unknown_tool_is_bad_input_and_a_missing_one_is_skipped() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--tools") && err.contains("jmeterx"), "{err}");
-    if installed("wrk2") {
-        return;
-    }
+    // Whatever this machine has installed, a PATH and a HOME with nothing in them make wrk2
+    // missing.
     let _guard = serial();
     let dir = temp_dir("suite-missing");
-    let out = sojourn(&[
-        "suite",
-        "--scenarios",
-        "healthy",
-        "--tools",
-        "wrk2",
-        "--duration",
-        "2s",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
+    let empty = temp_dir("suite-empty-home");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sojourn"))
+        .args([
+            "suite",
+            "--scenarios",
+            "healthy",
+            "--tools",
+            "wrk2",
+            "--duration",
+            "2s",
+            "--out",
+            dir.to_str().unwrap(),
+        ])
+        .env("PATH", &empty)
+        .env("HOME", &empty)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     assert!(stdout.contains("wrk2: not installed, skipped"), "{stdout}");

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::io::Cursor;
 use std::time::Duration;
 
-use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 
 use crate::conformance::GapRecord;
@@ -142,13 +142,13 @@ pub struct IntervalRecord {
     pub index: u64,
     pub completed: u64,
     pub failed: u64,
-    /// V2-serialized response-time histogram of the requests that finished in the interval.
+    /// V2 (deflated) response-time histogram of the requests that finished in the interval.
     pub response: Vec<u8>,
-    /// V2-serialized send-lag histogram of the same requests.
+    /// V2 (deflated) send-lag histogram of the same requests.
     pub send_lag: Vec<u8>,
-    /// V2-serialized service-time histogram of the same requests (those that were sent).
+    /// V2 (deflated) service-time histogram of the same requests (those that were sent).
     pub service: Vec<u8>,
-    /// V2-serialized lower bounds of the requests that timed out in the interval.
+    /// V2 (deflated) lower bounds of the requests that timed out in the interval.
     pub timeouts: Vec<u8>,
 }
 
@@ -170,11 +170,14 @@ impl IntervalRecord {
     }
 }
 
+/// A sealed interval's histogram, compressed: a long run keeps one per interval for its
+/// timeline, so this is what a soak's memory grows by (a few hundred bytes a second).
 fn encode(h: &Histogram<u64>) -> Vec<u8> {
     let mut out = Vec::new();
-    V2Serializer::new()
+    V2DeflateSerializer::new()
         .serialize(h, &mut out)
         .expect("serializing into a Vec cannot fail");
+    out.shrink_to_fit();
     out
 }
 

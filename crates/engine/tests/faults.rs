@@ -83,6 +83,9 @@ fn a_black_hole_times_out_what_it_holds_and_the_rest_waits_in_line() {
         m.tally.waited_for_connection > 0,
         "those that got a connection had waited for it"
     );
+    // The self-check says the pool, not the generator, held them.
+    let checks = sojourn_core::check::assess_open(m, 16);
+    assert!(checks.passed() && checks.pool_bound, "{checks:?}");
 }
 
 #[test]

@@ -46,6 +46,10 @@ pub struct RunnerPlan {
     pub script: Option<(PathBuf, String)>,
     /// What this tool cannot express of the spec, in plain words.
     pub limitations: Vec<String>,
+    /// How long the tool runs before it measures anything (wrk2's calibration). The run is
+    /// that much longer than the spec's duration; a scenario's faults must be delayed by as
+    /// much to fall where the tool measures.
+    pub lead_in: Duration,
 }
 
 impl RunnerPlan {
@@ -60,6 +64,7 @@ impl RunnerPlan {
             files: Vec::new(),
             script: None,
             limitations: Vec::new(),
+            lead_in: Duration::ZERO,
         }
     }
 }
@@ -169,13 +174,24 @@ pub fn wrk2(spec: &RunSpec) -> RunnerPlan {
     wrk_family(PeerTool::Wrk2, spec)
 }
 
+/// wrk2 measures nothing until each thread's calibration is over: `CALIBRATE_DELAY_MS`
+/// (10 s) plus 5 ms for each of the thread's connections (giltene/wrk2 `src/wrk.c`).
+pub fn wrk2_calibration(connections_per_thread: u32) -> Duration {
+    Duration::from_secs(10) + Duration::from_millis(5 * u64::from(connections_per_thread))
+}
+
 fn wrk_family(tool: PeerTool, spec: &RunSpec) -> RunnerPlan {
     let c = spec.connections.max(1);
     // wrk gives each thread c ÷ threads connections (integer division): pick a thread count
     // that divides c, so all c are opened.
     let threads = (1..=c.min(4)).rev().find(|t| c % t == 0).unwrap_or(1);
+    let lead_in = if tool == PeerTool::Wrk2 {
+        wrk2_calibration(c / threads)
+    } else {
+        Duration::ZERO
+    };
     let (threads, c) = (threads.to_string(), c.to_string());
-    let d = format!("{}s", whole_seconds(spec.duration));
+    let d = format!("{}s", whole_seconds(spec.duration + lead_in));
     // wrk leaves requests slower than its timeout (2 s by default) out of its histogram: keep
     // every stall of the scenarios inside it.
     let mut argv = args([
@@ -201,13 +217,16 @@ fn wrk_family(tool: PeerTool, spec: &RunSpec) -> RunnerPlan {
     let mut plan = RunnerPlan::new(tool, mode, argv);
     plan.stdout = Some(text.clone());
     plan.files = vec![text];
+    plan.lead_in = lead_in;
     plan.limitations = if tool == PeerTool::Wrk2 {
         vec![
             "wrk2 is in no package registry: build it from source and put it on PATH as wrk2"
                 .into(),
-            "wrk2 resets its histogram once, after a calibration of about 10 s (plus 5 ms per \
-             connection of a thread): in a longer run its percentiles leave out that start"
-                .into(),
+            format!(
+                "wrk2 measures only after a calibration of {}: its run is that much longer, \
+                 and the scenario's faults are delayed by as much so they fall in what it measures",
+                sojourn_core::format_ns(sojourn_core::nanos(lead_in))
+            ),
             "wrk2's -R is a whole number of requests per second".into(),
         ]
     } else {
@@ -551,12 +570,16 @@ mod tests {
             "wrk -t 2 -c 10 -d 3s --timeout 10s --latency http://127.0.0.1:8080/api",
             "threads divide the connections: wrk opens c ÷ t per thread"
         );
+        // wrk2 calibrates for 10 s plus 5 ms per connection of a thread before it measures:
+        // its 3 s run becomes 10.025 s + 3 s, rounded up to whole seconds.
         let p = wrk2(&spec());
         assert_eq!(
             argv(&p),
-            "wrk2 -t 2 -c 10 -d 3s --timeout 10s --latency -R 200 http://127.0.0.1:8080/api"
+            "wrk2 -t 2 -c 10 -d 14s --timeout 10s --latency -R 200 http://127.0.0.1:8080/api"
         );
+        assert_eq!(p.lead_in, Duration::from_millis(10_025));
         assert_eq!(p.mode, Mode::Open);
+        assert_eq!(wrk(&spec()).lead_in, Duration::ZERO);
         let short = RunSpec {
             connections: 2,
             duration: Duration::from_millis(1500),

@@ -76,7 +76,7 @@ fn parse(tool: PeerTool, input: &Input) -> Result<Report, ImportError> {
         } else if t.starts_with("Detailed Percentile spectrum") {
             section = Section::Spectrum(corrected);
         } else if let Some(rest) = t.strip_prefix("Latency ") {
-            latency_stats(input, line, rest, &mut r)?;
+            latency_stats(tool, input, line, rest, &mut r)?;
         } else if t.contains(" requests in ") {
             section = Section::Other;
             totals(input, line, t, &mut r)?;
@@ -127,6 +127,7 @@ fn body_line(
 
 /// `Latency    11.04ms    2.64ms  44.05ms   95.11%`: mean, stdev, max.
 fn latency_stats(
+    tool: PeerTool,
     input: &Input,
     line: Option<u64>,
     rest: &str,
@@ -136,6 +137,17 @@ fn latency_stats(
     let [mean, stdev, max, ..] = cols[..] else {
         return Err(input.err(line, "Latency: expected mean, stdev and max"));
     };
+    // An empty histogram prints its mean as `-nanus`.
+    if mean.starts_with("-nan") {
+        let why = if tool == PeerTool::Wrk2 {
+            "wrk2 measured nothing: it resets its histogram when its calibration ends (about \
+             10 s into the run), and this run ended there; run it at least 10 s longer than \
+             what you want measured"
+        } else {
+            "wrk measured nothing: no request completed during the run"
+        };
+        return Err(input.err(line, why));
+    }
     let read = |name: &str, v: &str| {
         duration_ns(v).ok_or_else(|| input.err(line, format!("Latency {name}: cannot read {v:?}")))
     };

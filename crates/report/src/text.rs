@@ -366,6 +366,46 @@ mod tests {
         assert!(!table.contains('≥'), "nothing censored, nothing marked");
     }
 
+    /// Against a target that holds every connection, the generator is on time but the requests
+    /// are not: the summary must not say they went out on schedule.
+    #[test]
+    fn a_full_pool_is_not_called_on_schedule() {
+        let mut rec = Recorder::new(Duration::from_secs(1));
+        for i in 0..1000u64 {
+            let at = Duration::from_millis(i);
+            let waited = Stamps {
+                intended: at,
+                dispatched: at,
+                sent: at + Duration::from_secs(4),
+                waited_for_connection: true,
+            };
+            rec.record(&waited, at + Duration::from_secs(5), Outcome::Ok);
+        }
+        let m = Recorder::merge_all([rec]);
+        let facts = RunFacts {
+            label: "open".into(),
+            mode: Mode::Open,
+            config: RunConfig::default(),
+            scheduled: 1000,
+            elapsed: Duration::from_secs(6),
+            interrupted: false,
+            checks: check::assess_open(&m, 64),
+            backfill_interval: None,
+        };
+        let r = RunResult::build(&m, facts);
+        assert!(r.checks.pool_bound);
+        let text = summary(&r);
+        assert!(!text.contains("went out on schedule"), "{text}");
+        assert!(
+            text.contains(
+                "generator ok: it kept the schedule, but requests waited for a free connection"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("send lag p50 4.000 s"), "{text}");
+        assert!(!summary(&result(false)).contains("waited for a free connection"));
+    }
+
     #[test]
     fn summary_shows_intervals_and_thin_percentiles() {
         let r = result(false);

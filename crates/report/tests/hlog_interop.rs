@@ -142,15 +142,11 @@ fn reference_jar() -> Option<PathBuf> {
     if java && jar.is_file() {
         return Some(jar);
     }
-    let msg = format!(
-        "the HdrHistogram reference implementation is not available (java found: {java}, jar: {})",
+    common::skip(&format!(
+        "the HdrHistogram reference implementation (Java): java found: {java}, jar: {} \
+         (.ci/run installs java and fetches the jar with mvn dependency:get)",
         jar.display()
-    );
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{msg}: .ci/run must fetch it with mvn dependency:get"
-    );
-    eprintln!("SKIPPED: {msg}");
+    ));
     None
 }
 

@@ -177,6 +177,30 @@ impl Scenario {
         &self.name
     }
 
+    /// The same scenario with every fault on its clock moved `by` later: a stall at 2 s
+    /// happens at 2 s + `by`. For a tool that measures only after a lead-in of its own (wrk2's
+    /// calibration), so the fault falls where it measures. Faults counted by request index are
+    /// not on the clock and do not move.
+    pub fn delayed(&self, by: Duration) -> Scenario {
+        let mut delayed = self.clone();
+        for fault in &mut delayed.faults {
+            match fault {
+                Fault::Stall { at, .. } => *at += by,
+                Fault::Pause { first, .. } => *first += by,
+                Fault::Ramp { start, end, .. } => {
+                    *start += by;
+                    *end += by;
+                }
+                Fault::EveryNth { .. }
+                | Fault::SlowFraction { .. }
+                | Fault::Cap(_)
+                | Fault::Errors { .. }
+                | Fault::Reset { .. } => {}
+            }
+        }
+        delayed
+    }
+
     pub fn law(&self) -> &Law {
         &self.law
     }

@@ -275,3 +275,37 @@ fn healthy_baseline_ignores_faults() {
     assert_eq!(s.baseline(499), MS);
     assert_eq!(s.service_time(499, S), 200 * MS);
 }
+
+#[test]
+fn delaying_a_scenario_moves_its_clocked_faults_and_nothing_else() {
+    let s = Duration::from_secs;
+    let ms = Duration::from_millis;
+    let hiccup = Scenario::builtin("hiccup", &["hiccup.at=2s".parse().unwrap()]).unwrap();
+    let later = hiccup.delayed(s(10));
+    assert_eq!(hiccup.gate_open_at(ms(2_500)), s(3), "the original stall");
+    assert_eq!(
+        later.gate_open_at(ms(2_500)),
+        ms(2_500),
+        "open at 2.5 s now"
+    );
+    assert_eq!(
+        later.gate_open_at(ms(12_500)),
+        s(13),
+        "closed from 12 s to 13 s"
+    );
+    // The ramp's window moves with it: 45 s into the delayed run is 35 s into the original.
+    let ramp = Scenario::builtin("ramp", &[]).unwrap();
+    assert_eq!(
+        ramp.delayed(s(10)).service_time(0, s(45)),
+        ramp.service_time(0, s(35))
+    );
+    assert_ne!(ramp.service_time(0, s(45)), ramp.service_time(0, s(35)));
+    // gc-pauses' first pause moves; every-nth counts requests, not time.
+    let gc = Scenario::builtin("gc-pauses", &[]).unwrap();
+    assert_eq!(
+        gc.delayed(s(10)).gate_open_at(s(20)),
+        gc.gate_open_at(s(10)) + s(10)
+    );
+    let nth = Scenario::builtin("every-nth", &[]).unwrap();
+    assert_eq!(nth.delayed(s(10)), nth);
+}

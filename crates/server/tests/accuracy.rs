@@ -1,17 +1,20 @@
-//! Delay accuracy at over 1,000 req/s: the server's departures against the scenario's, from its
-//! own truth log. Alone in its own test binary so the other tests' load does not blur it.
+//! Delay accuracy under concurrent load: the server's departures against the scenario's, from
+//! its own truth log, judged against the machine's own hiccups measured beside the run and
+//! against tokio's timer on the same deadlines. Alone in its own test binary so the other
+//! tests' load does not blur it.
 mod common;
 
 use std::time::Duration;
 
-use common::{builtin, quantile, start, Client, MS};
+use common::{builtin, quantile, start, Client, Floor, MS};
 use tokio::time::Instant;
 
-const RUN: Duration = Duration::from_secs(2);
 const CONNECTIONS: usize = 16;
+/// Requests per connection: 1,600 in all, however fast the machine is (about a second).
+const PER_CONNECTION: usize = 100;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn delays_are_accurate_to_under_a_millisecond_at_1000_per_second() {
+async fn delays_are_as_accurate_as_the_machine_lets_a_sleeping_thread_be() {
     // Uniform 2–20 ms, so deadlines do not line up on tokio's 1 ms ticks; sixteen closed loops
     // give about 16 / 11 ms ≈ 1,450 req/s.
     let mut scenario = builtin("healthy", &[]).parts();
@@ -19,14 +22,14 @@ async fn delays_are_accurate_to_under_a_millisecond_at_1000_per_second() {
         min: 2 * MS,
         max: 20 * MS,
     };
+    let floor = Floor::start();
     let server = start(sojourn_scenario::Scenario::new(scenario).unwrap()).await;
-    let until = Instant::now() + RUN;
     let loops: Vec<_> = (0..CONNECTIONS)
         .map(|_| {
             let addr = server.addr;
             tokio::spawn(async move {
                 let mut c = Client::connect(addr).await.unwrap();
-                while Instant::now() < until {
+                for _ in 0..PER_CONNECTION {
                     c.get("/api").await.unwrap();
                 }
             })
@@ -36,8 +39,9 @@ async fn delays_are_accurate_to_under_a_millisecond_at_1000_per_second() {
         l.await.unwrap();
     }
     let (_, truth) = server.stop().await;
+    let machine = floor.stop();
 
-    let rate = truth.len() as f64 / RUN.as_secs_f64();
+    assert_eq!(truth.len(), CONNECTIONS * PER_CONNECTION);
     let mut late: Vec<Duration> = truth.iter().map(|r| r.departure - r.due).collect();
     assert!(
         truth.iter().all(|r| r.departure >= r.due),
@@ -48,19 +52,35 @@ async fn delays_are_accurate_to_under_a_millisecond_at_1000_per_second() {
     let p99 = quantile(&mut late, 0.99);
     let max = *late.last().unwrap();
     eprintln!(
-        "{} requests, {rate:.0} req/s; lateness p50 {p50:?}, p95 {p95:?}, p99 {p99:?}, max {max:?}",
+        "{} requests; lateness p50 {p50:?}, p95 {p95:?}, p99 {p99:?}, max {max:?}; machine {machine:?}",
         truth.len()
     );
-    assert!(rate > 1_000.0, "the load reached {rate:.0} req/s");
-    // Compared with tokio's own timer on the same machine in the same run, not with a fixed
-    // budget: a busy machine slows both, but only a fallback to tokio's 1 ms timer closes the
-    // gap. On a quiet machine the server's p50 is 60-80 µs against tokio's ~1 ms.
+    // Against the machine, in the same run: a sleeping thread was this late anyway. The server
+    // wakes sixteen of them at once on two cores, so its tail may be a few times the meter's
+    // (1.3–1.5x on the 2-vCPU VM), but not more; a stall of the machine shows in both maxima.
+    assert!(
+        p99 <= 3 * machine.p99 + 300 * Duration::from_micros(1),
+        "server p99 {p99:?} vs the machine's {:?}",
+        machine.p99
+    );
+    assert!(
+        max <= machine.max + 10 * MS,
+        "server max {max:?} vs the machine's {:?}",
+        machine.max
+    );
+    // Against tokio's own timer on the same machine in the same run: only a fallback to its
+    // 1 ms resolution closes this gap.
     let mut coarse = tokio_lateness().await;
     let coarse_p50 = quantile(&mut coarse, 0.5);
-    eprintln!("tokio's own timer, same deadlines: p50 {coarse_p50:?}");
+    let coarse_p95 = quantile(&mut coarse, 0.95);
+    eprintln!("tokio's own timer, same deadlines: p50 {coarse_p50:?}, p95 {coarse_p95:?}");
     assert!(
         p50 * 3 < coarse_p50,
         "server p50 {p50:?} vs tokio p50 {coarse_p50:?}"
+    );
+    assert!(
+        p95 < coarse_p95,
+        "server p95 {p95:?} vs tokio p95 {coarse_p95:?}"
     );
 }
 

@@ -2,41 +2,72 @@
 //!
 //! Tolerances: the model's instants (`due`) are checked exactly; the server's actual departures
 //! are checked against them. A departure before `due` always fails. Lateness is judged over the
-//! whole set: nine in ten must leave within `LATE`, and none later than `OUTLIER`. A shared 2-core
-//! machine can hold the process off the CPU for tens of milliseconds at any moment (CI saw 27 ms
-//! while 25 clients connected at once), which hits a few records, never most of them; a server
-//! bug that delays departures hits them all. Both bounds stay below the effects under test
-//! (stalls of 100 ms and more, slow requests 30x their baseline). Precision is `tests/accuracy.rs`.
+//! whole set, against the machine's own hiccups measured beside each test (a thread that only
+//! sleeps to a 1 ms tick): nine in ten must leave within [`Bounds::late`], and none later than
+//! [`Bounds::outlier`]. A shared 2-core machine can hold the process off the CPU for tens of
+//! milliseconds at any moment (CI saw 27 ms while 25 clients connected at once); the meter
+//! sees such a stall too, so it widens the bounds by what it saw, and no more. A server bug
+//! that delays departures hits them all. The bounds stay below the effects under test (stalls
+//! of 100 ms and more, slow requests 30x their baseline) unless the machine itself stalled that
+//! long, which the check then says. Precision is `tests/accuracy.rs`.
 mod common;
 
 use std::time::Duration;
 
-use common::{builtin, max_in_service, start, start_with, Client, MS};
+use common::{builtin, max_in_service, start, start_with, Client, Floor, Machine, MS};
 use sojourn_scenario::truth::{Outcome, TruthRecord};
 use sojourn_scenario::Scenario;
 use tokio::time::{sleep, sleep_until, Instant};
 
-const LATE: Duration = Duration::from_millis(20);
-const OUTLIER: Duration = Duration::from_millis(150);
+/// How late the server, or a client's view of it, may be in one test.
+#[derive(Debug, Clone, Copy)]
+struct Bounds {
+    /// Nine in ten within this.
+    late: Duration,
+    /// None beyond this.
+    outlier: Duration,
+}
 
-/// No record leaves before it is due; nine in ten leave within `LATE`, all within `OUTLIER`.
-fn assert_on_time<'a>(records: impl IntoIterator<Item = &'a TruthRecord>) {
-    let records: Vec<&TruthRecord> = records.into_iter().collect();
-    assert!(!records.is_empty(), "no records to check");
-    for r in &records {
-        assert!(r.departure >= r.due, "left early: {r:?}");
-        assert!(r.departure - r.due < OUTLIER, "left far too late: {r:?}");
+impl Bounds {
+    /// From what the machine did to a sleeping thread during the test: a few milliseconds of
+    /// scheduling on two shared cores, three times its p90, and its worst stall.
+    fn of(machine: Machine) -> Bounds {
+        let b = Bounds {
+            late: 5 * MS + 3 * machine.p90,
+            outlier: 20 * MS + machine.max,
+        };
+        assert!(
+            b.outlier < 100 * MS,
+            "the machine itself stalled a sleeping thread for {:?}: too noisy to judge effects of \
+             100 ms; run again on a quieter machine",
+            machine.max
+        );
+        b
     }
-    let late: Vec<_> = records
-        .iter()
-        .filter(|r| r.departure - r.due >= LATE)
-        .collect();
-    assert!(
-        late.len() <= records.len().div_ceil(10),
-        "{} of {} left {LATE:?} or more late: {late:?}",
-        late.len(),
-        records.len()
-    );
+
+    /// No record leaves before it is due; nine in ten leave within `late`, all within `outlier`.
+    fn assert_on_time<'a>(self, records: impl IntoIterator<Item = &'a TruthRecord>) {
+        let records: Vec<&TruthRecord> = records.into_iter().collect();
+        assert!(!records.is_empty(), "no records to check");
+        for r in &records {
+            assert!(r.departure >= r.due, "left early: {r:?}");
+            assert!(
+                r.departure - r.due < self.outlier,
+                "left far too late ({self:?}): {r:?}"
+            );
+        }
+        let late: Vec<_> = records
+            .iter()
+            .filter(|r| r.departure - r.due >= self.late)
+            .collect();
+        assert!(
+            late.len() <= records.len().div_ceil(10),
+            "{} of {} left {:?} or more late: {late:?}",
+            late.len(),
+            records.len(),
+            self.late
+        );
+    }
 }
 
 /// `n` requests, one after another, on one connection.
@@ -60,6 +91,7 @@ async fn closed_loop_until(addr: std::net::SocketAddr, until: Instant) -> usize 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hiccup_holds_requests_that_reach_the_gate_until_the_stall_ends() {
+    let floor = Floor::start();
     // Stall from 300 ms to 1.3 s on the clock that the first request starts.
     let server = start(builtin(
         "hiccup",
@@ -114,10 +146,14 @@ async fn hiccup_holds_requests_that_reach_the_gate_until_the_stall_ends() {
             stalled.push(r.departure);
         }
     }
-    assert_on_time(&truth);
+    let bounds = Bounds::of(floor.stop());
+    bounds.assert_on_time(&truth);
     assert_eq!(stalled.len(), 6, "the probe and the crowd of five");
     let spread = *stalled.iter().max().unwrap() - *stalled.iter().min().unwrap();
-    assert!(spread < OUTLIER, "released together: spread {spread:?}");
+    assert!(
+        spread < bounds.outlier,
+        "released together: spread {spread:?}"
+    );
     assert_eq!(
         truth.last().unwrap().due - truth.last().unwrap().start,
         10 * MS,
@@ -127,6 +163,7 @@ async fn hiccup_holds_requests_that_reach_the_gate_until_the_stall_ends() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gc_pauses_hold_every_request_that_reaches_a_pause() {
+    let floor = Floor::start();
     let sets = [
         "gc-pauses.baseline=5ms",
         "gc-pauses.every=400ms",
@@ -158,7 +195,8 @@ async fn gc_pauses_hold_every_request_that_reaches_a_pause() {
             held[(end.as_millis() as usize - 300) / 400] += 1;
         }
     }
-    assert_on_time(&truth);
+    let bounds = Bounds::of(floor.stop());
+    bounds.assert_on_time(&truth);
     assert!(
         held[0] >= 4 && held[1] >= 4,
         "every connection caught in the first two pauses: {held:?}"
@@ -167,6 +205,7 @@ async fn gc_pauses_hold_every_request_that_reaches_a_pause() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ramp_scales_service_by_start_time() {
+    let floor = Floor::start();
     let sets = [
         "ramp.from=5ms",
         "ramp.to=25ms",
@@ -191,7 +230,8 @@ async fn ramp_scales_service_by_start_time() {
         early += usize::from(progress == 0.0);
         late += usize::from(progress == 1.0);
     }
-    assert_on_time(&truth);
+    let bounds = Bounds::of(floor.stop());
+    bounds.assert_on_time(&truth);
     assert!(
         early > 10 && late > 4,
         "requests before and after the ramp: {early}, {late}"
@@ -200,6 +240,7 @@ async fn ramp_scales_service_by_start_time() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_nth_with_one_worker_slows_exactly_every_nth_request() {
+    let floor = Floor::start();
     // Seed 000 with n = 50 instead of 500 to stay fast; four clients share the one worker.
     let sets = ["every-nth.n=50", "every-nth.slow=30ms"];
     let server = start(builtin("every-nth", &sets)).await;
@@ -216,7 +257,8 @@ async fn every_nth_with_one_worker_slows_exactly_every_nth_request() {
         let slow = (r.index + 1) % 50 == 0;
         assert_eq!(r.due - r.start, if slow { 30 * MS } else { MS }, "{r:?}");
     }
-    assert_on_time(&truth);
+    let bounds = Bounds::of(floor.stop());
+    bounds.assert_on_time(&truth);
     let slow: Vec<u64> = truth
         .iter()
         .filter(|r| r.service() >= 30 * MS)
@@ -237,6 +279,7 @@ async fn every_nth_with_one_worker_slows_exactly_every_nth_request() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn saturation_cap_holds_at_most_cap_in_service_fifo() {
+    let floor = Floor::start();
     let server = start(builtin(
         "saturation",
         &["saturation.cap=5", "saturation.baseline=20ms"],
@@ -260,7 +303,8 @@ async fn saturation_cap_holds_at_most_cap_in_service_fifo() {
         truth.windows(2).all(|w| w[1].start >= w[0].start),
         "FIFO admission"
     );
-    assert_on_time(&truth);
+    let bounds = Bounds::of(floor.stop());
+    bounds.assert_on_time(&truth);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -393,6 +437,7 @@ async fn errors_and_resets_pick_the_same_requests_every_run() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn control_stall_closes_the_gate_on_demand_only_when_enabled() {
+    let floor = Floor::start();
     let scenario = builtin("healthy", &["healthy.baseline=5ms"]);
     let server = start_with(scenario.clone(), |o| o.control = true).await;
     let mut c = server.client().await;
@@ -405,16 +450,6 @@ async fn control_stall_closes_the_gate_on_demand_only_when_enabled() {
     let after = c.get("/api").await.unwrap();
     assert_eq!(c.post("/control/stall?for=soon").await.unwrap().status, 400);
     let (summary, truth) = server.stop().await;
-    assert_eq!(summary.control_stalls, 1);
-    assert!(
-        waited >= 300 * MS && waited < 300 * MS + OUTLIER,
-        "held until the stall ended: {waited:?}"
-    );
-    let r = &truth[stalled.index.unwrap() as usize];
-    assert!(r.due - r.start > 250 * MS, "held at the gate: {r:?}");
-    assert_on_time([r]);
-    let r = &truth[after.index.unwrap() as usize];
-    assert_eq!(r.due - r.start, 5 * MS, "open again: {r:?}");
 
     // Off by default: the path does not exist and stalls nothing.
     let server = start(scenario).await;
@@ -425,12 +460,26 @@ async fn control_stall_closes_the_gate_on_demand_only_when_enabled() {
     );
     let t = Instant::now();
     c.get("/api").await.unwrap();
-    assert!(t.elapsed() < OUTLIER);
+    let unstalled = t.elapsed();
     server.stop().await;
+
+    let bounds = Bounds::of(floor.stop());
+    assert_eq!(summary.control_stalls, 1);
+    assert!(
+        waited >= 300 * MS && waited < 300 * MS + bounds.outlier,
+        "held until the stall ended: {waited:?}"
+    );
+    let r = &truth[stalled.index.unwrap() as usize];
+    assert!(r.due - r.start > 250 * MS, "held at the gate: {r:?}");
+    bounds.assert_on_time([r]);
+    let r = &truth[after.index.unwrap() as usize];
+    assert_eq!(r.due - r.start, 5 * MS, "open again: {r:?}");
+    assert!(unstalled < bounds.outlier, "not stalled: {unstalled:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn healthy_ignores_faults_and_does_not_start_the_clock() {
+    let floor = Floor::start();
     let server = start(builtin(
         "hiccup",
         &["hiccup.at=0s", "hiccup.duration=400ms"],
@@ -440,7 +489,7 @@ async fn healthy_ignores_faults_and_does_not_start_the_clock() {
     // /healthy before any /api: answered after the baseline, and the clock has not started.
     let t = Instant::now();
     assert_eq!(c.get("/healthy").await.unwrap().status, 200);
-    assert!(t.elapsed() >= 10 * MS && t.elapsed() < OUTLIER);
+    let first_healthy = t.elapsed();
     sleep(100 * MS).await;
     // The first /api starts the clock: the stall [0, 400ms) holds it.
     let t = Instant::now();
@@ -469,7 +518,7 @@ async fn healthy_ignores_faults_and_does_not_start_the_clock() {
         server.client().await.get("/healthy").await.unwrap().status,
         200
     );
-    assert!(t.elapsed() < OUTLIER, "/healthy ignores the stall");
+    let healthy_in_stall = t.elapsed();
     let (summary, truth) = server.stop().await;
     assert_eq!(
         stuck.await.unwrap().unwrap().status,
@@ -479,6 +528,15 @@ async fn healthy_ignores_faults_and_does_not_start_the_clock() {
     assert_eq!(
         (summary.api.shutdown, truth[0].outcome),
         (1, Outcome::Shutdown)
+    );
+    let bounds = Bounds::of(floor.stop());
+    assert!(
+        first_healthy >= 10 * MS && first_healthy < bounds.outlier,
+        "/healthy after its baseline: {first_healthy:?}"
+    );
+    assert!(
+        healthy_in_stall < bounds.outlier,
+        "/healthy ignores the stall: {healthy_in_stall:?}"
     );
 }
 

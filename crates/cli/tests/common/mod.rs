@@ -18,6 +18,8 @@ pub struct TestServer {
     pub addr: SocketAddr,
     stall_until: Arc<Mutex<Option<Instant>>>,
     pub requests: Arc<AtomicU64>,
+    /// Connections accepted.
+    pub connections: Arc<AtomicU64>,
     _shutdown: tokio::sync::oneshot::Sender<()>,
 }
 
@@ -27,6 +29,8 @@ impl TestServer {
     pub fn start(tls: bool) -> TestServer {
         let stall_until = Arc::new(Mutex::new(None));
         let requests = Arc::new(AtomicU64::new(0));
+        let connections = Arc::new(AtomicU64::new(0));
+        let accepted = connections.clone();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stall, count) = (stall_until.clone(), requests.clone());
@@ -41,7 +45,7 @@ impl TestServer {
                 addr_tx.send(listener.local_addr().unwrap()).unwrap();
                 let acceptor = tls.then(tls_acceptor);
                 tokio::select! {
-                    _ = accept_loop(listener, acceptor, stall, count) => {}
+                    _ = accept_loop(listener, acceptor, stall, count, accepted) => {}
                     _ = rx => {}
                 }
             });
@@ -50,6 +54,7 @@ impl TestServer {
             addr: addr_rx.recv().unwrap(),
             stall_until,
             requests,
+            connections,
             _shutdown: tx,
         }
     }
@@ -69,11 +74,13 @@ async fn accept_loop(
     tls: Option<tokio_rustls::TlsAcceptor>,
     stall: Arc<Mutex<Option<Instant>>>,
     count: Arc<AtomicU64>,
+    accepted: Arc<AtomicU64>,
 ) {
     loop {
         let Ok((tcp, _)) = listener.accept().await else {
             continue;
         };
+        accepted.fetch_add(1, Ordering::Relaxed);
         let (stall, count, tls) = (stall.clone(), count.clone(), tls.clone());
         tokio::spawn(async move {
             let service =
@@ -123,6 +130,33 @@ fn tls_acceptor() -> tokio_rustls::TlsAcceptor {
         .with_single_cert(vec![cert.cert.der().clone()], key)
         .unwrap();
     tokio_rustls::TlsAcceptor::from(Arc::new(config))
+}
+
+/// A program on PATH, found the way a shell (and `.ci/run`'s `command -v`) finds it.
+pub fn on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+}
+
+/// Headless Chromium: `$SOJOURN_CHROMIUM`, or `chromium` on PATH.
+pub fn chromium() -> Option<PathBuf> {
+    std::env::var_os("SOJOURN_CHROMIUM")
+        .map(PathBuf::from)
+        .or_else(|| on_path("chromium"))
+}
+
+/// A check that cannot run here: under CI (`.ci/run` sets CI=true and installs everything) that
+/// is a failure; elsewhere the test passes with a line on the terminal. The line goes straight
+/// to stdout, which the test harness does not capture, so the skip is seen.
+pub fn skip(what: &str) {
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{what}: .ci/run must install what this test needs"
+    );
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stdout(), "SKIPPED: {what}");
 }
 
 pub fn sojourn(args: &[&str]) -> Output {

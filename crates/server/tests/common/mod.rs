@@ -188,6 +188,39 @@ pub fn max_in_service(records: &[TruthRecord]) -> usize {
 }
 
 /// The `q`-quantile of `values` (sorted in place).
+/// The machine's own lateness over a test: a hiccup meter (a thread that only sleeps to a 1 ms
+/// tick) runs beside it, so the server's lateness is judged against what any sleeping thread
+/// suffered in the same run, not against a fixed budget.
+pub struct Floor(Option<sojourn_timer::HiccupMeter>);
+
+/// What the meter saw.
+#[derive(Debug, Clone, Copy)]
+pub struct Machine {
+    pub p90: Duration,
+    pub p99: Duration,
+    pub max: Duration,
+}
+
+impl Floor {
+    pub fn start() -> Floor {
+        Floor(sojourn_timer::HiccupMeter::start(MS))
+    }
+
+    pub fn stop(self) -> Machine {
+        let h = self
+            .0
+            .expect("a timerfd for the hiccup meter")
+            .stop()
+            .histogram;
+        let at = |q: f64| Duration::from_nanos(h.value_at_quantile(q));
+        Machine {
+            p90: at(0.9),
+            p99: at(0.99),
+            max: Duration::from_nanos(h.max()),
+        }
+    }
+}
+
 pub fn quantile(values: &mut [Duration], q: f64) -> Duration {
     values.sort();
     let i = ((values.len() as f64 - 1.0) * q).round() as usize;
