@@ -482,13 +482,31 @@ mod tests {
             held += usize::from(lo <= shift && shift <= hi);
             width += hi - lo;
         }
+        // The width a 95% interval should have: ±1.96 standard deviations of the difference
+        // of medians, measured over forty more fresh pairs of runs of the same process.
+        let merged_median = |hs: Vec<Histogram<u64>>| {
+            let mut all = new_histogram();
+            hs.iter().for_each(|h| all.add(h).unwrap());
+            all.value_at_quantile(0.5) as f64
+        };
+        let diffs: Vec<f64> = (0..40)
+            .map(|k| {
+                merged_median(correlated(120, 1_001 + 2 * k, shift as u64))
+                    - merged_median(correlated(120, 1_000 + 2 * k, 0))
+            })
+            .collect();
+        let mean = diffs.iter().sum::<f64>() / diffs.len() as f64;
+        let sd = (diffs.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / 39.0).sqrt();
+        let (expected, got) = (2.0 * 1.96 * sd, (width / 10) as f64);
         eprintln!(
-            "found {found}/10, held {held}/10, mean width {} ns",
-            width / 10
+            "found {found}/10, held {held}/10, mean width {got} ns, expected {expected:.0} ns"
         );
         assert!(found >= 9, "found the shift in {found} of 10");
         assert!(held >= 8, "held the true shift in {held} of 10");
-        assert!(width / 10 < shift, "mean width {} ns", width / 10);
+        assert!(
+            (0.6 * expected..1.5 * expected).contains(&got),
+            "mean width {got} ns against {expected:.0} ns from the runs' own spread"
+        );
     }
 
     #[test]
