@@ -14,7 +14,8 @@ Sections (default: all, in this order):
              for 400k req/s (far above capacity) on the same 64 connections.
   blackhole  sojourn at 100k req/s for BLACKHOLE_SECS against a server that accepts and never
              answers: RSS at 10 s and at the end, and the peak.
-  soak       sojourn at 20k req/s for SOAK_SECS: RSS at 60 s and at the end, CPU, send lag.
+  soak       sojourn at 20k req/s for SOAK_SECS (+10 s): RSS at 60 s, half way and SOAK_SECS,
+             each while it sends; the peak (which comes as it builds its result); CPU, send lag.
   serve      sojourn run at 500 req/s against sojourn serve on the same two cores, unpinned,
              defaults: send lag and the hiccup floor.
 
@@ -274,13 +275,16 @@ def blackhole(work):
     time.sleep(0.5)
     print(f"== black hole: 100k req/s for {BLACKHOLE_SECS}s, {CONNS} connections, load average {load_average():.2f}")
     path = os.path.join(work, "blackhole.json")
+    # The first timeouts land at 10 s; the run drains for one more timeout after its schedule,
+    # so the last sample is taken before it builds its result.
     seen, peak, _ = watch_rss(pinned([SOJOURN, "run", f"http://127.0.0.1:{port}/", "--rate", "100000",
                                       "-c", str(CONNS), "--duration", f"{BLACKHOLE_SECS}s",
-                                      "--json", path]), [10, BLACKHOLE_SECS])
+                                      "--json", path]), [10, 11, BLACKHOLE_SECS])
     server.terminate()
     r = json.load(open(path))
     c = r["counts"]
     record("blackhole", "sojourn", rss_10s_mib=round(seen.get(10, 0) / 1024, 1),
+           rss_11s_mib=round(seen.get(11, 0) / 1024, 1),
            rss_end_mib=round(seen.get(BLACKHOLE_SECS, 0) / 1024, 1), peak_rss_mib=round(peak / 1024, 1),
            scheduled=c["scheduled"], never_sent=c["never_sent"], censored=c["censored"],
            timeouts=c["failed"].get("timeout", 0),
@@ -288,14 +292,16 @@ def blackhole(work):
 
 
 def soak(url, work):
-    print(f"== soak: 20k req/s for {SOAK_SECS}s, load average {load_average():.2f}")
+    # The run lasts 10 s past the last sample, so every sample is taken while it sends, not
+    # while it builds its result (which reads the whole timeline back).
+    print(f"== soak: 20k req/s for {SOAK_SECS + 10}s, RSS sampled to {SOAK_SECS}s, load average {load_average():.2f}")
     path = os.path.join(work, "soak.json")
+    marks = [60, SOAK_SECS // 2, SOAK_SECS]
     seen, peak, cpu = watch_rss(pinned([SOJOURN, "run", url, "--rate", "20000", "-c", str(CONNS),
-                                        "--duration", f"{SOAK_SECS}s", "--json", path]), [60, SOAK_SECS])
+                                        "--duration", f"{SOAK_SECS + 10}s", "--json", path]), marks)
     f = sojourn_figures(path)
-    record("soak", "sojourn", rss_60s_mib=round(seen.get(60, 0) / 1024, 1),
-           rss_end_mib=round(seen.get(SOAK_SECS, 0) / 1024, 1), peak_rss_mib=round(peak / 1024, 1),
-           cpu_us_per_req=per_request(cpu, f["scheduled"]), **f)
+    record("soak", "sojourn", **{f"rss_{m}s_mib": round(seen.get(m, 0) / 1024, 1) for m in marks},
+           peak_rss_mib=round(peak / 1024, 1), cpu_us_per_req=per_request(cpu, f["scheduled"]), **f)
 
 
 def serve(work):

@@ -67,8 +67,8 @@ lateness() {
         { v[NR] = $1 }
         END {
             if (NR == 0) { print "  no requests"; exit }
-            printf "  %d requests; lateness p50 %.0f us, p99 %.0f us, p99.9 %.0f us, max %.0f us\n",
-                NR, v[int(NR * 0.5) + 1], v[int(NR * 0.99) + 1], v[int(NR * 0.999) + 1], v[NR]
+            printf "  %d requests; lateness p50 %.0f us, p90 %.0f us, p99 %.0f us, p99.9 %.0f us, max %.0f us\n",
+                NR, v[int(NR * 0.5) + 1], v[int(NR * 0.9) + 1], v[int(NR * 0.99) + 1], v[int(NR * 0.999) + 1], v[NR]
         }'
 }
 

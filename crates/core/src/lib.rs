@@ -12,6 +12,7 @@ pub mod outcome;
 pub mod record;
 pub mod result;
 pub mod schedule;
+mod spill;
 pub mod stats;
 pub mod steady;
 pub mod sweep;

@@ -9,11 +9,12 @@ use std::collections::BTreeMap;
 use std::io::Cursor;
 use std::time::Duration;
 
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 
 use crate::conformance::GapRecord;
 use crate::outcome::{FailureClass, FailureCounts, Outcome};
+use crate::spill::Sealed;
 use crate::units::nanos;
 
 /// Significant decimal digits kept by every histogram.
@@ -137,22 +138,27 @@ impl Tally {
 }
 
 /// One finished interval of the timeline, keyed by when requests finished.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct IntervalRecord {
     pub index: u64,
     pub completed: u64,
     pub failed: u64,
-    /// V2 (deflated) response-time histogram of the requests that finished in the interval.
+    /// V2-serialized response-time histogram of the requests that finished in the interval.
     pub response: Vec<u8>,
-    /// V2 (deflated) send-lag histogram of the same requests.
+    /// V2-serialized send-lag histogram of the same requests.
     pub send_lag: Vec<u8>,
-    /// V2 (deflated) service-time histogram of the same requests (those that were sent).
+    /// V2-serialized service-time histogram of the same requests (those that were sent).
     pub service: Vec<u8>,
-    /// V2 (deflated) lower bounds of the requests that timed out in the interval.
+    /// V2-serialized lower bounds of the requests that timed out in the interval.
     pub timeouts: Vec<u8>,
 }
 
 impl IntervalRecord {
+    /// The bytes its histograms take.
+    pub fn encoded_len(&self) -> usize {
+        self.response.len() + self.send_lag.len() + self.service.len() + self.timeouts.len()
+    }
+
     pub fn response_histogram(&self) -> Histogram<u64> {
         decode(&self.response)
     }
@@ -170,14 +176,15 @@ impl IntervalRecord {
     }
 }
 
-/// A sealed interval's histogram, compressed: a long run keeps one per interval for its
-/// timeline, so this is what a soak's memory grows by (a few hundred bytes a second).
+/// A sealed interval's histogram as compact bytes. Not deflated: a compressor allocates a few
+/// hundred kilobytes of state per call, which a run sealing intervals every second turns into
+/// a slowly growing heap; a long run's sealed intervals go to a temporary file instead
+/// ([`crate::spill`]).
 fn encode(h: &Histogram<u64>) -> Vec<u8> {
     let mut out = Vec::new();
-    V2DeflateSerializer::new()
+    V2Serializer::new()
         .serialize(h, &mut out)
         .expect("serializing into a Vec cannot fail");
-    out.shrink_to_fit();
     out
 }
 
@@ -209,7 +216,7 @@ impl LiveInterval {
         }
     }
 
-    fn seal(self, index: u64) -> IntervalRecord {
+    fn seal(&self, index: u64) -> IntervalRecord {
         IntervalRecord {
             index,
             completed: self.completed,
@@ -220,15 +227,33 @@ impl LiveInterval {
             timeouts: encode(&self.timeouts),
         }
     }
+
+    /// Empty again, keeping the histograms' memory for the next interval.
+    fn reset(&mut self) {
+        self.completed = 0;
+        self.failed = 0;
+        for h in [
+            &mut self.response,
+            &mut self.send_lag,
+            &mut self.service,
+            &mut self.timeouts,
+        ] {
+            h.reset();
+        }
+    }
 }
 
 /// Per-interval histograms. Requests of one sender finish in nearly increasing time order, so
-/// only the newest couple of intervals stay live; older ones are sealed into compact bytes.
-#[derive(Debug, Clone)]
+/// only the newest couple of intervals stay live; older ones are sealed into compact bytes,
+/// and a long run's many sealed intervals wait in a temporary file ([`crate::spill`]). A sealed
+/// interval's histograms are emptied and reused for the next one: a run that seals an
+/// interval every second allocates nothing for it, so its heap does not creep.
+#[derive(Debug)]
 struct Timeline {
     width: Duration,
     live: BTreeMap<u64, LiveInterval>,
-    sealed: Vec<IntervalRecord>,
+    spare: Vec<LiveInterval>,
+    sealed: Sealed,
 }
 
 /// How many of the newest intervals stay live, to absorb slightly out-of-order finishes.
@@ -239,7 +264,8 @@ impl Timeline {
         Timeline {
             width: width.max(Duration::from_millis(1)),
             live: BTreeMap::new(),
-            sealed: Vec::new(),
+            spare: Vec::new(),
+            sealed: Sealed::default(),
         }
     }
 
@@ -249,22 +275,27 @@ impl Timeline {
             if oldest + LIVE_INTERVALS > index {
                 break;
             }
-            let interval = self.live.remove(&oldest).expect("key just seen");
+            let mut interval = self.live.remove(&oldest).expect("key just seen");
             self.sealed.push(interval.seal(oldest));
+            interval.reset();
+            self.spare.push(interval);
         }
-        self.live.entry(index).or_insert_with(LiveInterval::new)
+        let spare = &mut self.spare;
+        self.live
+            .entry(index)
+            .or_insert_with(|| spare.pop().unwrap_or_else(LiveInterval::new))
     }
 
     fn into_records(mut self) -> Vec<IntervalRecord> {
         for (index, interval) in std::mem::take(&mut self.live) {
             self.sealed.push(interval.seal(index));
         }
-        self.sealed
+        self.sealed.into_records()
     }
 }
 
 /// One sender's recorder. Not shared: each worker or simulated client owns one.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Recorder {
     hist: Histograms,
     tally: Tally,

@@ -402,7 +402,7 @@ mod tests {
             ),
             "{text}"
         );
-        assert!(text.contains("send lag p50 4.000 s"), "{text}");
+        assert!(text.contains("send lag p50 4.001 s"), "{text}");
         assert!(!summary(&result(false)).contains("waited for a free connection"));
     }
 
