@@ -102,8 +102,8 @@ fn hiccup_splits_the_loops_and_the_healthy_control_does_not() {
 
 /// Headless Chromium renders the report; the spectrum has both loops in it.
 fn assert_report_shows_both_curves(report: &Path, dir: &Path) {
-    let Some(chromium) = chromium() else {
-        skip(
+    let Some(chromium) = sojourn_testkit::chromium() else {
+        sojourn_testkit::skip(
             "the demo report in headless Chromium: no chromium on PATH (apt-get install chromium)",
         );
         return;

@@ -53,7 +53,7 @@ fn row<'a>(rows: &'a [Value], label: &str) -> &'a Value {
 fn closed_and_open_tools_split_on_a_stall_and_agree_when_healthy() {
     let missing: Vec<&str> = TOOLS.into_iter().filter(|t| !installed(t)).collect();
     if !missing.is_empty() {
-        skip(&format!(
+        sojourn_testkit::skip(&format!(
             "the suite with peer tools: {missing:?} missing (scripts/install-peer-tools.sh)"
         ));
         return;

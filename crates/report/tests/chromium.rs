@@ -40,9 +40,9 @@ fn regenerate_fixtures() {
 }
 
 fn chromium() -> Option<PathBuf> {
-    let found = common::chromium();
+    let found = sojourn_testkit::chromium();
     if found.is_none() {
-        common::skip(
+        sojourn_testkit::skip(
             "the report in headless Chromium: no chromium on PATH (apt-get install chromium)",
         );
     }

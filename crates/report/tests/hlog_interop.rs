@@ -142,7 +142,7 @@ fn reference_jar() -> Option<PathBuf> {
     if java && jar.is_file() {
         return Some(jar);
     }
-    common::skip(&format!(
+    sojourn_testkit::skip(&format!(
         "the HdrHistogram reference implementation (Java): java found: {java}, jar: {} \
          (.ci/run installs java and fetches the jar with mvn dependency:get)",
         jar.display()

@@ -132,33 +132,6 @@ fn tls_acceptor() -> tokio_rustls::TlsAcceptor {
     tokio_rustls::TlsAcceptor::from(Arc::new(config))
 }
 
-/// A program on PATH, found the way a shell (and `.ci/run`'s `command -v`) finds it.
-pub fn on_path(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|p| p.is_file())
-}
-
-/// Headless Chromium: `$SOJOURN_CHROMIUM`, or `chromium` on PATH.
-pub fn chromium() -> Option<PathBuf> {
-    std::env::var_os("SOJOURN_CHROMIUM")
-        .map(PathBuf::from)
-        .or_else(|| on_path("chromium"))
-}
-
-/// A check that cannot run here: under CI (`.ci/run` sets CI=true and installs everything) that
-/// is a failure; elsewhere the test passes with a line on the terminal. The line goes straight
-/// to stdout, which the test harness does not capture, so the skip is seen.
-pub fn skip(what: &str) {
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{what}: .ci/run must install what this test needs"
-    );
-    use std::io::Write as _;
-    let _ = writeln!(std::io::stdout(), "SKIPPED: {what}");
-}
-
 pub fn sojourn(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_sojourn"))
         .args(args)

@@ -1,0 +1,46 @@
+//! What the test suites share: finding the tools a test needs (a browser, a peer program), and
+//! the rule for when one is missing. A dev-dependency only; nothing ships with it.
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+
+/// A program on PATH, found the way a shell (and `.ci/run`'s `command -v`) finds it.
+pub fn on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+}
+
+/// Headless Chromium: `$SOJOURN_CHROMIUM`, or `chromium` on PATH.
+pub fn chromium() -> Option<PathBuf> {
+    std::env::var_os("SOJOURN_CHROMIUM")
+        .map(PathBuf::from)
+        .or_else(|| on_path("chromium"))
+}
+
+/// A check that cannot run here: under CI (`.ci/run` sets CI=true and installs everything) that
+/// is a failure; elsewhere the test passes with a line on the terminal. The line goes straight
+/// to stdout, which the test harness does not capture, so the skip is seen.
+pub fn skip(what: &str) {
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{what}: .ci/run must install what this test needs"
+    );
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stdout(), "SKIPPED: {what}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_what_the_shell_finds_and_nothing_else() {
+        assert!(
+            on_path("sh").is_some_and(|p| p.is_file()),
+            "sh is on every PATH"
+        );
+        assert_eq!(on_path("no-such-program-sojourn-xyz"), None);
+    }
+}
