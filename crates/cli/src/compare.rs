@@ -118,6 +118,9 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
         crate::side_by_side::table(&[("closed loop", c), ("open loop", o)])
     );
     println!("\n{}", crate::side_by_side::verdict(c, o));
+    if let Some(line) = sojourn_report::text::rate_line(o) {
+        println!("open loop {line}");
+    }
     for r in [c, o] {
         for note in &r.checks.notes {
             println!("- {}: {note}", r.label);

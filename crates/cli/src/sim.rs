@@ -202,7 +202,35 @@ fn run_sweep(a: SimArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     let config = a.sweep_flags.validate()?;
-    let outcome = crate::sweep::drive(&config, |rate| {
+    let pool = ModelPool {
+        connections: a.connections.unwrap_or(DEFAULT_OPEN_CONNECTIONS),
+        threads: a.threads,
+        timeout: a.timeout,
+        rtt: a.rtt,
+    };
+    let outcome = model_sweep(&scenario, &config, &pool)?;
+    println!("simulated sweep ({scenario})");
+    let target = format!("sim:{}", a.scenario);
+    crate::sweep::finish(&config, &outcome, &target, a.json.as_deref(), None)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The client side of a simulated sweep.
+pub struct ModelPool {
+    pub connections: usize,
+    pub threads: usize,
+    pub timeout: Duration,
+    pub rtt: Duration,
+}
+
+/// The model's sweep: the same steps as `sojourn sweep`, each a fresh open-loop schedule in
+/// virtual time against the scenario.
+pub fn model_sweep(
+    scenario: &Scenario,
+    config: &crate::sweep::Config,
+    pool: &ModelPool,
+) -> anyhow::Result<crate::sweep::Outcome> {
+    crate::sweep::drive(config, |rate| {
         let schedule = Schedule::new(
             sojourn_core::Arrival::Constant,
             rate,
@@ -210,21 +238,17 @@ fn run_sweep(a: SimArgs) -> anyhow::Result<ExitCode> {
         )?;
         let client = Client::Open {
             schedule,
-            connections: a.connections.unwrap_or(DEFAULT_OPEN_CONNECTIONS),
-            threads: a.threads,
+            connections: pool.connections,
+            threads: pool.threads,
         };
         let plan = Plan {
-            timeout: a.timeout,
+            timeout: pool.timeout,
             interval: config.interval,
-            rtt: a.rtt,
+            rtt: pool.rtt,
             ..Plan::new(client)
         };
-        Ok(sojourn_sim::run(&scenario, &plan, &format!("sim sweep {} req/s", rate.get())).0)
-    })?;
-    println!("simulated sweep ({scenario})");
-    let target = format!("sim:{}", a.scenario);
-    crate::sweep::finish(&config, &outcome, &target, a.json.as_deref())?;
-    Ok(ExitCode::SUCCESS)
+        Ok(sojourn_sim::run(scenario, &plan, &format!("sim sweep {} req/s", rate.get())).0)
+    })
 }
 
 fn validate(a: SimArgs) -> anyhow::Result<Validated> {

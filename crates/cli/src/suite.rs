@@ -162,6 +162,10 @@ pub struct Row {
     pub verdict: Verdict,
     /// Requests the schedule wanted but the tool never sent (k6's dropped iterations).
     pub never_sent: u64,
+    /// sojourn's own open loop: who held it back at the rate (OK, SATURATED, GENERATOR-BOUND,
+    /// POOL-BOUND). Imports cannot tell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_back: Option<sojourn_core::sweep::Status>,
     pub notes: Vec<String>,
     pub result: Option<String>,
 }
@@ -466,6 +470,7 @@ fn row(r: &RunResult, model: &RunResult, dir: &Path) -> Row {
         p99_vs_model: ratio,
         verdict,
         never_sent: r.counts.never_sent,
+        held_back: r.checks.rate.as_ref().map(|v| v.status),
         notes: r
             .import
             .as_ref()
@@ -519,7 +524,11 @@ pub fn table(s: &ScenarioRows) -> String {
             let _ = write!(out, "{:>12}", v.map_or("-".into(), format_ns));
         }
         let ratio = r.p99_vs_model.map_or("-".into(), |x| format!("{x:.2}x"));
-        let _ = writeln!(out, "{ratio:>11}  {}", r.verdict.describe());
+        let held = match r.held_back {
+            Some(s) if s != sojourn_core::sweep::Status::Ok => format!(" ({})", s.label()),
+            _ => String::new(),
+        };
+        let _ = writeln!(out, "{ratio:>11}  {}{held}", r.verdict.describe());
     }
     for r in s.rows.iter().filter(|r| r.never_sent > 0) {
         let _ = writeln!(

@@ -9,9 +9,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use sojourn_core::sweep::{self, Bracket, SearchOutcome, Slo, Status, Step, StepRules};
+use sojourn_core::sweep::{
+    self, rate_text, Bracket, Probe, SearchOutcome, Slo, Status, Step, StepRules,
+};
 use sojourn_core::{format_ns, Rate, RunResult};
-use sojourn_report::sweep_plot::SweepPoint;
+use sojourn_report::sweep_plot::{Cliffs, SweepPoint};
 
 use crate::args;
 use crate::args::ArrivalKind;
@@ -84,6 +86,11 @@ pub struct SweepArgs {
     /// Write the sweep (every step's figures, verdict and whole result) as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// The scenario the target serves (a built-in name or a TOML file), when it is `sojourn
+    /// serve`: the same steps are simulated, and the model's cliff is printed and drawn beside
+    /// the measured one.
+    #[arg(long, value_name = "SCENARIO")]
+    pub model: Option<String>,
 }
 
 /// What to offer: a list of rates, or a search.
@@ -227,13 +234,13 @@ pub fn drive(
 ) -> anyhow::Result<Outcome> {
     let rules = StepRules::new(config.settle, config.step);
     let mut steps = Vec::new();
-    let mut one = |rate: Rate| -> anyhow::Result<bool> {
+    let mut one = |rate: Rate| -> anyhow::Result<Probe> {
         let result = run_step(rate)?;
         let step = sweep::evaluate(&result, rate, &rules, &config.slos)?;
         eprintln!("  {}", row(&step));
-        let passed = step.passes();
+        let probe = step.probe();
         steps.push((step, result));
-        Ok(passed)
+        Ok(probe)
     };
     let search = match &config.offer {
         Offer::Rates(rates) => {
@@ -247,9 +254,9 @@ pub fn drive(
     let bracket = match &search {
         Some(s) => s.bracket,
         None => {
-            let outcomes: Vec<(f64, bool)> =
-                steps.iter().map(|(s, _)| (s.target, s.passes())).collect();
-            sweep::bracket(&outcomes)
+            let probes: Vec<(f64, Probe)> =
+                steps.iter().map(|(s, _)| (s.target, s.probe())).collect();
+            sweep::bracket_of(&probes)
         }
     };
     Ok(Outcome {
@@ -281,7 +288,14 @@ pub fn table(config: &Config, outcome: &Outcome) -> String {
         let probes: Vec<String> = s
             .probes
             .iter()
-            .map(|(r, ok)| format!("{} {}", rate_text(*r), if *ok { "pass" } else { "fail" }))
+            .map(|(r, p)| {
+                let what = match p {
+                    Probe::Pass => "pass",
+                    Probe::Fail => "fail",
+                    Probe::Inconclusive => "client-side limit",
+                };
+                format!("{} {what}", rate_text(*r))
+            })
             .collect();
         let _ = writeln!(out, "probes: {}", probes.join(", "));
         if s.budget_exhausted {
@@ -291,16 +305,16 @@ pub fn table(config: &Config, outcome: &Outcome) -> String {
             );
         }
     }
-    let _ = writeln!(out, "{}", cliff_line(config, &outcome.bracket));
+    let _ = writeln!(out, "{}", cliff_line(config, outcome));
     out
 }
 
 fn row(step: &Step) -> String {
     let status = match step.status {
         Status::Ok => "OK".to_string(),
-        Status::Saturated => {
+        other => {
             let why: Vec<String> = step.reasons.iter().map(|r| r.to_string()).collect();
-            format!("SATURATED ({})", why.join("; "))
+            format!("{} ({})", other.label(), why.join("; "))
         }
     };
     let slos: Vec<String> = step
@@ -324,18 +338,19 @@ fn row(step: &Step) -> String {
     )
 }
 
-fn rate_text(r: f64) -> String {
-    let s = format!("{r:.2}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
-fn cliff_line(config: &Config, b: &Bracket) -> String {
+/// Where the cliff lies, or, when the client side set the limit first, that there is no cliff of
+/// the target's to name and what would raise the limit.
+fn cliff_line(config: &Config, outcome: &Outcome) -> String {
+    let b = &outcome.bracket;
     let what = if config.slos.is_empty() {
         "not saturated".to_string()
     } else {
         let slos: Vec<String> = config.slos.iter().map(|s| s.to_string()).collect();
         format!("not saturated and {}", slos.join(", "))
     };
+    if let Some(limit) = client_limit(outcome) {
+        return limit;
+    }
     match (b.passing, b.failing) {
         (Some(p), Some(f)) => format!(
             "cliff: between {} and {} req/s (highest {what}: {} req/s)",
@@ -355,12 +370,49 @@ fn cliff_line(config: &Config, b: &Bracket) -> String {
     }
 }
 
+/// The first step where the client side held the run back, below any cliff of the target's,
+/// said plainly: GENERATOR-BOUND gives the generator's limit on this machine; POOL-BOUND, the
+/// connections the rate needs.
+fn client_limit(outcome: &Outcome) -> Option<String> {
+    let b = &outcome.bracket;
+    let (step, _) = outcome
+        .steps
+        .iter()
+        .filter(|(s, _)| !s.status.judges_the_target())
+        .filter(|(s, _)| b.failing.is_none_or(|f| s.target < f))
+        .min_by(|a, b| a.0.target.total_cmp(&b.0.target))?;
+    let reached = outcome
+        .steps
+        .iter()
+        .filter(|(s, _)| s.status.judges_the_target() && s.target < step.target)
+        .map(|(s, _)| s.target)
+        .max_by(f64::total_cmp);
+    let clean = match reached {
+        Some(r) => format!("the target was not saturated up to {} req/s", rate_text(r)),
+        None => "no step judged the target".to_string(),
+    };
+    let advice = step.advice.clone().unwrap_or_default();
+    Some(match step.status {
+        Status::GeneratorBound => format!(
+            "no cliff: the generator's limit on this machine is about {} req/s ({} asked \
+             GENERATOR-BOUND); {clean}. {advice}",
+            rate_text(step.achieved.round()),
+            rate_text(step.target)
+        ),
+        _ => format!(
+            "no cliff: every connection was busy at {} req/s (POOL-BOUND); {clean}. {advice}",
+            rate_text(step.target)
+        ),
+    })
+}
+
 /// Writes the table and output files asked for: `--json` and `--report`.
 pub fn finish(
     config: &Config,
     outcome: &Outcome,
     target: &str,
     json: Option<&std::path::Path>,
+    model: Option<(f64, f64)>,
 ) -> anyhow::Result<()> {
     let table = table(config, outcome);
     print!("{table}");
@@ -376,11 +428,15 @@ pub fn finish(
                 achieved: s.achieved,
                 p50_ms: s.response_p50_ns as f64 / 1e6,
                 p99_ms: s.response_p99_ns as f64 / 1e6,
+                status: s.status,
             })
             .collect();
-        let cliff = outcome.bracket.passing.zip(outcome.bracket.failing);
+        let cliffs = Cliffs {
+            measured: outcome.bracket.passing.zip(outcome.bracket.failing),
+            model,
+        };
         let title = format!("sojourn sweep: {target}");
-        let page = sojourn_report::html::sweep_page(&title, &table, &points, cliff)?;
+        let page = sojourn_report::html::sweep_page(&title, &table, &points, cliffs)?;
         std::fs::write(path, page)
             .map_err(|e| bad_input!("--report: cannot write {}: {e}", path.display()))?;
         println!("report: {}", path.display());
@@ -450,6 +506,12 @@ fn run_args(a: &SweepArgs, config: &Config, rate: Rate) -> RunArgs {
 
 pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
     let config = a.sweep.validate()?;
+    let model = a
+        .model
+        .as_deref()
+        .map(|m| crate::scenario_arg::resolve(m, &[]))
+        .transpose()
+        .map_err(|e| bad_input!("--model: {e:#}"))?;
     // Validate the HTTP side once up front, so a bad URL or header fails before any step.
     let first = crate::run::validate(run_args(&a, &config, Rate::per_second(1.0)?))?;
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -475,6 +537,114 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
             None,
         )
     })?;
-    finish(&config, &outcome, &a.url, a.json.as_deref())?;
+    let modelled = match &model {
+        Some(scenario) => {
+            let pool = crate::sim::ModelPool {
+                connections: a.connections,
+                threads: first.plan.worker_count(),
+                timeout: a.timeout,
+                rtt: Duration::ZERO,
+            };
+            Some((scenario, crate::sim::model_sweep(scenario, &config, &pool)?))
+        }
+        None => None,
+    };
+    let model_cliff = modelled
+        .as_ref()
+        .and_then(|(_, m)| m.bracket.passing.zip(m.bracket.failing));
+    finish(&config, &outcome, &a.url, a.json.as_deref(), model_cliff)?;
+    if let Some((scenario, m)) = &modelled {
+        println!("model ({scenario}): {}", cliff_line(&config, m));
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sojourn_core::sweep::Reason;
+
+    fn step(target: f64, achieved: f64, status: Status) -> (Step, RunResult) {
+        let step = Step {
+            advice: (status == Status::GeneratorBound).then(|| "add --threads".to_string()),
+            target,
+            achieved,
+            service_p99_ns: 0,
+            response_p50_ns: 0,
+            response_p99_ns: 0,
+            mean_send_lag_ns: 0.0,
+            settled_requests: 0,
+            scheduled: 0,
+            censored: 0,
+            status,
+            reasons: vec![Reason::Censored { count: 1 }],
+            slos: Vec::new(),
+        };
+        (step, empty_result())
+    }
+
+    fn config() -> Config {
+        Config {
+            offer: Offer::Rates(Vec::new()),
+            step: Duration::from_secs(2),
+            settle: Duration::from_millis(500),
+            interval: Duration::from_millis(250),
+            slos: Vec::new(),
+            report: None,
+        }
+    }
+
+    fn outcome(steps: Vec<(Step, RunResult)>) -> Outcome {
+        let probes: Vec<(f64, Probe)> = steps.iter().map(|(s, _)| (s.target, s.probe())).collect();
+        Outcome {
+            bracket: sweep::bracket_of(&probes),
+            steps,
+            search: None,
+        }
+    }
+
+    #[test]
+    fn a_client_side_limit_is_never_reported_as_the_targets_cliff() {
+        let o = outcome(vec![
+            step(1000.0, 1000.0, Status::Ok),
+            step(2000.0, 2000.0, Status::Ok),
+            step(4000.0, 2600.4, Status::GeneratorBound),
+        ]);
+        let line = cliff_line(&config(), &o);
+        assert!(
+            line.starts_with("no cliff: the generator's limit on this machine is about 2600 req/s (4000 asked GENERATOR-BOUND); the target was not saturated up to 2000 req/s."),
+            "{line}"
+        );
+        assert!(line.contains("add --threads"), "{line}");
+        // A real cliff below the limit is still the cliff.
+        let o = outcome(vec![
+            step(1000.0, 1000.0, Status::Ok),
+            step(2000.0, 1500.0, Status::Saturated),
+            step(4000.0, 2600.0, Status::GeneratorBound),
+        ]);
+        assert!(cliff_line(&config(), &o).starts_with("cliff: between 1000 and 2000 req/s"));
+        // A full pool says so.
+        let o = outcome(vec![step(40.0, 20.0, Status::PoolBound)]);
+        assert!(cliff_line(&config(), &o).starts_with("no cliff: every connection was busy at 40 req/s (POOL-BOUND); no step judged the target"));
+    }
+
+    /// The step's own result; the cliff line reads only the judged steps.
+    fn empty_result() -> RunResult {
+        let m = sojourn_core::Recorder::merge_all([sojourn_core::Recorder::new(
+            Duration::from_secs(1),
+        )]);
+        RunResult::build(
+            &m,
+            sojourn_core::RunFacts {
+                label: "step".into(),
+                mode: sojourn_core::Mode::Open,
+                config: Default::default(),
+                scheduled: 0,
+                elapsed: Duration::from_secs(1),
+                interrupted: false,
+                checks: sojourn_core::check::assess_closed(),
+                backfill_interval: None,
+            },
+        )
+    }
 }

@@ -88,10 +88,12 @@ fn real_and_simulated_sweeps_find_the_bimodal_cliff_between_30_and_40() {
     let _serial = common::serial();
     let dir = common::temp_dir("sweep");
     let real_json = dir.join("real.json");
+    let report = dir.join("sweep.html");
     let server = Server::bimodal();
     let mut args = vec!["sweep", server.url.as_str()];
     args.extend(SWEEP);
     args.extend(["--json", real_json.to_str().unwrap()]);
+    args.extend(["--model", "bimodal", "--report", report.to_str().unwrap()]);
     let out = common::sojourn(&args);
     drop(server);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -107,6 +109,22 @@ fn real_and_simulated_sweeps_find_the_bimodal_cliff_between_30_and_40() {
     );
     let real = read_json(&real_json);
     assert_eq!(bracket(&real), (30.0, 40.0), "{:?}", statuses(&real));
+    // The cliff is the target's: the steps past it are SATURATED, not the generator's or the
+    // pool's (2,048 connections, a few dozen requests a second).
+    let past: Vec<String> = statuses(&real)
+        .into_iter()
+        .filter(|(t, _)| *t >= 40.0)
+        .map(|(_, s)| s)
+        .collect();
+    assert_eq!(past, ["saturated", "saturated"], "{stdout}");
+    // The model's cliff for the same steps, printed after the measured one and drawn beside it.
+    assert!(
+        stdout.contains("model (bimodal")
+            && stdout.contains("cliff: between 30 and 40 req/s (highest"),
+        "{stdout}"
+    );
+    let page = std::fs::read_to_string(&report).unwrap();
+    assert!(page.contains("\nmodel cliff\n") && page.contains("\ncliff\n"));
     let steps = real["steps"].as_array().unwrap();
     for s in steps {
         // Nothing lost: every step's own result still counts every request, settle included.

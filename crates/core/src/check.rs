@@ -37,7 +37,37 @@ pub struct Checks {
     /// (busy with a slow target, or too small) held them back.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pool_bound: bool,
+    /// The busiest worker thread's share of the run on CPU (idle spinning excluded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busiest_worker: Option<f64>,
+    /// Who held an open loop back at its offered rate, judged as a sweep judges a step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<RateVerdict>,
     pub notes: Vec<String>,
+}
+
+/// The classification of one run at its rate (see [`crate::sweep::Status`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RateVerdict {
+    pub status: crate::sweep::Status,
+    /// The evidence, in words.
+    pub why: Vec<String>,
+    /// What raises a client-side limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advice: Option<String>,
+}
+
+impl Checks {
+    /// A check that does not apply (imports, models), with what to say instead.
+    pub fn not_applicable(notes: Vec<String>) -> Checks {
+        Checks {
+            generator: GeneratorVerdict::NotApplicable,
+            pool_bound: false,
+            busiest_worker: None,
+            rate: None,
+            notes,
+        }
+    }
 }
 
 impl Checks {
@@ -95,6 +125,8 @@ pub fn assess_open(m: &Measurements, connections: u32) -> Checks {
     Checks {
         generator,
         pool_bound,
+        busiest_worker: None,
+        rate: None,
         notes,
     }
 }
@@ -136,7 +168,10 @@ pub fn machine_floor(checks: &mut Checks, m: &Measurements, hiccup: &Histogram<u
         format_ns(floor999),
         format_ns(hiccup.max()),
     ));
-    if checks.generator == GeneratorVerdict::Behind && floor99 > BEHIND_P99_NS {
+    if checks.generator == GeneratorVerdict::Behind
+        && lag99 > BEHIND_P99_NS
+        && floor99 > BEHIND_P99_NS
+    {
         checks.notes.push(format!(
             "the machine itself stalled: a thread that only sleeps was {} late at p99 (VM steal, neighbours, a \
              loaded host). Part of the generator's lateness is the machine's, but it is in the results all the same",
@@ -158,6 +193,7 @@ const POOL_WAIT_SHARE: f64 = 0.01;
 /// keeps connections busy longer, so its pool waits and service times include its own delay
 /// even when every request was dispatched on time.
 pub fn cpu_bound(checks: &mut Checks, m: &Measurements, busiest_worker: f64) {
+    checks.busiest_worker = Some(busiest_worker);
     let sent = m.hist.send_lag.len().max(1) as f64;
     let pool_waits = m.tally.waited_for_connection as f64 / sent > POOL_WAIT_SHARE;
     let busy = format!(
@@ -187,15 +223,11 @@ pub fn cpu_bound(checks: &mut Checks, m: &Measurements, busiest_worker: f64) {
 
 /// A closed loop has no schedule, so there is nothing to fall behind.
 pub fn assess_closed() -> Checks {
-    Checks {
-        generator: GeneratorVerdict::NotApplicable,
-        pool_bound: false,
-        notes: vec![
-            "closed loop: each connection waits for its answer before sending again, so requests the \
-             target delayed by stalling were never sent and are missing from these numbers"
-                .to_string(),
-        ],
-    }
+    Checks::not_applicable(vec![
+        "closed loop: each connection waits for its answer before sending again, so requests the \
+         target delayed by stalling were never sent and are missing from these numbers"
+            .to_string(),
+    ])
 }
 
 #[cfg(test)]

@@ -7,8 +7,9 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use crate::check::GeneratorVerdict;
 use crate::result::{decode_base64, HdrDecodeError, IntervalSummary, RunResult};
 use crate::stats::TrendTest;
 use crate::units::{format_ns, nanos, Rate};
@@ -89,12 +90,39 @@ impl fmt::Display for Slo {
     }
 }
 
-/// Whether the target kept up with the offered rate during a step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// Who, if anyone, held a run back at its offered rate. A sweep's cliff is the target's only
+/// when its steps say SATURATED: a generator that could not send on schedule, or a pool whose
+/// connections were all busy, says nothing about what the target can take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
+    /// The target kept up, and so did the generator.
     Ok,
+    /// The target fell behind (answers short, response time rising, or requests unanswered)
+    /// while the generator kept its schedule and connections were free.
     Saturated,
+    /// The generator could not send on schedule, whatever the target did.
+    GeneratorBound,
+    /// Every connection was busy: the target was slow, or `--connections` too few for its
+    /// service time.
+    PoolBound,
+}
+
+impl Status {
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Ok => "OK",
+            Status::Saturated => "SATURATED",
+            Status::GeneratorBound => "GENERATOR-BOUND",
+            Status::PoolBound => "POOL-BOUND",
+        }
+    }
+
+    /// A step that says something about the target: OK or SATURATED. The others are limits of
+    /// the client side, and a search stops at them rather than bracket a cliff.
+    pub fn judges_the_target(self) -> bool {
+        matches!(self, Status::Ok | Status::Saturated)
+    }
 }
 
 /// One piece of evidence that a step saturated.
@@ -108,6 +136,20 @@ pub enum Reason {
     StillRising { z: f64, rise_ns: f64 },
     /// Requests still unanswered when the step's drain ended.
     Censored { count: u64 },
+    /// The generator itself was late or CPU-bound (its self-check said BEHIND): dispatch lag
+    /// p99, the machine's own hiccup p99 beside it, and the busiest worker's CPU share.
+    GeneratorLate {
+        dispatch_p99_ns: u64,
+        hiccup_p99_ns: Option<u64>,
+        busy: Option<f64>,
+    },
+    /// Requests waited because every connection was busy: how many, and how many connections
+    /// the offered rate needs at the measured service time (Little's law: rate × mean service).
+    PoolFull {
+        waited: u64,
+        connections: u32,
+        needed: f64,
+    },
 }
 
 impl fmt::Display for Reason {
@@ -120,6 +162,31 @@ impl fmt::Display for Reason {
                 format_ns(*rise_ns as u64)
             ),
             Reason::Censored { count } => write!(f, "{count} unanswered at the end"),
+            Reason::GeneratorLate {
+                dispatch_p99_ns,
+                hiccup_p99_ns,
+                busy,
+            } => {
+                write!(f, "sojourn itself behind")?;
+                if let Some(b) = busy {
+                    write!(f, ": worker on CPU {:.0}%", 100.0 * b)?;
+                }
+                if *dispatch_p99_ns > 0 {
+                    write!(f, "; dispatch lag p99 {}", format_ns(*dispatch_p99_ns))?;
+                    if let Some(h) = hiccup_p99_ns {
+                        write!(f, " (the machine's own {})", format_ns(*h))?;
+                    }
+                }
+                Ok(())
+            }
+            Reason::PoolFull {
+                waited,
+                connections,
+                needed,
+            } => write!(
+                f,
+                "{waited} waited for one of {connections} connections; the rate needs ~{needed:.0} at this service time"
+            ),
         }
     }
 }
@@ -161,6 +228,9 @@ pub struct SloCheck {
 /// One step of a sweep: the seed's table row, the evidence, and the SLO checks.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Step {
+    /// What raises a client-side limit (GENERATOR-BOUND, POOL-BOUND).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advice: Option<String>,
     pub target: f64,
     /// Answers per second in the kept (post-settle) part of the schedule.
     pub achieved: f64,
@@ -187,6 +257,25 @@ impl Step {
     pub fn passes(&self) -> bool {
         self.status == Status::Ok && self.slos.iter().all(|c| c.met)
     }
+
+    /// What a search makes of this step.
+    pub fn probe(&self) -> Probe {
+        match self.status {
+            _ if self.passes() => Probe::Pass,
+            s if s.judges_the_target() => Probe::Fail,
+            _ => Probe::Inconclusive,
+        }
+    }
+}
+
+/// One probe of a search: the target met the objectives, failed them, or the client side set
+/// the limit, so the step says nothing about the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Probe {
+    Pass,
+    Fail,
+    Inconclusive,
 }
 
 /// Judges one step's result at `target`.
@@ -230,6 +319,7 @@ pub fn evaluate(
             count: result.counts.censored + result.counts.never_sent,
         });
     }
+    let (status, advice) = classify(result, target, &mut reasons);
     let at = |p: f64| {
         if response.is_empty() {
             0
@@ -247,11 +337,8 @@ pub fn evaluate(
         settled_requests: response.len(),
         scheduled: result.counts.scheduled,
         censored: result.counts.censored + result.counts.never_sent,
-        status: if reasons.is_empty() {
-            Status::Ok
-        } else {
-            Status::Saturated
-        },
+        status,
+        advice,
         reasons,
         slos: slos
             .iter()
@@ -265,6 +352,82 @@ pub fn evaluate(
             })
             .collect(),
     })
+}
+
+/// Who held the run back, from what it measured of itself: `reasons` holds the evidence that
+/// the target fell behind (empty: it kept up), and gains the evidence against the client side.
+///
+/// The generator comes first: when its own self-check says it could not send on schedule
+/// (dispatch lag, or a worker thread on CPU all the time), nothing the step shows can be laid
+/// at the target's door. Then the pool: requests that waited for a connection while the
+/// target fell behind were held by the client's connection limit, which a target of this
+/// service time could only have carried with more connections. Only then is it the target's.
+fn classify(
+    result: &RunResult,
+    target: Rate,
+    reasons: &mut Vec<Reason>,
+) -> (Status, Option<String>) {
+    let h = &result.histograms;
+    if result.checks.generator == GeneratorVerdict::Behind {
+        let dispatch_p99_ns = h
+            .dispatch_lag
+            .as_ref()
+            .and_then(|d| d.percentiles.get(99.0))
+            .unwrap_or(0);
+        let hiccup_p99_ns = h.hiccup.as_ref().and_then(|x| x.percentiles.get(99.0));
+        let busy = result.checks.busiest_worker;
+        reasons.push(Reason::GeneratorLate {
+            dispatch_p99_ns,
+            hiccup_p99_ns,
+            busy,
+        });
+        let threads = result.config.threads.unwrap_or(1);
+        let advice = format!(
+            "the generator could not send {} req/s on schedule on this machine with {threads} \
+             thread{}: add --threads, split the load over more machines, or use a bigger one",
+            rate_text(target.get()),
+            if threads == 1 { "" } else { "s" }
+        );
+        return (Status::GeneratorBound, Some(advice));
+    }
+    if reasons.is_empty() {
+        return (Status::Ok, None);
+    }
+    if result.checks.pool_bound {
+        let connections = result.config.connections.max(1);
+        let needed = target.get() * h.service.mean / 1e9;
+        reasons.push(Reason::PoolFull {
+            waited: result.counts.waited_for_connection + result.counts.never_sent,
+            connections,
+            needed,
+        });
+        let plural = if connections == 1 { "" } else { "s" };
+        let carry = f64::from(connections) * 1e9 / h.service.mean.max(1.0);
+        let advice = if needed > 0.9 * f64::from(connections) {
+            format!(
+                "at the measured service time (mean {}) {connections} connection{plural} \
+                 carr{} at most {} req/s: raise --connections to at least {}",
+                format_ns(h.service.mean as u64),
+                if connections == 1 { "ies" } else { "y" },
+                rate_text((carry * 10.0).round() / 10.0),
+                (needed * 1.25).ceil() as u64
+            )
+        } else {
+            format!(
+                "every one of {connections} connections was busy although they should carry \
+                 the rate at the measured service time: raise --connections to tell a slow \
+                 target from a small pool"
+            )
+        };
+        return (Status::PoolBound, Some(advice));
+    }
+    (Status::Saturated, None)
+}
+
+/// A rate as people write it: 40, 2.5, 160000.
+pub fn rate_text(r: f64) -> String {
+    let s = format!("{r:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 fn merged(intervals: &[&IntervalSummary]) -> Result<Histogram<u64>, HdrDecodeError> {
@@ -330,62 +493,86 @@ pub struct Search {
 /// What the search did and found.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SearchOutcome {
-    /// Every probe in order: (rate, passed).
-    pub probes: Vec<(f64, bool)>,
+    /// Every probe in order.
+    pub probes: Vec<(f64, Probe)>,
     pub bracket: Bracket,
     /// The probe budget ran out before the bracket narrowed to the resolution.
     pub budget_exhausted: bool,
+    /// The rate at which the client side set the limit (a GENERATOR-BOUND or POOL-BOUND step):
+    /// the search stopped there, and the bracket is only what came before it.
+    pub stopped_at: Option<f64>,
 }
 
 impl Search {
-    /// Runs the search with `probe`, which runs one step at a rate and says whether it passed.
-    /// A failing probe ends the climb at once: nothing above a saturated rate is tried.
+    /// Runs the search with `probe`, which runs one step at a rate and says what it showed. A
+    /// failing probe ends the climb at once: nothing above a saturated rate is tried. An
+    /// inconclusive one ends the search: above a client-side limit no step says anything
+    /// about the target, so there is no cliff to bracket.
     pub fn run<E>(
         &self,
-        mut probe: impl FnMut(Rate) -> Result<bool, E>,
+        mut probe: impl FnMut(Rate) -> Result<Probe, E>,
     ) -> Result<SearchOutcome, E> {
         let mut probes = Vec::new();
-        let mut call = |rate: Rate, probes: &mut Vec<(f64, bool)>| {
-            let ok = probe(rate)?;
-            probes.push((rate.get(), ok));
-            Ok::<bool, E>(ok)
+        let mut call = |rate: Rate, probes: &mut Vec<(f64, Probe)>| {
+            let p = probe(rate)?;
+            probes.push((rate.get(), p));
+            Ok::<Probe, E>(p)
         };
         let (mut lo, mut hi) = (None::<Rate>, None::<Rate>);
         let mut rate = self.from;
+        let mut stopped_at = None;
         while probes.len() < self.max_probes {
-            if !call(rate, &mut probes)? {
-                hi = Some(rate);
-                break;
+            match call(rate, &mut probes)? {
+                Probe::Pass => lo = Some(rate),
+                Probe::Fail => {
+                    hi = Some(rate);
+                    break;
+                }
+                Probe::Inconclusive => {
+                    stopped_at = Some(rate.get());
+                    break;
+                }
             }
-            lo = Some(rate);
             if rate >= self.to {
                 break;
             }
             rate = Rate::per_second((rate.get() * 2.0).min(self.to.get())).unwrap_or(self.to);
         }
-        while let (Some(l), Some(h)) = (lo, hi) {
+        while let (Some(l), Some(h), None) = (lo, hi, stopped_at) {
             if h.get() - l.get() <= self.resolution || probes.len() >= self.max_probes {
                 break;
             }
             let mid = Rate::per_second((l.get() + h.get()) / 2.0).unwrap_or(l);
-            if call(mid, &mut probes)? {
-                lo = Some(mid);
-            } else {
-                hi = Some(mid);
+            match call(mid, &mut probes)? {
+                Probe::Pass => lo = Some(mid),
+                Probe::Fail => hi = Some(mid),
+                Probe::Inconclusive => stopped_at = Some(mid.get()),
             }
         }
         let narrow = match (lo, hi) {
+            _ if stopped_at.is_some() => true,
             (Some(l), Some(h)) => h.get() - l.get() <= self.resolution,
             (None, Some(_)) => true,
             (Some(l), None) => l >= self.to,
             (None, None) => false,
         };
         Ok(SearchOutcome {
-            bracket: bracket(&probes),
+            bracket: bracket_of(&probes),
             probes,
             budget_exhausted: !narrow,
+            stopped_at,
         })
     }
+}
+
+/// The bracket of a search's probes: its passes and fails, below any client-side limit.
+pub fn bracket_of(probes: &[(f64, Probe)]) -> Bracket {
+    let judged: Vec<(f64, bool)> = probes
+        .iter()
+        .filter(|(_, p)| *p != Probe::Inconclusive)
+        .map(|(r, p)| (*r, *p == Probe::Pass))
+        .collect();
+    bracket(&judged)
 }
 
 #[cfg(test)]

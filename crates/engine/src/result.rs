@@ -1,8 +1,12 @@
 //! Turning a finished run into the shared result document.
 
-use sojourn_core::check::{assess_closed, assess_open};
+use std::time::Duration;
+
+use sojourn_core::check::{assess_closed, assess_open, RateVerdict};
 use sojourn_core::result::{HistogramSummary, WarmupRequest};
+use sojourn_core::sweep::{self, StepRules};
 use sojourn_core::{nanos, Mode, RunConfig, RunFacts, RunResult};
+use sojourn_core::{Arrival, Schedule};
 
 use crate::run::{Load, Plan, RunReport};
 
@@ -73,5 +77,25 @@ pub fn build(
         .duration_since(std::time::UNIX_EPOCH)
         .ok()
         .map(nanos);
+    if let Load::Open(schedule) = plan.load {
+        result.checks.rate = rate_verdict(&result, &schedule);
+    }
     result
+}
+
+/// Judges an open loop at its rate as a sweep judges a step, leaving a quarter of it (at most
+/// 5 s) out as its settle: who, if anyone, held it back. A ramp has no one rate to be judged
+/// at, and a run cut short no whole schedule.
+fn rate_verdict(result: &RunResult, schedule: &Schedule) -> Option<RateVerdict> {
+    if matches!(schedule.arrival, Arrival::Ramp { .. }) || result.interrupted {
+        return None;
+    }
+    let length = crate::run::schedule_end(schedule);
+    let rules = StepRules::new((length / 4).min(Duration::from_secs(5)), length);
+    let step = sweep::evaluate(result, schedule.rate, &rules, &[]).ok()?;
+    Some(RateVerdict {
+        status: step.status,
+        why: step.reasons.iter().map(ToString::to_string).collect(),
+        advice: step.advice,
+    })
 }

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use sojourn_core::check::{assess_closed, GeneratorVerdict};
+use sojourn_core::check::assess_closed;
 use sojourn_core::result::{
     Counts, Detail, HistogramSet, HistogramSummary, ImportInfo, Percentiles, RateSummary, Tool,
 };
@@ -149,14 +149,10 @@ fn checks(tool: PeerTool, mode: Mode) -> Checks {
     if mode == Mode::Closed {
         return assess_closed();
     }
-    Checks {
-        generator: GeneratorVerdict::NotApplicable,
-        pool_bound: false,
-        notes: vec![format!(
-            "imported from {tool}: whether {tool} itself sent on time is not in its output, \
-             so it cannot be checked"
-        )],
-    }
+    Checks::not_applicable(vec![format!(
+        "imported from {tool}: whether {tool} itself sent on time is not in its output, so it \
+         cannot be checked"
+    )])
 }
 
 fn finish(

@@ -234,6 +234,7 @@ impl<'a> RunView<'a> {
                 label: w.kind,
                 start: w.start_ns as f64 / 1e9,
                 end: w.end_ns as f64 / 1e9,
+                tint: crate::plot::Tint::Target,
             })
             .collect();
         Ok(RunView {
@@ -299,7 +300,7 @@ fn summary_section(page: &mut String, views: &[RunView]) {
         let _ = write!(page, "<th>{}{}</th>", swatch(v.look), escape(&v.name()));
     }
     page.push_str("</tr></thead>\n<tbody>\n");
-    let rows: [(&str, Cell); 16] = [
+    let rows: [(&str, Cell); 17] = [
         ("tool", |r| {
             escape(&format!("{} {}", r.tool.name, r.tool.version))
         }),
@@ -333,6 +334,7 @@ fn summary_section(page: &mut String, views: &[RunView]) {
             |r| lag_pair(r.mode, r.histograms.hiccup.as_ref()),
         ),
         ("generator self-check", verdict),
+        ("who held the rate back", held_back),
         ("arrivals vs the schedule", conformance),
         ("steady state", steady),
     ];
@@ -401,6 +403,25 @@ fn verdict(r: &RunResult) -> String {
             "<span class=\"muted\">n/a (closed loop has no schedule)</span>".into()
         }
     }
+}
+
+/// OK, SATURATED (the target), GENERATOR-BOUND or POOL-BOUND (the client side), with why.
+fn held_back(r: &RunResult) -> String {
+    let Some(v) = &r.checks.rate else {
+        return "<span class=\"muted\">n/a</span>".into();
+    };
+    let class = match v.status {
+        sojourn_core::sweep::Status::Ok => "ok",
+        _ => "bad",
+    };
+    let mut cell = format!("<span class=\"{class}\">{}</span>", v.status.label());
+    if !v.why.is_empty() {
+        cell.push_str(&format!(": {}", escape(&v.why.join("; "))));
+    }
+    if let Some(advice) = &v.advice {
+        cell.push_str(&format!(". {}", escape(advice)));
+    }
+    cell
 }
 
 fn conformance(r: &RunResult) -> String {
@@ -979,17 +1000,20 @@ pub fn sweep_page(
     title: &str,
     table: &str,
     points: &[crate::sweep_plot::SweepPoint],
-    cliff: Option<(f64, f64)>,
+    cliffs: crate::sweep_plot::Cliffs,
 ) -> Result<String, ReportError> {
     let mut page = String::new();
     head(&mut page, title);
     let _ = writeln!(
         page,
         "<header><h1>{}</h1><p class=\"lede\">One open-loop step per offered rate. A step is \
-         saturated when the target delivered less than was offered, when the response time was \
-         still rising across the step, or when requests were still unanswered at its end. The \
-         shaded band is the cliff: between the highest rate that passed and the lowest that \
-         failed.</p></header>",
+         SATURATED when the target delivered less than was offered, when the response time was \
+         still rising across the step, or when requests were still unanswered at its end, while \
+         sojourn kept its schedule and had a free connection. It is GENERATOR-BOUND when sojourn \
+         itself could not send on schedule, and POOL-BOUND when every connection was busy: \
+         limits of the client side, shaded orange, which say nothing about the target. The grey \
+         band is the cliff, between the highest rate that passed and the lowest that failed; a \
+         blue band is the model's cliff for the same steps (<code>--model</code>).</p></header>",
         escape(title)
     );
     let _ = writeln!(
@@ -1000,12 +1024,12 @@ pub fn sweep_page(
     let _ = writeln!(
         page,
         "<section><h2>Offered vs achieved</h2>{}</section>",
-        crate::sweep_plot::rates(points, cliff)?
+        crate::sweep_plot::rates(points, cliffs)?
     );
     let _ = writeln!(
         page,
         "<section><h2>Response time vs offered rate</h2>{}</section>",
-        crate::sweep_plot::latency(points, cliff)?
+        crate::sweep_plot::latency(points, cliffs)?
     );
     let _ = writeln!(
         page,

@@ -61,11 +61,35 @@ pub(crate) struct Curve {
     pub legend_marker: bool,
 }
 
-/// A shaded span of the time axis (a scenario stall, pause or ramp), in seconds.
+/// A shaded span of the x axis: a scenario stall, pause or ramp (seconds), or a sweep's cliff
+/// or client-side limit (offered req/s).
 pub(crate) struct Span {
     pub label: String,
     pub start: f64,
     pub end: f64,
+    pub tint: Tint,
+}
+
+/// What a span marks, and so its colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tint {
+    /// A fault of the target's (a stall), or its cliff: grey.
+    Target,
+    /// The model's cliff, beside the measured one: blue.
+    Model,
+    /// A limit of the client side (generator or pool): orange, so it is never read as the
+    /// target's.
+    Client,
+}
+
+impl Tint {
+    fn color(self) -> RGBColor {
+        match self {
+            Tint::Target => SHADE,
+            Tint::Model => RGBColor(0, 114, 178),
+            Tint::Client => RGBColor(230, 159, 0),
+        }
+    }
 }
 
 type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
@@ -226,13 +250,11 @@ where
 
 /// Shades each span across the whole height of the plot, with its label at the top.
 fn shade(chart: &mut Chart, spans: &[Span], y: (f64, f64)) -> Result<(), String> {
-    let fill = SHADE.mix(0.18).filled();
     chart
-        .draw_series(
-            spans
-                .iter()
-                .map(|s| Rectangle::new([(s.start, y.0), (s.end.max(s.start), y.1)], fill)),
-        )
+        .draw_series(spans.iter().map(|s| {
+            let fill = s.tint.color().mix(0.18).filled();
+            Rectangle::new([(s.start, y.0), (s.end.max(s.start), y.1)], fill)
+        }))
         .map_err(text)?;
     let label_style = (FONT, 12).into_font().color(&RGBColor(70, 70, 70));
     chart

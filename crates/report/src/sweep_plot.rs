@@ -1,8 +1,12 @@
 //! The capacity sweep's two charts: offered rate against achieved rate, and response
-//! percentiles against offered rate on a log scale, each with the cliff shaded.
+//! percentiles against offered rate on a log scale, each with the cliff shaded grey, the
+//! model's cliff blue, and every step the client side held back (GENERATOR-BOUND,
+//! POOL-BOUND) orange, so a limit of the tool's is never read as the target's.
+
+use sojourn_core::sweep::Status;
 
 use crate::error::ReportError;
-use crate::plot::{self, Curve, LineKind, Look, Marker, Span, PALETTE};
+use crate::plot::{self, Curve, LineKind, Look, Marker, Span, Tint, PALETTE};
 
 /// One step of a sweep as the charts need it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -11,6 +15,15 @@ pub struct SweepPoint {
     pub achieved: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
+    /// Who held the step back.
+    pub status: Status,
+}
+
+/// What to shade on the offered-rate axis: the measured cliff, and the model's beside it.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Cliffs {
+    pub measured: Option<(f64, f64)>,
+    pub model: Option<(f64, f64)>,
 }
 
 fn look(i: usize, line: LineKind, marker: Marker) -> Look {
@@ -32,16 +45,34 @@ fn curve(label: &str, look: Look, points: Vec<(f64, f64)>) -> Curve {
     }
 }
 
-/// The cliff as a shaded span of the offered-rate axis.
-fn cliff_span(cliff: Option<(f64, f64)>) -> Vec<Span> {
-    cliff
-        .map(|(start, end)| Span {
-            label: "cliff".into(),
-            start,
-            end,
-        })
+/// The cliffs, and a narrow band at each step the client side held back.
+fn spans(points: &[SweepPoint], cliffs: Cliffs) -> Vec<Span> {
+    let band = |(start, end): (f64, f64), label: &str, tint| Span {
+        label: label.into(),
+        start,
+        end,
+        tint,
+    };
+    let width = x_max(points) / 80.0;
+    let mut out: Vec<Span> = cliffs
+        .measured
+        .map(|c| band(c, "cliff", Tint::Target))
         .into_iter()
-        .collect()
+        .chain(cliffs.model.map(|c| band(c, "model cliff", Tint::Model)))
+        .collect();
+    out.extend(
+        points
+            .iter()
+            .filter(|p| !p.status.judges_the_target())
+            .map(|p| {
+                let label = match p.status {
+                    Status::GeneratorBound => "generator-bound",
+                    _ => "pool-bound",
+                };
+                band((p.offered - width, p.offered + width), label, Tint::Client)
+            }),
+    );
+    out
 }
 
 fn x_max(points: &[SweepPoint]) -> f64 {
@@ -49,7 +80,7 @@ fn x_max(points: &[SweepPoint]) -> f64 {
 }
 
 /// Achieved against offered, with the diagonal a target that keeps up would follow.
-pub fn rates(points: &[SweepPoint], cliff: Option<(f64, f64)>) -> Result<String, ReportError> {
+pub fn rates(points: &[SweepPoint], cliffs: Cliffs) -> Result<String, ReportError> {
     let x_max = x_max(points);
     let achieved = points.iter().map(|p| (p.offered, p.achieved)).collect();
     let curves = [
@@ -74,7 +105,7 @@ pub fn rates(points: &[SweepPoint], cliff: Option<(f64, f64)>) -> Result<String,
         title: "Offered vs achieved rate",
         y_desc: "achieved (req/s)",
         curves: &curves,
-        spans: &cliff_span(cliff),
+        spans: &spans(points, cliffs),
         x_max,
         y_max: x_max,
         log_y: false,
@@ -82,7 +113,7 @@ pub fn rates(points: &[SweepPoint], cliff: Option<(f64, f64)>) -> Result<String,
 }
 
 /// Response p50 and p99 (after the settle) against the offered rate, log y.
-pub fn latency(points: &[SweepPoint], cliff: Option<(f64, f64)>) -> Result<String, ReportError> {
+pub fn latency(points: &[SweepPoint], cliffs: Cliffs) -> Result<String, ReportError> {
     // Plotted as log10(ms) on a linear axis labelled in ms, so the cliff shading still applies.
     let log = |ms: f64| ms.max(1e-3).log10();
     let p50 = points.iter().map(|p| (p.offered, log(p.p50_ms))).collect();
@@ -105,7 +136,7 @@ pub fn latency(points: &[SweepPoint], cliff: Option<(f64, f64)>) -> Result<Strin
         title: "Response time against offered rate",
         y_desc: "response time (ms, log scale)",
         curves: &curves,
-        spans: &cliff_span(cliff),
+        spans: &spans(points, cliffs),
         x_max: x_max(points),
         y_max: (top * 1.2).log10().ceil(),
         log_y: true,
@@ -128,25 +159,64 @@ mod tests {
             achieved,
             p50_ms,
             p99_ms,
+            status: if achieved < offered {
+                Status::Saturated
+            } else {
+                Status::Ok
+            },
         })
         .collect()
+    }
+
+    fn measured(cliff: (f64, f64)) -> Cliffs {
+        Cliffs {
+            measured: Some(cliff),
+            model: None,
+        }
     }
 
     #[test]
     fn the_page_has_both_charts_and_marks_the_cliff_only_when_found() {
         let page =
-            crate::html::sweep_page("t", "target <table>", &points(), Some((30.0, 40.0))).unwrap();
+            crate::html::sweep_page("t", "target <table>", &points(), measured((30.0, 40.0)))
+                .unwrap();
         assert!(page.contains("id=\"sweep-rates\"") && page.contains("id=\"sweep-latency\""));
         assert!(page.contains("target &lt;table&gt;"));
         // One shaded band labelled in each chart.
         assert_eq!(page.matches("\ncliff\n").count(), 2, "{page}");
-        let none = crate::html::sweep_page("t", "", &points(), None).unwrap();
+        let none = crate::html::sweep_page("t", "", &points(), Cliffs::default()).unwrap();
         assert_eq!(none.matches("\ncliff\n").count(), 0);
+    }
+
+    /// The model's cliff and the client's limits are shaded apart from the target's cliff, each
+    /// in its own colour and with its own label.
+    #[test]
+    fn client_limits_and_the_model_are_shaded_apart_from_the_cliff() {
+        let mut pts = points();
+        pts.push(SweepPoint {
+            offered: 80.0,
+            achieved: 50.0,
+            p50_ms: 5.0,
+            p99_ms: 50.0,
+            status: Status::GeneratorBound,
+        });
+        let cliffs = Cliffs {
+            measured: Some((30.0, 40.0)),
+            model: Some((32.0, 36.0)),
+        };
+        let svg = rates(&pts, cliffs).unwrap();
+        for label in ["\ncliff\n", "\nmodel cliff\n", "\ngenerator-bound\n"] {
+            assert_eq!(svg.matches(label).count(), 1, "{label:?}");
+        }
+        // Grey, blue and orange fills.
+        for fill in ["#787878", "#0072B2", "#E69F00"] {
+            assert!(svg.contains(fill), "{fill} missing");
+        }
     }
 
     #[test]
     fn the_latency_axis_is_logarithmic_in_milliseconds() {
-        let svg = latency(&points(), None).unwrap();
+        let svg = latency(&points(), Cliffs::default()).unwrap();
         assert!(!svg.contains("\n31.623\n"), "labels between decades");
         // 20 ms .. 960 ms spans the decades 10, 100 and 1000 ms: labels read in ms, not log10.
         for label in ["\n10\n", "\n100\n", "\n1000\n"] {

@@ -230,6 +230,25 @@ fn rates(r: &RunResult) -> String {
     )
 }
 
+/// Who held an open loop back at its rate: `at 5000 req/s: OK`, or the status with its evidence
+/// and what would raise a client-side limit.
+pub fn rate_line(r: &RunResult) -> Option<String> {
+    let v = r.checks.rate.as_ref()?;
+    let rate = r
+        .config
+        .rate
+        .map(sojourn_core::sweep::rate_text)
+        .unwrap_or_default();
+    let mut line = format!("at {rate} req/s: {}", v.status.label());
+    if !v.why.is_empty() {
+        line.push_str(&format!(" ({})", v.why.join("; ")));
+    }
+    if let Some(advice) = &v.advice {
+        line.push_str(&format!(". {advice}"));
+    }
+    Some(line)
+}
+
 /// The full terminal summary of one run.
 pub fn summary(r: &RunResult) -> String {
     let mut out = String::new();
@@ -285,6 +304,9 @@ pub fn summary(r: &RunResult) -> String {
         }
     };
     let _ = writeln!(out, "{verdict}");
+    if let Some(line) = rate_line(r) {
+        let _ = writeln!(out, "{line}");
+    }
     for note in &r.checks.notes {
         let _ = writeln!(out, "- {note}");
     }

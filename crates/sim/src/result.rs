@@ -4,7 +4,7 @@
 
 use sojourn_core::check::{assess_closed, assess_open};
 use sojourn_core::record::Measurements;
-use sojourn_core::{nanos, Checks, GeneratorVerdict, RunConfig, RunFacts, RunResult};
+use sojourn_core::{nanos, Checks, RunConfig, RunFacts, RunResult};
 use sojourn_scenario::Scenario;
 
 use crate::{Client, Plan, Simulation};
@@ -94,11 +94,7 @@ fn tracking_checks(m: &Measurements) -> Checks {
             m.tally.never_sent
         ));
     }
-    Checks {
-        generator: GeneratorVerdict::NotApplicable,
-        pool_bound: false,
-        notes,
-    }
+    Checks::not_applicable(notes)
 }
 
 fn simulated_note(scenario: &Scenario, plan: &Plan) -> String {

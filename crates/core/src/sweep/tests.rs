@@ -11,6 +11,18 @@ fn rate(r: f64) -> Rate {
 /// A single FIFO worker with a fixed service time fed by constant arrivals for `length`, with
 /// requests still queued at `drain_end` censored: a queue the tests can reason about exactly.
 fn fifo_step(offered: f64, service: Duration, length: Duration, drain_end: Duration) -> RunResult {
+    fifo_step_with(offered, service, length, drain_end, false)
+}
+
+/// The same, where a request that found the worker busy waited for the one connection
+/// (`pooled`) rather than in the server's own queue.
+fn fifo_step_with(
+    offered: f64,
+    service: Duration,
+    length: Duration,
+    drain_end: Duration,
+    pooled: bool,
+) -> RunResult {
     let mut r = Recorder::new(Duration::from_millis(500));
     let gap = Duration::from_secs_f64(1.0 / offered);
     let (mut free, mut scheduled) = (Duration::ZERO, 0u64);
@@ -21,6 +33,7 @@ fn fifo_step(offered: f64, service: Duration, length: Duration, drain_end: Durat
         let done = start + service;
         let stamps = Stamps {
             sent: start,
+            waited_for_connection: pooled && start > due,
             ..Stamps::on_time(due)
         };
         if done <= drain_end {
@@ -97,6 +110,8 @@ fn over_capacity_is_saturated_for_every_reason() {
                 assert!(*count > 100, "{count}");
                 "censored"
             }
+            Reason::GeneratorLate { .. } => "generator",
+            Reason::PoolFull { .. } => "pool",
         })
         .collect();
     assert_eq!(kinds, ["below", "rising", "censored"]);
@@ -211,7 +226,14 @@ fn search(from: f64, to: f64, cliff: f64, max_probes: usize) -> SearchOutcome {
         resolution: 1.0,
         max_probes,
     };
-    s.run(|r| Ok::<bool, ()>(r.get() <= cliff)).unwrap()
+    s.run(|r| {
+        Ok::<Probe, ()>(if r.get() <= cliff {
+            Probe::Pass
+        } else {
+            Probe::Fail
+        })
+    })
+    .unwrap()
 }
 
 #[test]
@@ -229,7 +251,7 @@ fn search_brackets_then_bisects() {
 #[test]
 fn search_stops_at_once_when_the_lowest_rate_fails() {
     let out = search(50.0, 1000.0, 34.5, 30);
-    assert_eq!(out.probes, [(50.0, false)]);
+    assert_eq!(out.probes, [(50.0, Probe::Fail)]);
     assert_eq!(
         out.bracket,
         Bracket {
@@ -250,4 +272,120 @@ fn search_never_exceeds_its_bounds() {
     let out = search(5.0, 1000.0, 34.5, 5);
     assert_eq!(out.probes.len(), 5);
     assert!(out.budget_exhausted);
+}
+
+#[test]
+fn search_stops_at_a_client_side_limit_and_brackets_nothing_above_it() {
+    // Passes up to 40, then the generator cannot keep up at 80: no cliff, whatever lies above.
+    let s = Search {
+        from: rate(10.0),
+        to: rate(1000.0),
+        resolution: 1.0,
+        max_probes: 30,
+    };
+    let out = s
+        .run(|r| {
+            Ok::<Probe, ()>(if r.get() <= 40.0 {
+                Probe::Pass
+            } else {
+                Probe::Inconclusive
+            })
+        })
+        .unwrap();
+    let rates: Vec<f64> = out.probes.iter().map(|p| p.0).collect();
+    assert_eq!(
+        rates,
+        [10.0, 20.0, 40.0, 80.0],
+        "no bisection past the limit"
+    );
+    assert_eq!(out.stopped_at, Some(80.0));
+    assert_eq!(
+        out.bracket,
+        Bracket {
+            passing: Some(40.0),
+            failing: None
+        },
+        "nothing failed: there is no cliff to name"
+    );
+    assert!(!out.budget_exhausted);
+    // Found while bisecting: it stops there too.
+    let out = s
+        .run(|r| {
+            Ok::<Probe, ()>(match r.get() {
+                x if x <= 40.0 => Probe::Pass,
+                x if x >= 80.0 => Probe::Fail,
+                _ => Probe::Inconclusive,
+            })
+        })
+        .unwrap();
+    assert_eq!(out.stopped_at, Some(60.0));
+    assert_eq!(out.probes.len(), 5);
+}
+
+/// The same overloaded step, told three ways by what the generator knows of itself.
+#[test]
+fn who_held_the_step_back() {
+    let rules = StepRules::new(Duration::from_secs(2), LENGTH);
+    let overloaded = |pooled| {
+        fifo_step_with(
+            60.0,
+            Duration::from_millis(25),
+            LENGTH,
+            LENGTH + Duration::from_secs(1),
+            pooled,
+        )
+    };
+    // The queue was the server's: the target is saturated.
+    let step = evaluate(&overloaded(false), rate(60.0), &rules, &[]).unwrap();
+    assert_eq!((step.status, &step.advice), (Status::Saturated, &None));
+    // The queue was in front of the one connection: the pool held it. At 25 ms a request,
+    // 60/s needs 1.5 connections; one carries 40/s.
+    let step = evaluate(&overloaded(true), rate(60.0), &rules, &[]).unwrap();
+    assert_eq!(step.status, Status::PoolBound, "{:?}", step.reasons);
+    let advice = step.advice.as_deref().unwrap();
+    assert!(
+        advice.contains("1 connection carries at most 40 req/s")
+            && advice.contains("raise --connections to at least 2"),
+        "{advice}"
+    );
+    assert!(step
+        .reasons
+        .iter()
+        .any(|r| matches!(r, Reason::PoolFull { connections: 1, needed, .. } if (needed - 1.5).abs() < 0.01)));
+    assert_eq!(step.probe(), Probe::Inconclusive);
+    // The generator said it was late: nothing here is the target's, whatever it did.
+    let mut late = overloaded(true);
+    late.checks.generator = GeneratorVerdict::Behind;
+    late.checks.busiest_worker = Some(0.97);
+    let step = evaluate(&late, rate(60.0), &rules, &[]).unwrap();
+    assert_eq!(step.status, Status::GeneratorBound);
+    assert!(step.advice.as_deref().unwrap().contains("--threads"));
+    assert!(step
+        .reasons
+        .iter()
+        .any(|r| r.to_string().contains("worker on CPU 97%")));
+    // Below capacity, a late generator is still the story: the step is not the target's OK.
+    let mut calm = fifo_step(
+        20.0,
+        Duration::from_millis(25),
+        LENGTH,
+        LENGTH + Duration::from_secs(5),
+    );
+    calm.checks.generator = GeneratorVerdict::Behind;
+    let step = evaluate(&calm, rate(20.0), &rules, &[]).unwrap();
+    assert_eq!(step.status, Status::GeneratorBound);
+    // And without it the same step is plainly OK.
+    let step = evaluate(
+        &fifo_step(
+            20.0,
+            Duration::from_millis(25),
+            LENGTH,
+            LENGTH + Duration::from_secs(5),
+        ),
+        rate(20.0),
+        &rules,
+        &[],
+    )
+    .unwrap();
+    assert_eq!((step.status, step.probe()), (Status::Ok, Probe::Pass));
 }

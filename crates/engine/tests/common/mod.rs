@@ -20,6 +20,9 @@ pub enum Behaviour {
     BlackHole,
     /// Resets the connection as soon as a request arrives.
     Reset,
+    /// Answers each request after this long: a slow target, one request at a time per
+    /// connection.
+    Slow(Duration),
 }
 
 /// A server on 127.0.0.1:0, one thread per connection, fixed buffers: it allocates nothing per
@@ -105,6 +108,12 @@ fn serve(mut stream: TcpStream, behaviour: Behaviour, count: &AtomicU64, halt: &
                     }
                 }
                 Behaviour::BlackHole => {}
+                Behaviour::Slow(d) => {
+                    std::thread::sleep(d);
+                    if stream.write_all(ANSWER).is_err() {
+                        return;
+                    }
+                }
                 Behaviour::Reset => {
                     // A zero linger makes close() send a reset instead of a FIN.
                     let _ = socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO));
