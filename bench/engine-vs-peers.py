@@ -18,6 +18,9 @@ Sections (default: all, in this order):
              each while it sends; the peak (which comes as it builds its result); CPU, send lag.
   serve      sojourn run at 500 req/s against sojourn serve on the same two cores, unpinned,
              defaults: send lag and the hiccup floor.
+  cliff      `sojourn sweep --search` against nginx (one thread, 64 connections, 4 s steps), and
+             in the same run the closed loop's maximum: the search must bracket nginx's limit
+             within 10% of that maximum, or say GENERATOR-BOUND.
 
 Needs: nginx (Debian nginx-light), wrk, taskset; wrk2 (built from giltene/wrk2's source),
 oha and vegeta on PATH where available (missing tools are reported and skipped).
@@ -319,8 +322,29 @@ def serve(work):
     server.terminate()
 
 
+def cliff(url, work):
+    print(f"== whose cliff: sweep --search against nginx, 4 s steps, {ROUNDS} rounds")
+    path = os.path.join(work, "max.json")
+    sweep_json = os.path.join(work, "sweep.json")
+    for rnd in range(ROUNDS):
+        print(f"-- round {rnd + 1}, load average {load_average():.2f}")
+        timed(pinned([SOJOURN, "run", url, "--closed", "-c", str(CONNS), "--threads", "1",
+                      "--duration", f"{SECS}s", "--json", path]))
+        closed_max = sojourn_figures(path)["achieved"]
+        out, _, wall = timed(pinned([SOJOURN, "sweep", url, "--search", "--from", "5000", "--to",
+                                     "400000", "--slo", "p99<5ms", "--step", "4s", "--resolution",
+                                     "5000", "-c", str(CONNS), "--threads", "1", "--json", sweep_json]))
+        doc = json.load(open(sweep_json))
+        steps = [(s["step"]["target"], s["step"]["status"], round(s["step"]["achieved"])) for s in doc["steps"]]
+        verdict = next((l for l in out.splitlines() if l.startswith(("cliff", "no cliff"))), "?")
+        record("cliff", "sojourn sweep --search", round=rnd + 1, closed_max=closed_max,
+               passing=doc["bracket"]["passing"], failing=doc["bracket"]["failing"],
+               stopped_at=(doc.get("search") or {}).get("stopped_at"), steps=steps,
+               wall_s=round(wall), verdict=verdict)
+
+
 def main():
-    sections = sys.argv[1:] or ["fixed", "max", "blackhole", "soak", "serve"]
+    sections = sys.argv[1:] or ["fixed", "max", "blackhole", "soak", "serve", "cliff"]
     for tool in ["nginx", "wrk", "taskset"]:
         if not shutil.which(tool):
             sys.exit(f"missing {tool} (apt-get install nginx-light wrk util-linux)")
@@ -331,12 +355,12 @@ def main():
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     print(f"== machine: {os.cpu_count()} CPUs, {cpu}, kernel {os.uname().release}")
     with tempfile.TemporaryDirectory() as work:
-        nginx = Nginx(work) if {"fixed", "max", "soak"} & set(sections) else None
+        nginx = Nginx(work) if {"fixed", "max", "soak", "cliff"} & set(sections) else None
         try:
             for s in sections:
                 {"fixed": lambda: fixed(nginx.url, work), "max": lambda: maximum(nginx.url, work),
                  "blackhole": lambda: blackhole(work), "soak": lambda: soak(nginx.url, work),
-                 "serve": lambda: serve(work)}[s]()
+                 "serve": lambda: serve(work), "cliff": lambda: cliff(nginx.url, work)}[s]()
         finally:
             if nginx:
                 nginx.stop()

@@ -387,22 +387,28 @@ fn client_limit(outcome: &Outcome) -> Option<String> {
         .filter(|(s, _)| s.status.judges_the_target() && s.target < step.target)
         .map(|(s, _)| s.target)
         .max_by(f64::total_cmp);
-    let clean = match reached {
-        Some(r) => format!("the target was not saturated up to {} req/s", rate_text(r)),
-        None => "no step judged the target".to_string(),
+    let limit = rate_text(step.target);
+    let (about, clean) = match reached {
+        Some(r) => (
+            format!(
+                "about {} req/s ({} OK, {limit} {})",
+                rate_text(((r + step.target) / 2.0).round()),
+                rate_text(r),
+                step.status.label()
+            ),
+            format!("the target was not saturated up to {} req/s", rate_text(r)),
+        ),
+        None => (
+            format!("below {limit} req/s ({})", step.status.label()),
+            "no step judged the target".to_string(),
+        ),
     };
     let advice = step.advice.clone().unwrap_or_default();
     Some(match step.status {
-        Status::GeneratorBound => format!(
-            "no cliff: the generator's limit on this machine is about {} req/s ({} asked \
-             GENERATOR-BOUND); {clean}. {advice}",
-            rate_text(step.achieved.round()),
-            rate_text(step.target)
-        ),
-        _ => format!(
-            "no cliff: every connection was busy at {} req/s (POOL-BOUND); {clean}. {advice}",
-            rate_text(step.target)
-        ),
+        Status::GeneratorBound => {
+            format!("no cliff: the generator's limit on this machine is {about}; {clean}. {advice}")
+        }
+        _ => format!("no cliff: the connections' limit is {about}; {clean}. {advice}"),
     })
 }
 
@@ -612,7 +618,7 @@ mod tests {
         ]);
         let line = cliff_line(&config(), &o);
         assert!(
-            line.starts_with("no cliff: the generator's limit on this machine is about 2600 req/s (4000 asked GENERATOR-BOUND); the target was not saturated up to 2000 req/s."),
+            line.starts_with("no cliff: the generator's limit on this machine is about 3000 req/s (2000 OK, 4000 GENERATOR-BOUND); the target was not saturated up to 2000 req/s."),
             "{line}"
         );
         assert!(line.contains("add --threads"), "{line}");
@@ -625,7 +631,9 @@ mod tests {
         assert!(cliff_line(&config(), &o).starts_with("cliff: between 1000 and 2000 req/s"));
         // A full pool says so.
         let o = outcome(vec![step(40.0, 20.0, Status::PoolBound)]);
-        assert!(cliff_line(&config(), &o).starts_with("no cliff: every connection was busy at 40 req/s (POOL-BOUND); no step judged the target"));
+        assert!(cliff_line(&config(), &o).starts_with(
+            "no cliff: the connections' limit is below 40 req/s (POOL-BOUND); no step judged the target"
+        ));
     }
 
     /// The step's own result; the cliff line reads only the judged steps.

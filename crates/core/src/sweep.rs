@@ -498,16 +498,17 @@ pub struct SearchOutcome {
     pub bracket: Bracket,
     /// The probe budget ran out before the bracket narrowed to the resolution.
     pub budget_exhausted: bool,
-    /// The rate at which the client side set the limit (a GENERATOR-BOUND or POOL-BOUND step):
-    /// the search stopped there, and the bracket is only what came before it.
+    /// The lowest rate at which the client side set the limit (a GENERATOR-BOUND or POOL-BOUND
+    /// step), narrowed down like a cliff: the target was not judged at or above it.
     pub stopped_at: Option<f64>,
 }
 
 impl Search {
-    /// Runs the search with `probe`, which runs one step at a rate and says what it showed. A
-    /// failing probe ends the climb at once: nothing above a saturated rate is tried. An
-    /// inconclusive one ends the search: above a client-side limit no step says anything
-    /// about the target, so there is no cliff to bracket.
+    /// Runs the search with `probe`, which runs one step at a rate and says what it showed. The
+    /// first probe that does not pass ends the climb: nothing above a saturated rate, or above
+    /// a client-side limit, is tried. Bisection then narrows whichever it was: a failing upper
+    /// end is the target's cliff; an inconclusive one is the client side's limit (the
+    /// generator's, or the pool's), and the target has no cliff below it to name.
     pub fn run<E>(
         &self,
         mut probe: impl FnMut(Rate) -> Result<Probe, E>,
@@ -518,18 +519,13 @@ impl Search {
             probes.push((rate.get(), p));
             Ok::<Probe, E>(p)
         };
-        let (mut lo, mut hi) = (None::<Rate>, None::<Rate>);
+        let (mut lo, mut hi) = (None::<Rate>, None::<(Rate, Probe)>);
         let mut rate = self.from;
-        let mut stopped_at = None;
         while probes.len() < self.max_probes {
             match call(rate, &mut probes)? {
                 Probe::Pass => lo = Some(rate),
-                Probe::Fail => {
-                    hi = Some(rate);
-                    break;
-                }
-                Probe::Inconclusive => {
-                    stopped_at = Some(rate.get());
+                other => {
+                    hi = Some((rate, other));
                     break;
                 }
             }
@@ -538,24 +534,25 @@ impl Search {
             }
             rate = Rate::per_second((rate.get() * 2.0).min(self.to.get())).unwrap_or(self.to);
         }
-        while let (Some(l), Some(h), None) = (lo, hi, stopped_at) {
+        while let (Some(l), Some((h, _))) = (lo, hi) {
             if h.get() - l.get() <= self.resolution || probes.len() >= self.max_probes {
                 break;
             }
             let mid = Rate::per_second((l.get() + h.get()) / 2.0).unwrap_or(l);
             match call(mid, &mut probes)? {
                 Probe::Pass => lo = Some(mid),
-                Probe::Fail => hi = Some(mid),
-                Probe::Inconclusive => stopped_at = Some(mid.get()),
+                other => hi = Some((mid, other)),
             }
         }
         let narrow = match (lo, hi) {
-            _ if stopped_at.is_some() => true,
-            (Some(l), Some(h)) => h.get() - l.get() <= self.resolution,
+            (Some(l), Some((h, _))) => h.get() - l.get() <= self.resolution,
             (None, Some(_)) => true,
             (Some(l), None) => l >= self.to,
             (None, None) => false,
         };
+        let stopped_at = hi
+            .filter(|(_, p)| *p == Probe::Inconclusive)
+            .map(|(r, _)| r.get());
         Ok(SearchOutcome {
             bracket: bracket_of(&probes),
             probes,

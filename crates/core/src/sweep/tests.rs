@@ -275,8 +275,9 @@ fn search_never_exceeds_its_bounds() {
 }
 
 #[test]
-fn search_stops_at_a_client_side_limit_and_brackets_nothing_above_it() {
-    // Passes up to 40, then the generator cannot keep up at 80: no cliff, whatever lies above.
+fn search_narrows_a_client_side_limit_and_brackets_no_cliff() {
+    // Passes up to 50, then the generator cannot keep up: no cliff, whatever lies above, and
+    // the generator's limit narrowed down to the resolution instead.
     let s = Search {
         from: rate(10.0),
         to: rate(1000.0),
@@ -285,7 +286,7 @@ fn search_stops_at_a_client_side_limit_and_brackets_nothing_above_it() {
     };
     let out = s
         .run(|r| {
-            Ok::<Probe, ()>(if r.get() <= 40.0 {
+            Ok::<Probe, ()>(if r.get() <= 50.0 {
                 Probe::Pass
             } else {
                 Probe::Inconclusive
@@ -294,32 +295,37 @@ fn search_stops_at_a_client_side_limit_and_brackets_nothing_above_it() {
         .unwrap();
     let rates: Vec<f64> = out.probes.iter().map(|p| p.0).collect();
     assert_eq!(
-        rates,
+        &rates[..4],
         [10.0, 20.0, 40.0, 80.0],
-        "no bisection past the limit"
+        "nothing above the first limit"
     );
-    assert_eq!(out.stopped_at, Some(80.0));
+    assert!(rates.iter().all(|&r| r <= 80.0), "{rates:?}");
+    assert_eq!(
+        out.stopped_at,
+        Some(50.625),
+        "narrowed from 40..80: {rates:?}"
+    );
     assert_eq!(
         out.bracket,
         Bracket {
-            passing: Some(40.0),
+            passing: Some(50.0),
             failing: None
         },
         "nothing failed: there is no cliff to name"
     );
     assert!(!out.budget_exhausted);
-    // Found while bisecting: it stops there too.
+    // A real cliff below the limit is still the target's, found while bisecting.
     let out = s
         .run(|r| {
             Ok::<Probe, ()>(match r.get() {
-                x if x <= 40.0 => Probe::Pass,
-                x if x >= 80.0 => Probe::Fail,
+                x if x <= 45.0 => Probe::Pass,
+                x if x < 70.0 => Probe::Fail,
                 _ => Probe::Inconclusive,
             })
         })
         .unwrap();
-    assert_eq!(out.stopped_at, Some(60.0));
-    assert_eq!(out.probes.len(), 5);
+    assert_eq!(out.stopped_at, None, "{:?}", out.probes);
+    assert_eq!(out.bracket.passing, Some(45.0));
 }
 
 /// The same overloaded step, told three ways by what the generator knows of itself.
