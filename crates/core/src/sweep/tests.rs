@@ -380,6 +380,24 @@ fn who_held_the_step_back() {
     calm.checks.generator = GeneratorVerdict::Behind;
     let step = evaluate(&calm, rate(20.0), &rules, &[]).unwrap();
     assert_eq!(step.status, Status::GeneratorBound);
+    // Unless a thread that only sleeps was as late, and the worker had CPU to spare: then the
+    // late sends were the machine's, more threads would not help, and the target is judged.
+    let summary = |p99_ms: u64| {
+        let mut h = crate::record::new_histogram();
+        h.record_n(100_000, 980).unwrap();
+        h.record_n(p99_ms * 1_000_000, 20).unwrap();
+        crate::result::HistogramSummary::of(&h, &crate::record::new_histogram())
+    };
+    calm.checks.busiest_worker = Some(0.14);
+    calm.histograms.dispatch_lag = Some(summary(2));
+    calm.histograms.hiccup = Some(summary(2));
+    let step = evaluate(&calm, rate(20.0), &rules, &[]).unwrap();
+    assert_eq!(step.status, Status::Ok, "{:?}", step.reasons);
+    // Three times the machine's own lateness is the generator's again.
+    calm.histograms.hiccup = Some(summary(0));
+    calm.histograms.dispatch_lag = Some(summary(3));
+    let step = evaluate(&calm, rate(20.0), &rules, &[]).unwrap();
+    assert_eq!(step.status, Status::GeneratorBound);
     // And without it the same step is plainly OK.
     let step = evaluate(
         &fifo_step(
