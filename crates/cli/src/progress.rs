@@ -22,6 +22,7 @@ impl Bar {
         let mode = match plan.load {
             Load::Open(_) => "open",
             Load::Closed(_) => "closed",
+            Load::Paced(_) => "paced",
         };
         bar.set_style(
             ProgressStyle::with_template("{prefix} {elapsed:>4} {msg}").expect("static template"),

@@ -50,7 +50,9 @@ pub struct RunArgs {
     #[arg(long, value_parser = args::positive_duration, default_value = "10s")]
     pub timeout: Duration,
     /// Closed loop: each connection sends, waits for the answer, records, repeats.
-    /// For comparison and for truly closed workloads; every output labels it.
+    /// For comparison and for truly closed workloads; every output labels it. With --rate, a
+    /// paced closed loop: each connection owns rate/N of the slots and sends at its next slot
+    /// or when its answer arrives, whichever is later (hey -q, bombardier -r, fortio -qps).
     #[arg(long)]
     pub closed: bool,
     /// HTTP method.
@@ -161,7 +163,11 @@ pub fn validate(a: RunArgs) -> anyhow::Result<Validated> {
             a.sample_ratio
         ));
     }
-    let default_label = if a.closed { "closed" } else { "open" };
+    let default_label = match load {
+        Load::Open(_) => "open",
+        Load::Closed(_) => "closed",
+        Load::Paced(_) => "paced",
+    };
     Ok(Validated {
         plan: Plan {
             load,
@@ -258,7 +264,7 @@ fn pool(a: &RunArgs, load: &Load) -> anyhow::Result<(usize, usize)> {
         None => {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
             match load {
-                Load::Open(s) => {
+                Load::Open(s) | Load::Paced(s) => {
                     let peak = s.rate.get().max(a.ramp_to.unwrap_or(0.0));
                     ((peak / OPEN_RATE_PER_THREAD).ceil() as usize).clamp(1, cpus)
                 }
@@ -277,12 +283,14 @@ fn open_load(a: &RunArgs, end: End) -> anyhow::Result<Load> {
 }
 
 fn closed_load(a: &RunArgs, end: End) -> anyhow::Result<Load> {
-    if a.rate.is_some() {
-        return Err(bad_input!("--rate: a closed loop has no rate (each connection sends as soon as it has its answer); drop --rate or --closed"));
+    if let Some(rate) = a.rate {
+        return Ok(Load::Paced(args::schedule(
+            rate, a.arrival, a.ramp_to, a.seed, end,
+        )?));
     }
     if a.arrival != ArrivalKind::Constant || a.ramp_to.is_some() || a.seed.is_some() {
         return Err(bad_input!(
-            "--arrival: a closed loop has no schedule; drop --arrival/--ramp-to/--seed or --closed"
+            "--arrival: an unpaced closed loop has no schedule; give --rate for a paced closed loop, or drop --arrival/--ramp-to/--seed"
         ));
     }
     Ok(Load::Closed(end))

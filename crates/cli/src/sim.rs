@@ -28,7 +28,8 @@ pub struct SimArgs {
     #[arg(long = "set", value_name = "NAME.PARAM=VALUE")]
     set: Vec<String>,
     /// The client model: open (schedule, FIFO pool), closed (N looping connections), both
-    /// (side by side), or tracking (one request at a time, measured from its slot: seeds 000/004).
+    /// (side by side), tracking (one request at a time, measured from its slot: seeds 000/004),
+    /// or paced (N connections, each on its share of the slots: hey -q, bombardier -r).
     #[arg(long, value_enum, default_value_t = ClientKind::Both)]
     client: ClientKind,
     /// Requests per second of the open loop's (or tracking client's) schedule. [default: 1000]
@@ -97,6 +98,7 @@ pub enum ClientKind {
     Closed,
     Both,
     Tracking,
+    Paced,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -287,6 +289,13 @@ fn validate(a: SimArgs) -> anyhow::Result<Validated> {
     if a.client == ClientKind::Tracking {
         plans.push(("tracking", plan(&a, Client::Tracking { schedule })));
     }
+    if a.client == ClientKind::Paced {
+        let client = Client::Paced {
+            schedule,
+            connections: a.connections.unwrap_or(DEFAULT_CLOSED_CONNECTIONS),
+        };
+        plans.push(("paced", plan(&a, client)));
+    }
     Ok(Validated {
         scenario,
         plans,
@@ -374,6 +383,10 @@ pub fn model(
             end,
             connections: plan.connections,
             threads: plan.threads,
+        },
+        sojourn_engine::Load::Paced(schedule) => Client::Paced {
+            schedule,
+            connections: plan.connections,
         },
     };
     let sim_plan = Plan {

@@ -172,11 +172,20 @@ impl Case {
 
 /// What the real run measured, and the server's p99 lateness (ms) from its truth log.
 fn reality(case: &Case, dir: &Path) -> (RunResult, f64) {
-    let (json, truth) = (dir.join("real.json"), dir.join("truth.csv"));
+    measure(case, dir, "real", &case.load_args())
+}
+
+/// One real run with `load` (the load's flags) against a fresh server of `case`, and the
+/// server's p99 lateness (ms) from its truth log.
+fn measure(case: &Case, dir: &Path, name: &str, load: &[String]) -> (RunResult, f64) {
+    let (json, truth) = (
+        dir.join(format!("{name}.json")),
+        dir.join(format!("{name}.truth.csv")),
+    );
     let server = Served::start(case, &truth);
     let url = format!("http://{}/api", server.addr);
     let mut args = vec!["run".to_string(), url, "--json".into(), path(&json).into()];
-    args.extend(case.load_args());
+    args.extend_from_slice(load);
     sojourn(&args.iter().map(String::as_str).collect::<Vec<_>>());
     server.stop();
     let file = std::fs::File::open(&truth).unwrap();
@@ -191,15 +200,20 @@ fn reality(case: &Case, dir: &Path) -> (RunResult, f64) {
 }
 
 fn model(case: &Case, dir: &Path) -> RunResult {
-    let json = dir.join("sim.json");
-    let mut args: Vec<String> = ["sim", "--scenario", case.scenario, "--client", "open"]
+    simulate(case, dir, "open", &case.load_args())
+}
+
+/// `sojourn sim` of `case` with `--client client` and `load`.
+fn simulate(case: &Case, dir: &Path, client: &str, load: &[String]) -> RunResult {
+    let json = dir.join(format!("sim-{client}.json"));
+    let mut args: Vec<String> = ["sim", "--scenario", case.scenario, "--client", client]
         .map(String::from)
         .to_vec();
     for s in case.sets {
         args.extend(["--set".to_string(), s.to_string()]);
     }
     args.extend(["--json".to_string(), path(&json).to_string()]);
-    args.extend(case.load_args());
+    args.extend_from_slice(load);
     sojourn(&args.iter().map(String::as_str).collect::<Vec<_>>());
     read_result(&json)
 }
@@ -306,4 +320,98 @@ fn every_nth_real_run_matches_the_simulation() {
         duration: Duration::from_secs(5),
         held: 0,
     });
+}
+
+/// The load flags of a paced closed loop: `connections` connections sharing `case`'s slots
+/// (`sojourn sim --client paced` takes them without the leading `--closed`).
+fn paced_args(case: &Case, connections: usize) -> Vec<String> {
+    let mut args = vec!["--closed".to_string(), "-c".into(), connections.to_string()];
+    args.extend(case.load_args());
+    args
+}
+
+fn service_ms_at(r: &RunResult, p: f64) -> f64 {
+    r.histograms.service.percentiles.get(p).unwrap() as f64 / 1e6
+}
+
+/// A 1 s stall at 1,000 req/s, 10 connections, 1 ms a request. The paced closed loop's
+/// from-send clock hides the stall, as hey -q's does; its from-slot clock shows the same wedge
+/// as the open loop and as the model; its slots never reached are the model's.
+#[test]
+fn paced_closed_loop_hides_a_stall_from_the_send_and_shows_it_from_the_slot() {
+    let _guard = serial();
+    let case = Case {
+        scenario: "hiccup",
+        sets: &["hiccup.at=2s", "hiccup.duration=1s", "hiccup.baseline=1ms"],
+        rate: 1000.0,
+        duration: Duration::from_secs(5),
+        held: 1000,
+    };
+    let dir = temp_dir("validation-paced");
+    let paced_load = paced_args(&case, 10);
+    let (paced, paced_late) = measure(&case, &dir, "paced", &paced_load);
+    let (open, open_late) = measure(&case, &dir, "open", &case.load_args());
+    let model = simulate(&case, &dir, "paced", &paced_load[1..]);
+    assert_eq!(paced.mode, sojourn_core::Mode::Paced);
+    assert_eq!(model.mode, sojourn_core::Mode::Paced);
+    assert_nothing_lost(&paced);
+    assert_eq!(paced.counts.scheduled, model.counts.scheduled, "same slots");
+    assert_eq!(paced.counts.never_sent, model.counts.never_sent);
+    // From the send, the stall is ten requests in five thousand: below p99.
+    let (from_send, from_slot) = (service_ms_at(&paced, 99.0), ms_at(&paced, 99.0));
+    eprintln!(
+        "paced: from send p99 {from_send:.2} ms, from slot p99 {from_slot:.2} ms; open p99 {:.2} ms; model from slot p99 {:.2} ms, from send {:.2} ms",
+        ms_at(&open, 99.0),
+        ms_at(&model, 99.0),
+        service_ms_at(&model, 99.0)
+    );
+    assert!(from_send < 50.0, "from send p99 {from_send:.2} ms");
+    assert!(from_slot > 800.0, "from slot p99 {from_slot:.2} ms");
+    // From the slot, the wedge is the open loop's and the model's, within the validation
+    // tolerance (the machine's share: the server's lateness over the held requests).
+    let machine = paced_late.max(open_late) * (1 + case.held) as f64;
+    for (what, other) in [("open loop", &open), ("model", &model)] {
+        for p in PERCENTILES {
+            let (r, m) = (ms_at(&paced, p), ms_at(other, p));
+            let tail = m > ms_at(other, 50.0) + ABSOLUTE_MS;
+            let allowed = ABSOLUTE_MS + RELATIVE * m + if tail { machine } else { 0.0 };
+            assert!(
+                (r - m).abs() <= allowed,
+                "p{p}: paced from slot {r:.2} ms, {what} {m:.2} ms, allowed ±{allowed:.2}"
+            );
+        }
+    }
+}
+
+/// A stall that lasts past the end of the run: every connection is stuck on one request, and
+/// the slots behind it are never reached. Paced tools simply never send them; sojourn counts
+/// them, exactly as the model does.
+#[test]
+fn paced_closed_loop_counts_the_slots_it_never_reached() {
+    let _guard = serial();
+    // 500 req/s on 10 connections, 1 ms a request: answers leave at odd milliseconds, slots
+    // fall due at even ones, so the stall at 1.502 s is a millisecond from either side.
+    let case = Case {
+        scenario: "hiccup",
+        sets: &[
+            "hiccup.at=1502ms",
+            "hiccup.duration=1s",
+            "hiccup.baseline=1ms",
+        ],
+        rate: 500.0,
+        duration: Duration::from_secs(2),
+        held: 10,
+    };
+    let dir = temp_dir("validation-paced-end");
+    let load = paced_args(&case, 10);
+    let (paced, _) = measure(&case, &dir, "paced", &load);
+    let model = simulate(&case, &dir, "paced", &load[1..]);
+    assert_nothing_lost(&paced);
+    assert_eq!(paced.counts.scheduled, 1000);
+    assert_eq!(model.counts.scheduled, 1000);
+    // Ten stuck requests, answered when the gate opens; the rest of the last half-second's
+    // slots were never reached.
+    assert_eq!(model.counts.never_sent, 239, "{:?}", model.counts);
+    assert_eq!(paced.counts.never_sent, model.counts.never_sent);
+    assert_eq!(paced.counts.completed, model.counts.completed);
 }

@@ -221,6 +221,28 @@ pub fn cpu_bound(checks: &mut Checks, m: &Measurements, busiest_worker: f64) {
     );
 }
 
+/// A paced closed loop sends late by design whenever an answer is slow, so there is no
+/// generator verdict to give; the notes say what each clock means and what it omitted.
+pub fn assess_paced(m: &Measurements) -> Checks {
+    let sent = m.hist.send_lag.len();
+    let late = m.tally.waited_for_connection;
+    let mut notes = vec![format!(
+        "PACED CLOSED LOOP: each connection owns a share of the schedule's slots and sends at its next slot or \
+         when its previous answer arrives, whichever is later, as hey -q, bombardier -r, fortio -qps and JMeter's \
+         constant-throughput timer do. 'service' is timed from the send (what those tools report); 'response' \
+         from the slot (wrk2's view, the open loop's clock). {late} of {sent} requests left after their slot \
+         because their connection was still waiting for an earlier answer"
+    )];
+    if m.tally.never_sent > 0 {
+        notes.push(format!(
+            "{} slots were due before the end but their connection never got round to them: never sent. These \
+             are the requests a paced closed loop omits, and they are missing from both clocks",
+            m.tally.never_sent
+        ));
+    }
+    Checks::not_applicable(notes)
+}
+
 /// A closed loop has no schedule, so there is nothing to fall behind.
 pub fn assess_closed() -> Checks {
     Checks::not_applicable(vec![

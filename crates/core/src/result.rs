@@ -31,6 +31,11 @@ pub enum Mode {
     Closed,
     /// One request at a time, but measured from its slot on a schedule (seeds 000 and 004).
     Tracking,
+    /// N connections, each owning a share of a schedule's slots: it sends at its next slot or
+    /// when its previous answer arrives, whichever is later (hey -q, bombardier -r, fortio
+    /// -qps, JMeter's constant-throughput timer). Measured from its slot (response, wrk2's
+    /// view) and from its send (service, what those tools report).
+    Paced,
 }
 
 impl Mode {
@@ -39,6 +44,7 @@ impl Mode {
             Mode::Open => "open loop",
             Mode::Closed => "closed loop",
             Mode::Tracking => "schedule-tracking",
+            Mode::Paced => "paced closed loop",
         }
     }
 }

@@ -6,7 +6,8 @@
 //! requests due but not yet sent are a range of the schedule's indices ([`backlog`]); free
 //! connections pull the oldest of them ([`pool`]); a pacer sleeps precisely to the next due time
 //! and hands requests to idle connections ([`open`]). Memory does not depend on how many
-//! requests wait, and nothing is allocated per request.
+//! requests wait, and nothing is allocated per request. A paced closed loop ([`paced`]) gives
+//! each connection its own share of the schedule's slots, as rate-capped closed-loop tools do.
 #![forbid(unsafe_code)]
 
 mod backlog;
@@ -15,6 +16,7 @@ mod cpu;
 pub mod http;
 mod insecure;
 pub mod open;
+pub mod paced;
 mod pool;
 pub mod progress;
 pub mod result;

@@ -142,6 +142,8 @@ async fn settle<T: Transport>(worker: &Worker<T>) {
 fn backlog<T: Transport>(worker: &Worker<T>) -> &RefCell<Backlog> {
     match &worker.source {
         Source::Open { backlog, .. } => backlog,
-        Source::Closed(_) => unreachable!("only an open loop has a waiting line"),
+        Source::Closed(_) | Source::Paced(_) => {
+            unreachable!("only an open loop has a waiting line")
+        }
     }
 }

@@ -19,21 +19,38 @@ const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
 /// Opens a new connection task with `slot` (which may already carry its first request).
 pub(crate) fn open<T: Transport>(worker: &Rc<Worker<T>>) -> Rc<Slot> {
     let slot = Rc::new(Slot::default());
-    worker.slots.borrow_mut().push(slot.clone());
+    let lane = {
+        let mut slots = worker.slots.borrow_mut();
+        slots.push(slot.clone());
+        slots.len() - 1
+    };
     worker.live.set(worker.live.get() + 1);
-    tokio::task::spawn_local(run(worker.clone(), slot.clone()));
+    tokio::task::spawn_local(run(worker.clone(), slot.clone(), lane));
     slot
 }
 
 /// One connection's life: pull, exchange, record, until the run has nothing more for it.
-async fn run<T: Transport>(worker: Rc<Worker<T>>, slot: Rc<Slot>) {
+/// `lane` is the connection's number in its worker (a paced connection's share of the slots).
+async fn run<T: Transport>(worker: Rc<Worker<T>>, slot: Rc<Slot>, lane: usize) {
     let mut conn: Option<T::Conn> = None;
     let deadline = tokio::time::sleep(Duration::ZERO);
     tokio::pin!(deadline);
+    // A paced connection sleeps to its own slots: one microsecond timer for its whole life.
+    let mut timer = worker.is_paced().then(sojourn_timer::Timer::new);
+    let mut woke = false;
     loop {
         if slot.job.get().is_none() {
-            match worker.next() {
+            match worker.next(lane, std::mem::take(&mut woke)) {
                 Next::Job(job) => worker.assign(&slot, job),
+                Next::WaitUntil(at) => {
+                    let at = worker.t0() + at;
+                    match timer.as_mut() {
+                        Some(t) => t.sleep_until(at).await,
+                        None => tokio::time::sleep_until(at).await,
+                    }
+                    woke = true;
+                    continue;
+                }
                 Next::Park => {
                     worker.park(&slot);
                     // A request is only handed to a slot taken off the idle list, so a wake-up

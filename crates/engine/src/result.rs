@@ -23,6 +23,7 @@ pub fn config(plan: &Plan, target: Option<String>) -> RunConfig {
     match plan.load {
         Load::Open(s) => c.describe_schedule(&s),
         Load::Closed(end) => c.describe_end(end),
+        Load::Paced(s) => c.describe_schedule(&s),
     }
     c
 }
@@ -51,6 +52,7 @@ pub fn build(
             }
             (Mode::Open, checks, None)
         }
+        Load::Paced(_) => (Mode::Paced, sojourn_core::check::assess_paced(m), None),
         Load::Closed(_) => (
             Mode::Closed,
             assess_closed(),

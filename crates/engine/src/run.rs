@@ -20,6 +20,9 @@ pub enum Load {
     Open(Schedule),
     /// N connections each looping send → wait → record, until a duration or a count.
     Closed(End),
+    /// N connections each owning a share of the schedule's slots, sending at the next one or
+    /// when the previous answer arrives, whichever is later: a paced closed loop.
+    Paced(Schedule),
 }
 
 /// A validated run: everything the engine needs, nothing from the command line.
@@ -119,7 +122,7 @@ pub fn execute<T: Transport>(
                             schedule,
                             senders: workers,
                         }),
-                        Load::Closed(_) => None,
+                        Load::Closed(_) | Load::Paced(_) => None,
                     },
                     connections: share(plan.connections as u64, w, workers) as usize,
                     slack: plan.slack,
@@ -192,6 +195,19 @@ fn run_worker<T: Transport>(
                     after => after,
                 };
                 crate::closed::run(transport, cfg, end).await
+            }
+            Load::Paced(schedule) => {
+                let first = (0..w)
+                    .map(|v| share(plan.connections as u64, v, workers))
+                    .sum::<u64>();
+                crate::paced::run(
+                    transport,
+                    cfg,
+                    schedule,
+                    first as usize,
+                    plan.connections.max(1),
+                )
+                .await
             }
         };
         let busy = crate::cpu::busy_share(cpu_before, wall_before.elapsed(), timer.spun());

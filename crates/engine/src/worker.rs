@@ -89,6 +89,8 @@ pub(crate) enum Next {
     Job(Job),
     /// Nothing is due: wait to be handed a request.
     Park,
+    /// Paced: the connection's next slot is due at this offset; sleep until then and ask again.
+    WaitUntil(Duration),
     /// The run has no more requests for this connection.
     Stop,
 }
@@ -103,6 +105,8 @@ pub(crate) enum Source {
         full_since: Cell<Option<Duration>>,
     },
     Closed(crate::closed::Tickets),
+    /// Paced closed loop: each connection's own share of the schedule, by connection number.
+    Paced(crate::paced::Lanes),
 }
 
 pub struct Worker<T: Transport> {
@@ -170,6 +174,10 @@ impl<T: Transport> Worker<T> {
         matches!(self.source, Source::Closed(_))
     }
 
+    pub(crate) fn is_paced(&self) -> bool {
+        matches!(self.source, Source::Paced(_))
+    }
+
     pub(crate) fn is_busy(&self) -> bool {
         self.busy.get() > 0
     }
@@ -181,8 +189,9 @@ impl<T: Transport> Worker<T> {
         self.busy.set(self.busy.get() + 1);
     }
 
-    /// The next request for a connection that has just become free.
-    pub(crate) fn next(&self) -> Next {
+    /// The next request for connection `lane`, which has just become free (`woke`: or has just
+    /// woken up for its next slot).
+    pub(crate) fn next(&self, lane: usize, woke: bool) -> Next {
         match &self.source {
             Source::Open {
                 backlog,
@@ -212,6 +221,7 @@ impl<T: Transport> Worker<T> {
                 }
                 None => Next::Stop,
             },
+            Source::Paced(lanes) => lanes.next(lane, self.now(), woke),
         }
     }
 
@@ -321,6 +331,7 @@ impl<T: Transport> Worker<T> {
                 backlog.taken()
             }
             Source::Closed(tickets) => tickets.started(),
+            Source::Paced(lanes) => lanes.close(&mut recorder, end),
         };
         self.idle.borrow_mut().clear();
         WorkerReport {

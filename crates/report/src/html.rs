@@ -268,7 +268,7 @@ fn look_for(index: usize, mode: Mode) -> Look {
             line: LineKind::Dashed,
             marker: Marker::Triangle,
         },
-        Mode::Tracking => Look {
+        Mode::Tracking | Mode::Paced => Look {
             color,
             line: LineKind::Dotted,
             marker: Marker::Square,

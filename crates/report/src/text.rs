@@ -194,6 +194,13 @@ pub fn describe(r: &RunResult) -> String {
             "CLOSED LOOP, {} connections each send → wait → record, {bound}",
             c.connections
         ),
+        Mode::Paced => format!(
+            "PACED CLOSED LOOP, {} {} req/s {bound}: {} connections, each sending at its next slot \
+             or when its previous answer arrives, whichever is later",
+            c.arrival.as_deref().unwrap_or("constant"),
+            c.rate.map(|r| r.to_string()).unwrap_or_default(),
+            c.connections
+        ),
     }
 }
 
@@ -268,7 +275,12 @@ pub fn summary(r: &RunResult) -> String {
     let w = 22;
     let _ = writeln!(out, "{}", header(w));
     let h = &r.histograms;
-    let _ = writeln!(out, "{}", row("response (from due)", &h.response, w));
+    let from_due = if r.mode == Mode::Paced {
+        "response (from slot)"
+    } else {
+        "response (from due)"
+    };
+    let _ = writeln!(out, "{}", row(from_due, &h.response, w));
     let _ = writeln!(out, "{}", row("service (from send)", &h.service, w));
     if r.mode != Mode::Closed {
         let _ = writeln!(out, "{}", row("send lag", &h.send_lag, w));
@@ -296,6 +308,9 @@ pub fn summary(r: &RunResult) -> String {
         }
         GeneratorVerdict::Ok => "generator ok: requests went out on schedule".to_string(),
         GeneratorVerdict::Behind => "generator BEHIND (see below)".to_string(),
+        GeneratorVerdict::NotApplicable if r.mode == Mode::Paced => {
+            "generator check: not applicable: a paced closed loop sends late by design whenever an answer is late (see send lag)".to_string()
+        }
         GeneratorVerdict::NotApplicable if r.mode == Mode::Tracking => {
             "generator check: not applicable: the schedule-tracking client sends late by design (see send lag)".to_string()
         }

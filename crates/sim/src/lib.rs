@@ -9,13 +9,15 @@
 //! indistinguishable in shape from a real run's. Nothing is random that the scenario or the
 //! schedule did not seed: the same inputs give the same result, bit for bit.
 //!
-//! Three client models ([`Client`]):
+//! Four client models ([`Client`]):
 //! - **open**: requests due on a schedule (constant, Poisson, ramp), each dispatched at its due
 //!   time into a FIFO pool of at most N connections, measured from when it was due;
 //! - **closed**: N connections, each looping send → wait → record, until a duration or a count;
 //! - **tracking**: the single-threaded client of seeds 000 and 004 — one request at a time, each
 //!   measured from its slot on the schedule. Its response time is the seeds' "sojourn", its
-//!   service time their "latency", its send lag their "queue wait".
+//!   service time their "latency", its send lag their "queue wait";
+//! - **paced**: N tracking clients, each on its share of the schedule's slots — the paced closed
+//!   loop of hey `-q`, bombardier `-r` and fortio `-qps`, as `sojourn run --closed --rate` runs it.
 //!
 //! What the simulation leaves out, on purpose: the network (unless [`Plan::rtt`] adds a fixed
 //! round trip), timer error, and CPU. Every difference between a real run and its simulation is
@@ -68,6 +70,15 @@ pub enum Client {
     /// `End::After(d)` it stops when it gets round to a slot at or after `d`, as the seeds'
     /// `while now < deadline` loops do; the slots it never sent are counted as never sent.
     Tracking { schedule: Schedule },
+    /// A paced closed loop: `connections` connections, connection k owning share k of the
+    /// schedule's slots (as the engine's `sojourn run --closed --rate` splits them). Each is the
+    /// tracking client on its share: a request leaves at its slot, or when the connection's
+    /// previous answer arrives if that is later; with `End::After(d)` a connection that gets
+    /// round to a slot at or after `d` stops, and its slots never sent are counted.
+    Paced {
+        schedule: Schedule,
+        connections: usize,
+    },
 }
 
 impl Client {
@@ -76,6 +87,7 @@ impl Client {
             Client::Open { .. } => Mode::Open,
             Client::Closed { .. } => Mode::Closed,
             Client::Tracking { .. } => Mode::Tracking,
+            Client::Paced { .. } => Mode::Paced,
         }
     }
 }

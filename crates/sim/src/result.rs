@@ -32,6 +32,14 @@ pub fn config(scenario: &Scenario, plan: &Plan) -> RunConfig {
             c.connections = 1;
             c.threads = Some(1);
         }
+        Client::Paced {
+            schedule,
+            connections,
+        } => {
+            c.describe_schedule(schedule);
+            c.connections = u32::try_from(*connections).unwrap_or(u32::MAX);
+            c.threads = Some(1);
+        }
         Client::Closed {
             end,
             connections,
@@ -58,6 +66,7 @@ pub fn build_result(scenario: &Scenario, plan: &Plan, sim: &Simulation, label: &
             Some(m.per_connection_interval(sim.elapsed, *connections)),
         ),
         Client::Tracking { .. } => (tracking_checks(m), None),
+        Client::Paced { .. } => (sojourn_core::check::assess_paced(m), None),
     };
     checks.notes.push(simulated_note(scenario, plan));
     let facts = RunFacts {

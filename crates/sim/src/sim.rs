@@ -182,15 +182,27 @@ impl<'a> Sim<'a> {
                     self.deadline = Some(nanos(*d) + self.timeout);
                 }
             }
-            Client::Tracking { schedule } => {
-                let mut l = lane(Recorder::new(interval), 1);
-                l.schedule = Some(schedule.iter().peekable());
-                self.lanes = vec![l];
-                if let End::After(d) = schedule.end {
-                    self.stop_sending = Some(nanos(d));
-                    self.deadline = Some(nanos(d) + self.timeout);
-                }
-            }
+            Client::Tracking { schedule } => self.paced_lanes(schedule, 1),
+            Client::Paced {
+                schedule,
+                connections,
+            } => self.paced_lanes(schedule, *connections),
+        }
+    }
+
+    /// Paced and tracking: one lane of one connection per share of the schedule's slots.
+    fn paced_lanes(&mut self, schedule: &Schedule, connections: usize) {
+        let n = connections.max(1);
+        self.lanes = (0..n)
+            .map(|k| {
+                let mut l = lane(Recorder::new(self.plan.interval), 1);
+                l.schedule = Some(schedule.slice(k, n).peekable());
+                l
+            })
+            .collect();
+        if let End::After(d) = schedule.end {
+            self.stop_sending = Some(nanos(d));
+            self.deadline = Some(nanos(d) + self.timeout);
         }
     }
 

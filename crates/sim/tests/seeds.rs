@@ -154,6 +154,33 @@ fn seed_001_hiccup() {
     );
 }
 
+/// Seed 001's rate-capped closed tools (hey -q, bombardier -r): 10 connections paced at
+/// 1,000 req/s in all against the 1 s hiccup. Each connection is stuck a second on one request
+/// and never catches up (10 ms a request is exactly its share), so about a thousand slots are
+/// never reached, and from the send p99 is the baseline: the stall is hidden twice.
+#[test]
+fn seed_001_a_paced_closed_loop_loses_the_stalls_thousand_requests() {
+    let s = builtin("hiccup", &[]);
+    let paced = Plan::new(Client::Paced {
+        schedule: constant(1000.0, secs(60)),
+        connections: 10,
+    });
+    let (p, sp) = simulate(&s, &paced, "paced");
+    between("never reached", p.counts.never_sent as f64, 950.0, 1_050.0);
+    assert_eq!(p.counts.scheduled, 60_000);
+    within("from send p99", service_ms(&p, 99.0), 10.0, 5.0);
+    within("from send p99.9", service_ms(&p, 99.9), 10.0, 5.0);
+    // From its slot every request after the stall is a second late: the omission shows.
+    between(
+        "delayed from the slot",
+        sp.impact.stalls[0].delayed as f64,
+        28_900.0,
+        29_100.0,
+    );
+    between("from slot p50", ms(&p, 50.0), 10.0, 11.0);
+    between("from slot p90", ms(&p, 90.0), 1_000.0, 1_011.0);
+}
+
 #[test]
 fn seed_001_gc_pauses() {
     let s = builtin("gc-pauses", &[]);
