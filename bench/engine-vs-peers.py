@@ -18,6 +18,9 @@ Sections (default: all, in this order):
              each while it sends; the peak (which comes as it builds its result); CPU, send lag.
   serve      sojourn run at 500 req/s against sojourn serve on the same two cores, unpinned,
              defaults: send lag and the hiccup floor.
+  compare    `sojourn compare --rate 2000` against nginx (10 connections, one thread, SECS each):
+             both loops' achieved rates must be 2,000 ± 2% (the paced closed loop's default), and
+             the unpaced closed loop's (--closed-mode unpaced) is shown beside them.
   cliff      `sojourn sweep --search` against nginx (one thread, 64 connections, 4 s steps), and
              in the same run the closed loop's maximum: the search must bracket nginx's limit
              within 10% of that maximum, or say GENERATOR-BOUND.
@@ -322,6 +325,27 @@ def serve(work):
     server.terminate()
 
 
+def compare(url, work):
+    print(f"== same-rate compare against nginx at 2000 req/s, {SECS} s per loop, {ROUNDS} rounds")
+    for rnd in range(ROUNDS):
+        for mode in ["paced", "unpaced"]:
+            out_dir = os.path.join(work, f"compare-{mode}")
+            out, _, _ = timed(pinned([SOJOURN, "compare", url, "--rate", "2000", "--duration", f"{SECS}s",
+                                      "-c", "10", "--threads", "1", "--closed-mode", mode,
+                                      "--json-dir", out_dir, "--report", os.path.join(work, "compare.html")]))
+            closed = json.load(open(os.path.join(out_dir, "closed.json")))
+            opened = json.load(open(os.path.join(out_dir, "open.json")))
+            verdict = next((l for l in out.splitlines() if l.startswith("verdict")), "?")
+            record("compare", f"sojourn compare --closed-mode {mode}", round=rnd + 1,
+                   load=round(load_average(), 2),
+                   closed_mode=closed["mode"], closed_achieved=round(closed["rate"]["achieved"], 1),
+                   closed_sent=closed["counts"]["scheduled"] - closed["counts"]["never_sent"],
+                   closed_never_sent=closed["counts"]["never_sent"],
+                   open_achieved=round(opened["rate"]["achieved"], 1),
+                   open_sent=opened["counts"]["scheduled"] - opened["counts"]["never_sent"],
+                   verdict=verdict)
+
+
 def cliff(url, work):
     print(f"== whose cliff: sweep --search against nginx, 4 s steps, {ROUNDS} rounds")
     path = os.path.join(work, "max.json")
@@ -344,7 +368,7 @@ def cliff(url, work):
 
 
 def main():
-    sections = sys.argv[1:] or ["fixed", "max", "blackhole", "soak", "serve", "cliff"]
+    sections = sys.argv[1:] or ["fixed", "max", "blackhole", "soak", "serve", "compare", "cliff"]
     for tool in ["nginx", "wrk", "taskset"]:
         if not shutil.which(tool):
             sys.exit(f"missing {tool} (apt-get install nginx-light wrk util-linux)")
@@ -355,12 +379,13 @@ def main():
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     print(f"== machine: {os.cpu_count()} CPUs, {cpu}, kernel {os.uname().release}")
     with tempfile.TemporaryDirectory() as work:
-        nginx = Nginx(work) if {"fixed", "max", "soak", "cliff"} & set(sections) else None
+        nginx = Nginx(work) if {"fixed", "max", "soak", "compare", "cliff"} & set(sections) else None
         try:
             for s in sections:
                 {"fixed": lambda: fixed(nginx.url, work), "max": lambda: maximum(nginx.url, work),
                  "blackhole": lambda: blackhole(work), "soak": lambda: soak(nginx.url, work),
-                 "serve": lambda: serve(work), "cliff": lambda: cliff(nginx.url, work)}[s]()
+                 "serve": lambda: serve(work), "compare": lambda: compare(nginx.url, work),
+                 "cliff": lambda: cliff(nginx.url, work)}[s]()
         finally:
             if nginx:
                 nginx.stop()

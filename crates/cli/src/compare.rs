@@ -1,5 +1,8 @@
-//! `sojourn compare URL`: the closed loop, then the open loop at the same nominal rate, against
-//! your own service; the seeds' table, a verdict and a report.
+//! `sojourn compare URL`: a closed loop, then the open loop, against your own service; the
+//! seeds' table, a verdict and a report. By default the closed loop is paced at the open loop's
+//! rate (what hey -q, bombardier -r and JMeter's constant-throughput timer run), so both carry
+//! the same load and the table shows its counts side by side; `--closed-mode unpaced` runs the
+//! send → wait → record loop as fast as the target answers.
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -7,18 +10,23 @@ use std::time::Duration;
 use crate::args;
 use crate::args::ArrivalKind;
 use crate::run::RunArgs;
+use sojourn_report::compare::Column;
 
 #[derive(clap::Args, Debug)]
 pub struct CompareArgs {
     /// The target, e.g. http://127.0.0.1:8080/api
     pub url: String,
-    /// The open loop's rate, in requests per second.
+    /// Both loops' rate, in requests per second (the unpaced closed loop has none).
     #[arg(long)]
     pub rate: f64,
+    /// The closed loop: paced (each connection sends at its share of --rate, or when its answer
+    /// arrives if later) or unpaced (each sends as soon as it has its answer).
+    #[arg(long, value_enum, default_value_t = ClosedMode::Paced)]
+    pub closed_mode: ClosedMode,
     /// How long each loop runs.
     #[arg(long, value_parser = args::positive_duration, default_value = "20s")]
     pub duration: Duration,
-    /// Connections of the closed loop.
+    /// Connections of the closed loop (a paced loop gives each rate/N of the slots).
     #[arg(long, short = 'c', default_value_t = 10)]
     pub connections: usize,
     /// Worker threads for each loop. [default: the number of CPUs]
@@ -41,10 +49,29 @@ pub struct CompareArgs {
     pub json_dir: Option<PathBuf>,
 }
 
+/// Which closed loop `compare` and `demo` put beside the open loop.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClosedMode {
+    /// At the open loop's rate: the same sends, timed from the send and from the slot.
+    Paced,
+    /// As fast as the target answers: a different load, labelled as such.
+    Unpaced,
+}
+
+impl ClosedMode {
+    pub fn label(self) -> &'static str {
+        match self {
+            ClosedMode::Paced => "paced closed loop",
+            ClosedMode::Unpaced => "closed loop",
+        }
+    }
+}
+
 fn run_args(a: &CompareArgs, closed: bool) -> RunArgs {
+    let paced = closed && a.closed_mode == ClosedMode::Paced;
     RunArgs {
         url: a.url.clone(),
-        rate: (!closed).then_some(a.rate),
+        rate: (!closed || paced).then_some(a.rate),
         arrival: ArrivalKind::Constant,
         ramp_to: None,
         seed: None,
@@ -65,7 +92,7 @@ fn run_args(a: &CompareArgs, closed: bool) -> RunArgs {
             .map(|d| d.join(if closed { "closed.json" } else { "open.json" })),
         interval: Duration::from_secs(1),
         label: Some(if closed {
-            "closed loop".into()
+            a.closed_mode.label().into()
         } else {
             "open loop".into()
         }),
@@ -113,10 +140,9 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
         results.push(result);
     }
     let (c, o) = (&results[0], &results[1]);
-    print!(
-        "{}",
-        crate::side_by_side::table(&[("closed loop", c), ("open loop", o)])
-    );
+    let mut columns = crate::side_by_side::closed_columns(c);
+    columns.push(Column::of("open loop", o));
+    print!("{}", crate::side_by_side::table(&columns, "open loop"));
     println!("\n{}", crate::side_by_side::verdict(c, o));
     if let Some(line) = sojourn_report::text::rate_line(o) {
         println!("open loop {line}");

@@ -1,6 +1,7 @@
 //! `sojourn demo`: the main job. An embedded pathology server, a closed loop and then an open
-//! loop at the same nominal rate (each against a fresh server), the simulator's prediction,
-//! the seeds' side-by-side table, and an HTML report.
+//! loop at the same rate (each against a fresh server), the simulator's prediction, the seeds'
+//! side-by-side table, and an HTML report. The closed loop is paced at the open loop's rate by
+//! default, as most real load tests are: the same sends, timed from the send and from the slot.
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -16,7 +17,9 @@ use sojourn_scenario::{Scenario, WindowKind};
 
 use crate::args;
 use crate::bad_input;
+use crate::compare::ClosedMode;
 use crate::embedded::EmbeddedServer;
+use sojourn_report::compare::Column;
 
 #[derive(clap::Args, Debug)]
 pub struct DemoArgs {
@@ -34,11 +37,16 @@ pub struct DemoArgs {
     /// How long each loop runs.
     #[arg(long, value_parser = args::positive_duration, default_value = "20s")]
     pub duration: Duration,
-    /// Connections of the closed loop (each sends, waits, records, repeats). [default: 10; 1
-    /// for one-worker scenarios (every-nth, bimodal), as in their seeds: more would queue
-    /// behind the one worker and measure the client's own contention]
+    /// Connections of the closed loop (each sends, waits, records, repeats). [default: paced,
+    /// 20 (each carries rate/20, half busy at the default 1000 req/s × 10 ms, so it can catch
+    /// up after a stall); unpaced, 10 as in seed 001; 1 for one-worker scenarios (every-nth,
+    /// bimodal), as in their seeds: more would queue behind the one worker and measure the
+    /// client's own contention]
     #[arg(long)]
     pub connections: Option<usize>,
+    /// The closed loop: paced at --rate (hey -q, bombardier -r) or unpaced (ab, wrk).
+    #[arg(long, value_enum, default_value_t = ClosedMode::Paced)]
+    pub closed_mode: ClosedMode,
     /// Where to write the HTML report.
     #[arg(long, default_value = "demo.html")]
     pub report: PathBuf,
@@ -72,6 +80,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         Some(0) => return Err(bad_input!("--connections: must be at least 1, got 0")),
         Some(n) => n,
         None if scenario.workers() == Some(1) => 1,
+        None if a.closed_mode == ClosedMode::Paced => 20,
         None => 10,
     };
     let rate = Rate::per_second(a.rate.unwrap_or_else(|| default_rate(scenario.name())))
@@ -82,16 +91,16 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         scenario,
         humantime::format_duration(a.duration)
     );
-    println!("closed loop first ({}), then open loop at {rate}; each against a fresh server on 127.0.0.1\n", plural(connections, "connection"));
-    let outcome = measure(&scenario, rate, a.duration, connections)?;
-    print!(
-        "{}",
-        crate::side_by_side::table(&[
-            ("closed loop", &outcome.closed),
-            ("open loop", &outcome.open),
-            ("model (open)", &outcome.model)
-        ])
+    println!(
+        "{} first ({}), then open loop at {rate}; each against a fresh server on 127.0.0.1\n",
+        a.closed_mode.label(),
+        plural(connections, "connection")
     );
+    let outcome = measure(&scenario, rate, a.duration, connections, a.closed_mode)?;
+    let mut columns = crate::side_by_side::closed_columns(&outcome.closed);
+    columns.push(Column::of("open loop", &outcome.open));
+    columns.push(Column::of("model (open)", &outcome.model));
+    print!("{}", crate::side_by_side::table(&columns, "open loop"));
     println!();
     println!("{}", explain(&scenario, &outcome, connections));
     write_outputs(&a, &outcome)?;
@@ -134,14 +143,20 @@ pub fn measure(
     rate: Rate,
     duration: Duration,
     connections: usize,
+    closed_mode: ClosedMode,
 ) -> anyhow::Result<DemoOutcome> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let timeout = Duration::from_secs(10);
+    let schedule = Schedule::new(Arrival::Constant, rate, End::After(duration))
+        .map_err(|e| bad_input!("--duration: {e}"))?;
     // One engine thread: the embedded server has the other core.
     let closed_plan = Plan {
-        load: Load::Closed(End::After(duration)),
+        load: match closed_mode {
+            ClosedMode::Paced => Load::Paced(schedule),
+            ClosedMode::Unpaced => Load::Closed(End::After(duration)),
+        },
         connections,
         threads: 1,
         timeout,
@@ -151,14 +166,16 @@ pub fn measure(
         hiccup: Some(sojourn_engine::HICCUP_TICK),
         samples: None,
     };
-    let schedule = Schedule::new(Arrival::Constant, rate, End::After(duration))
-        .map_err(|e| bad_input!("--duration: {e}"))?;
     let open_plan = Plan {
         load: Load::Open(schedule),
         connections: 4096,
         ..closed_plan.clone()
     };
-    let closed = against_fresh_server(&rt, scenario, &closed_plan, "closed")?;
+    let label = match closed_mode {
+        ClosedMode::Paced => "paced",
+        ClosedMode::Unpaced => "closed",
+    };
+    let closed = against_fresh_server(&rt, scenario, &closed_plan, label)?;
     let open = against_fresh_server(&rt, scenario, &open_plan, "open")?;
     let model = crate::sim::model(scenario, &open_plan, "model")?;
     let windows: Vec<(Duration, Duration)> = scenario
@@ -251,33 +268,56 @@ fn p99(r: &RunResult) -> u64 {
     r.histograms.response.percentiles.get(99.0).unwrap_or(0)
 }
 
+/// What the closed loop reports at p99: a paced loop's time from the send, as its tools report.
+fn reported_p99(r: &RunResult) -> u64 {
+    match r.mode {
+        sojourn_core::Mode::Paced => r.histograms.service.percentiles.get(99.0).unwrap_or(0),
+        _ => p99(r),
+    }
+}
+
 /// One paragraph in plain words, with this run's numbers. What it says follows what was
 /// measured (the p99 ratio), not what the scenario was expected to do.
 pub fn explain(scenario: &Scenario, o: &DemoOutcome, connections: usize) -> String {
     let (closed, open) = (
-        sojourn_core::format_ns(p99(&o.closed)),
+        sojourn_core::format_ns(reported_p99(&o.closed)),
         sojourn_core::format_ns(p99(&o.open)),
     );
-    let ratio = p99(&o.open) as f64 / p99(&o.closed).max(1) as f64;
+    let ratio = p99(&o.open) as f64 / reported_p99(&o.closed).max(1) as f64;
+    let paced = o.closed.mode == sojourn_core::Mode::Paced;
     let mut text = crate::side_by_side::verdict(&o.closed, &o.open);
     text.push('\n');
+    let conns = plural(connections, "connection");
     let body = match (ratio >= 1.5, o.sent_during_stalls) {
+        (true, Some((closed_in, open_in))) if paced => format!(
+            "While the server stalled, the open loop kept sending on schedule: the server received {open_in} of its \
+             requests inside the stall windows, each of which waited for the stall to end. The paced closed loop's \
+             {conns} were each held by the stall, waiting for an answer, so the server received only {closed_in} \
+             from it meanwhile; it sent the slots it owed late, once answers came back{}. Timed from the send, as \
+             hey -q, bombardier -r and JMeter report them, those late requests look fast. Timed from their slots \
+             (its p99 {}), they show the stall as the open loop does. That is coordinated omission at the same \
+             rate. ",
+            match o.closed.counts.never_sent {
+                0 => String::new(),
+                n => format!(", and never reached {n} of them before the end"),
+            },
+            sojourn_core::format_ns(p99(&o.closed))
+        ),
         (true, Some((closed_in, open_in))) => format!(
             "While the server stalled, the open loop kept sending on schedule: the server received {open_in} of its \
              requests inside the stall windows, each of which waited for the stall to end. The closed loop's \
-             {} were each held by the stall, waiting for an answer, so the server received \
+             {conns} were each held by the stall, waiting for an answer, so the server received \
              only {closed_in} new requests from it: {} requests a real user population would have sent were never \
              sent, never measured. That is coordinated omission. ",
-            plural(connections, "connection"),
             open_in.saturating_sub(closed_in)
         ),
         (true, None) => format!(
-            "Scenario {} slows some requests down. Each time, the closed loop's {} waited for \
-             answers and sent nothing, so it sent least exactly when the server was slowest; the open loop \
+            "Scenario {} slows some requests down. Each time, the closed loop's {conns} waited for \
+             answers and sent {}, so it measured least exactly when the server was slowest; the open loop \
              kept sending on schedule and measured the queue that built up behind every slow request. That is \
              coordinated omission. ",
             scenario.name(),
-            plural(connections, "connection")
+            if paced { "its slots late, timing them from the send" } else { "nothing" }
         ),
         (false, _) => format!(
             "Closed and open loops agree here (p99 {closed} vs {open}): in scenario {} there was nothing at p99 for \
@@ -288,10 +328,11 @@ pub fn explain(scenario: &Scenario, o: &DemoOutcome, connections: usize) -> Stri
     };
     text.push_str(&body);
     if ratio >= 1.5 {
+        let reported = if paced { "p99 from the send" } else { "p99" };
         text.push_str(&format!(
             "The open loop measures every request from the moment it was due, so its p99 ({open}) is what users \
-             lived through; the closed loop's p99 ({closed}) is {ratio:.0}x lower because the slow requests never \
-             existed in its data. "
+             lived through; the closed loop's {reported} ({closed}) is {ratio:.0}x lower because the waits \
+             never appeared in its data. "
         ));
     }
     text.push_str("The model column is the simulator's exact answer for the same scenario: where it agrees with the open loop, the measurement is right.");

@@ -39,6 +39,7 @@ pub fn label(plan: &RunnerPlan) -> String {
         (PeerTool::Oha, _) => "oha -q".into(),
         (PeerTool::Wrk2, _) => "wrk2 -R".into(),
         (PeerTool::Fortio, _) => "fortio -qps".into(),
+        (PeerTool::Hey, sojourn_core::Mode::Paced) => "hey -q".into(),
         (tool, _) => tool.name().into(),
     }
 }

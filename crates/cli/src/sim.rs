@@ -146,16 +146,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     }
     if let [(a, ra, _), (b, rb, _)] = &runs[..] {
         println!("{a} vs {b}, simulated ({})", v.scenario);
-        let columns = [
-            Column {
-                label: a,
-                result: ra,
-            },
-            Column {
-                label: b,
-                result: rb,
-            },
-        ];
+        let columns = [Column::of(a, ra), Column::of(b, rb)];
         let ratio = Ratio {
             numerator: b,
             denominator: a,

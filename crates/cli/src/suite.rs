@@ -1,5 +1,5 @@
-//! `sojourn suite`: every scenario × every peer tool found here, then sojourn's own open and
-//! closed loops and the simulator's model, each against a fresh embedded server. One HTML report
+//! `sojourn suite`: every scenario × every peer tool found here, then sojourn's own open,
+//! closed and paced closed loops and the simulator's model, each against a fresh embedded server. One HTML report
 //! per scenario, one summary table, and a verdict per tool against the model.
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -63,6 +63,10 @@ struct Load1 {
     /// Rate-driven tools' connection pool: a second and a half of arrivals, so a one-second
     /// stall queues at the server, not in the tool (seed 001 sizes k6's VUs the same way).
     pool: u32,
+    /// Paced closed loops' connections (hey -q, fortio -qps, sojourn's control): twice the
+    /// closed loops', so each is busy half the time at the baseline and can catch up after a
+    /// stall, as `sojourn demo` runs its paced loop.
+    paced: u32,
 }
 
 pub fn run(a: SuiteArgs) -> anyhow::Result<ExitCode> {
@@ -118,13 +122,16 @@ fn load_for(scenario: &Scenario, rate: f64, duration: Duration) -> Load1 {
             duration,
             connections: 1,
             pool: pool_for(rate),
+            paced: 2,
         };
     }
+    let connections = ((rate * 0.010).round() as u32).max(1);
     Load1 {
         rate,
         duration,
-        connections: ((rate * 0.010).round() as u32).max(1),
+        connections,
         pool: pool_for(rate),
+        paced: 2 * connections,
     }
 }
 
@@ -166,6 +173,10 @@ pub struct Row {
     /// POOL-BOUND). Imports cannot tell.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held_back: Option<sojourn_core::sweep::Status>,
+    /// sojourn's own paced closed loop: its p99 timed from the send, the clock hey -q and
+    /// fortio -qps report (its row's percentiles are timed from the slot).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p99_from_send: Option<u64>,
     pub notes: Vec<String>,
     pub result: Option<String>,
 }
@@ -312,10 +323,20 @@ fn own_runs(
         connections: load.connections as usize,
         ..open.clone()
     };
+    // The control for the paced tools: the same pool and rate, and both clocks.
+    let paced = Plan {
+        load: Load::Paced(schedule),
+        connections: load.paced as usize,
+        ..open.clone()
+    };
     let mut model = crate::sim::model(scenario, &open, "model")?;
     model.scenario = serde_json::to_value(scenario).ok();
     runs.push((model.clone(), Vec::new()));
-    for (plan, label) in [(&open, "sojourn open"), (&closed, "sojourn closed")] {
+    for (plan, label) in [
+        (&open, "sojourn open"),
+        (&closed, "sojourn closed"),
+        (&paced, "sojourn paced"),
+    ] {
         let m = crate::demo::against_fresh_server(&rt, scenario, plan, label)?;
         println!("  {label}: done");
         runs.push((m.result, m.dots));
@@ -361,12 +382,15 @@ fn peer(
     };
     let probe = &runners_of(tool, &spec)[variant];
     let label = peer_run::label(probe);
-    // fortio -qps paces each connection at rate ÷ c: with a closed loop's few connections
-    // each could only just keep up and would fall behind at once, so it gets the pool too.
-    let rate_driven = probe.mode == Mode::Open || tool == PeerTool::Fortio;
-    if rate_driven {
-        spec.connections = load.pool;
-    }
+    // Paced tools (fortio -qps, hey -q) pace each connection at rate ÷ c: with a closed loop's
+    // few connections each could only just keep up and would fall behind at once, so they get
+    // twice as many, as sojourn's own paced control does.
+    let rate_driven = probe.mode != Mode::Closed;
+    spec.connections = match probe.mode {
+        Mode::Open => load.pool,
+        Mode::Paced => load.paced,
+        _ => load.connections,
+    };
     spec.out_dir = dir.join(slug(&label));
     std::fs::create_dir_all(&spec.out_dir)?;
     let plan = runners_of(tool, &spec).swap_remove(variant);
@@ -471,6 +495,9 @@ fn row(r: &RunResult, model: &RunResult, dir: &Path) -> Row {
         verdict,
         never_sent: r.counts.never_sent,
         held_back: r.checks.rate.as_ref().map(|v| v.status),
+        p99_from_send: (r.mode == Mode::Paced && r.import.is_none())
+            .then(|| r.histograms.service.percentiles.get(99.0))
+            .flatten(),
         notes: r
             .import
             .as_ref()
@@ -529,6 +556,24 @@ pub fn table(s: &ScenarioRows) -> String {
             _ => String::new(),
         };
         let _ = writeln!(out, "{ratio:>11}  {}{held}", r.verdict.describe());
+    }
+    let model_p99 = s
+        .rows
+        .iter()
+        .find(|r| r.verdict == Verdict::Model)
+        .and_then(|m| m.percentiles.iter().find(|(k, _)| k == "p99"))
+        .and_then(|(_, v)| *v);
+    for r in &s.rows {
+        let Some(p99) = r.p99_from_send else { continue };
+        let ratio = model_p99
+            .filter(|&m| m > 0)
+            .map_or("-".into(), |m| format!("{:.2}x", p99 as f64 / m as f64));
+        let _ = writeln!(
+            out,
+            "  {}: from the send, the paced tools' clock, p99 {} ({ratio} the model's); the row is timed from the slot",
+            r.label,
+            format_ns(p99)
+        );
     }
     for r in s.rows.iter().filter(|r| r.never_sent > 0) {
         let _ = writeln!(

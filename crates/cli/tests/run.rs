@@ -296,8 +296,14 @@ fn bad_input_names_the_flag_and_exits_2() {
             "--requests",
         ),
         (
-            &["run", "http://127.0.0.1:9/", "--closed", "--rate", "10"],
-            "--rate",
+            &[
+                "run",
+                "http://127.0.0.1:9/",
+                "--closed",
+                "--arrival",
+                "poisson",
+            ],
+            "--arrival",
         ),
         (
             &[
@@ -486,18 +492,47 @@ fn compare_runs_both_loops_and_gives_a_verdict() {
         read_result(&dir.join("closed.json")),
         read_result(&dir.join("open.json")),
     );
-    assert_eq!(closed.mode, sojourn_core::Mode::Closed);
+    // By default the closed loop is paced at the open loop's rate: the same load, seen.
+    assert_eq!(closed.mode, sojourn_core::Mode::Paced);
     assert_eq!(open.mode, sojourn_core::Mode::Open);
+    assert_eq!(closed.counts.scheduled, open.counts.scheduled);
+    assert!(!stdout.contains("NOT THE SAME RATE"), "{stdout}");
     assert!(
-        stdout.contains("closed-loop p99 understates open-loop p99 by"),
+        stdout.contains("the paced closed loop's p99 from the send understates open-loop p99 by"),
         "{stdout}"
     );
     assert!(
-        stdout.contains("open loop/closed loop"),
-        "the table has the ratio column: {stdout}"
+        stdout.contains("open loop/paced, from send") && stdout.contains("never sent"),
+        "the table has the ratio column and the counts: {stdout}"
     );
     assert!(
         std::fs::read_to_string(&report).unwrap().contains("<svg"),
         "the report has charts"
+    );
+    // Unpaced, the closed loop runs as fast as the server answers: a different load, and the
+    // verdict says so before any ratio.
+    let out = sojourn(&[
+        "compare",
+        &url,
+        "--rate",
+        "200",
+        "--duration",
+        "1s",
+        "--closed-mode",
+        "unpaced",
+        "--json-dir",
+        dir.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert_eq!(
+        read_result(&dir.join("closed.json")).mode,
+        sojourn_core::Mode::Closed
+    );
+    assert!(
+        stdout.contains("verdict: NOT THE SAME RATE: the closed loop achieved"),
+        "{stdout}"
     );
 }

@@ -28,7 +28,7 @@ fn both_clients_print_the_seeds_table_and_write_two_result_files() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("metric    closed"), "{stdout}");
+    assert!(stdout.contains("metric        closed"), "{stdout}");
     assert!(stdout.contains("Ratios computed from raw data before rounding."));
     // 10 closed connections each meet the stall once; the open loop offers 500 during it.
     assert!(

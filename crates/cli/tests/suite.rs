@@ -102,6 +102,21 @@ fn closed_and_open_tools_split_on_a_stall_and_agree_when_healthy() {
             "{l}\n{stdout}"
         );
     }
+    // The paced closed loops: hey -q times from the send and hides the stall; sojourn's own
+    // paced control makes the same kind of sends and shows the stall from the slot, while its
+    // from-send clock hides it just as hey -q's does.
+    let hey_q = row(hiccup, "hey -q");
+    assert_eq!(hey_q["mode"], "paced", "{stdout}");
+    assert_eq!(hey_q["verdict"], "hides_the_stall", "{stdout}");
+    let paced = row(hiccup, "sojourn paced");
+    assert_eq!(paced["mode"], "paced");
+    assert_eq!(paced["verdict"], "honest", "from the slot\n{stdout}");
+    let from_send = paced["p99_from_send"].as_f64().unwrap();
+    assert!(
+        from_send * 3.0 < p99(row(hiccup, "model")),
+        "from the send sojourn's paced loop hides the stall too: {from_send}\n{stdout}"
+    );
+    assert!(stdout.contains("sojourn paced: from the send, the paced tools' clock"));
     // wrk is a closed loop whose p99 shows the stall anyway: decided from the data, that is
     // its back-fill.
     assert_eq!(
@@ -140,10 +155,13 @@ fn closed_and_open_tools_split_on_a_stall_and_agree_when_healthy() {
     // Each scenario's page names every run and draws them.
     for scenario in ["hiccup", "healthy"] {
         let html = std::fs::read_to_string(dir.join(format!("{scenario}.html"))).unwrap();
-        for label in TOOLS
-            .iter()
-            .chain(&["sojourn open", "sojourn closed", "model"])
-        {
+        for label in TOOLS.iter().chain(&[
+            "hey -q",
+            "sojourn open",
+            "sojourn closed",
+            "sojourn paced",
+            "model",
+        ]) {
             assert!(
                 html.contains(label),
                 "{scenario}.html does not name {label}"

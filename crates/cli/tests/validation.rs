@@ -389,16 +389,18 @@ fn paced_closed_loop_hides_a_stall_from_the_send_and_shows_it_from_the_slot() {
 #[test]
 fn paced_closed_loop_counts_the_slots_it_never_reached() {
     let _guard = serial();
-    // 500 req/s on 10 connections, 1 ms a request: answers leave at odd milliseconds, slots
-    // fall due at even ones, so the stall at 1.502 s is a millisecond from either side.
+    // 100 req/s on 10 connections, 1 ms a request: answers leave 1 ms after their slot and
+    // slots fall due every 10 ms, so the stall at 1.5055 s is 4.5 ms from either side. (The
+    // server's clock starts when the first request arrives, late by its connect; a margin of
+    // a millisecond was not enough.)
     let case = Case {
         scenario: "hiccup",
         sets: &[
-            "hiccup.at=1502ms",
+            "hiccup.at=1505500us",
             "hiccup.duration=1s",
             "hiccup.baseline=1ms",
         ],
-        rate: 500.0,
+        rate: 100.0,
         duration: Duration::from_secs(2),
         held: 10,
     };
@@ -407,11 +409,11 @@ fn paced_closed_loop_counts_the_slots_it_never_reached() {
     let (paced, _) = measure(&case, &dir, "paced", &load);
     let model = simulate(&case, &dir, "paced", &load[1..]);
     assert_nothing_lost(&paced);
-    assert_eq!(paced.counts.scheduled, 1000);
-    assert_eq!(model.counts.scheduled, 1000);
-    // Ten stuck requests, answered when the gate opens; the rest of the last half-second's
-    // slots were never reached.
-    assert_eq!(model.counts.never_sent, 239, "{:?}", model.counts);
+    assert_eq!(paced.counts.scheduled, 200);
+    assert_eq!(model.counts.scheduled, 200);
+    // Ten stuck requests (slots 1.51 … 1.60 s, one per connection), answered when the gate
+    // opens; the other 39 slots of the last half-second were never reached.
+    assert_eq!(model.counts.never_sent, 39, "{:?}", model.counts);
     assert_eq!(paced.counts.never_sent, model.counts.never_sent);
     assert_eq!(paced.counts.completed, model.counts.completed);
 }

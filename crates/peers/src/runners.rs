@@ -3,8 +3,9 @@
 //! [`crate::import`]ing `files`, is the caller's job.
 //!
 //! Closed loops (no rate): ab, wrk, hey, k6 `constant-vus`, locust, oha without `-q`.
+//! Paced closed loops (each connection capped at its share of the rate): hey `-q`, fortio `-qps`.
 //! Rate-driven: wrk2 `-R`, vegeta `-rate`, k6 `constant-arrival-rate`, oha `-q` (with and
-//! without `--latency-correction`), fortio `-qps` (a rate-capped closed loop).
+//! without `--latency-correction`).
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -251,7 +252,7 @@ pub fn hey(spec: &RunSpec) -> RunnerPlan {
     plan.stdout = Some(csv.clone());
     plan.files = vec![csv];
     plan.limitations = vec![
-        "hey has no overall rate (-q caps each worker): run as a closed loop".into(),
+        "hey without -q has no rate: a closed loop (the hey -q run is its paced variant)".into(),
         "hey's CSV leaves out requests that ended in a transport error; only its text summary \
          (a separate run) counts them"
             .into(),
@@ -480,6 +481,30 @@ pub fn vegeta(spec: &RunSpec) -> RunnerPlan {
     plan
 }
 
+/// hey -q: `-c` workers, each capped at `-q` = rate/c queries per second, so a paced closed
+/// loop at the rate: a worker waits for its answer and for its next tick, and times each request
+/// from its send.
+pub fn hey_paced(spec: &RunSpec) -> RunnerPlan {
+    let csv = spec.out_dir.join("hey.csv");
+    let workers = spec.connections.max(1);
+    let c = workers.to_string();
+    let q = format!("{}", spec.rate / f64::from(workers));
+    let z = go_duration(spec.duration);
+    let mut argv = args(["hey", "-z", &z, "-c", &c, "-q", &q, "-o", "csv"]);
+    argv.push(spec.url.clone());
+    let mut plan = RunnerPlan::new(PeerTool::Hey, Mode::Paced, argv);
+    plan.stdout = Some(csv.clone());
+    plan.files = vec![csv];
+    plan.limitations = vec![
+        "hey -q is a paced closed loop: each worker waits for its answer and for its next tick; \
+         ticks it missed while waiting are dropped, so the requests it owed are never sent"
+            .into(),
+        "hey times each request from its actual send".into(),
+        "hey's CSV leaves out requests that ended in a transport error".into(),
+    ];
+    plan
+}
+
 /// fortio load: `-c` connections, each pacing itself at `rate / c` and waiting for answers.
 pub fn fortio(spec: &RunSpec) -> RunnerPlan {
     let json = spec.out_dir.join("fortio.json");
@@ -498,7 +523,7 @@ pub fn fortio(spec: &RunSpec) -> RunnerPlan {
         path_arg(&log),
         spec.url.clone(),
     ]);
-    let mut plan = RunnerPlan::new(PeerTool::Fortio, Mode::Closed, argv);
+    let mut plan = RunnerPlan::new(PeerTool::Fortio, Mode::Paced, argv);
     plan.files = vec![log, json];
     plan.limitations = vec![
         "fortio -qps is a rate-capped closed loop: each connection waits for its answer, then \
@@ -515,6 +540,7 @@ pub fn all(spec: &RunSpec) -> Vec<RunnerPlan> {
         ab(spec),
         wrk(spec),
         hey(spec),
+        hey_paced(spec),
         k6_closed(spec),
         locust(spec),
         oha_closed(spec),
@@ -725,13 +751,23 @@ mod tests {
             "fortio load -qps 200 -c 10 -t 3s -json /tmp/out/fortio.json -access-log-file \
              /tmp/out/fortio.access.jsonl http://127.0.0.1:8080/api"
         );
-        assert_eq!(p.mode, Mode::Closed);
+        assert_eq!(p.mode, Mode::Paced);
+    }
+
+    #[test]
+    fn hey_paced_argv() {
+        let p = hey_paced(&spec());
+        assert_eq!(
+            argv(&p),
+            "hey -z 3s -c 10 -q 20 -o csv http://127.0.0.1:8080/api"
+        );
+        assert_eq!(p.mode, Mode::Paced);
     }
 
     #[test]
     fn every_plan_imports_something() {
         let plans = all(&spec());
-        assert_eq!(plans.len(), 12);
+        assert_eq!(plans.len(), 13);
         for p in plans {
             assert!(!p.files.is_empty(), "{:?}", p.tool);
             assert!(

@@ -3,6 +3,8 @@
 //!
 //! ```text
 //! metric         closed        open   open/closed
+//! sent           13,500      13,500
+//! never sent          0           0
 //! count          13,500      13,500
 //! p50           1.00 ms     1.00 ms          1.0x
 //! p90           1.00 ms   137.76 ms        137.8x
@@ -18,11 +20,49 @@ use sojourn_core::result::{HistogramSummary, RunResult};
 
 use crate::text::cell;
 
-/// One column: a label and the run it shows.
+/// One column: a label, the run it shows, and which of its clocks.
 #[derive(Clone, Copy, Debug)]
 pub struct Column<'a> {
     pub label: &'a str,
     pub result: &'a RunResult,
+    pub clock: Clock,
+}
+
+/// Which of a run's times a column shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    /// From when each request was due (open loop, a paced loop's slot) or sent (closed loop):
+    /// the run's response time.
+    Response,
+    /// From when each request was sent: the service time, what a paced closed loop's tools
+    /// (hey -q, bombardier -r) report.
+    FromSend,
+}
+
+impl<'a> Column<'a> {
+    /// The run's response times.
+    pub fn of(label: &'a str, result: &'a RunResult) -> Column<'a> {
+        Column {
+            label,
+            result,
+            clock: Clock::Response,
+        }
+    }
+
+    /// The run's times from each send.
+    pub fn from_send(label: &'a str, result: &'a RunResult) -> Column<'a> {
+        Column {
+            clock: Clock::FromSend,
+            ..Column::of(label, result)
+        }
+    }
+
+    fn histogram(&self) -> &'a HistogramSummary {
+        match self.clock {
+            Clock::Response => &self.result.histograms.response,
+            Clock::FromSend => &self.result.histograms.service,
+        }
+    }
 }
 
 /// The ratio `numerator / denominator` between two columns, by label.
@@ -42,6 +82,9 @@ const ROWS: [(&str, f64); 6] = [
     ("max", 100.0),
 ];
 
+/// One count of a run, for the rows above the percentiles.
+type Count = fn(&RunResult) -> u64;
+
 /// The footnote printed under any table with a ratio column.
 pub const RAW_NOTE: &str = "Ratios computed from raw data before rounding.";
 
@@ -59,24 +102,24 @@ pub fn table(columns: &[Column<'_>], ratio: Option<Ratio<'_>>) -> String {
         head.push(format!("{}/{}", r.numerator, r.denominator));
     }
     grid.push(head);
-    let mut count = vec!["count".to_string()];
-    count.extend(
-        columns
-            .iter()
-            .map(|c| thousands(c.result.histograms.response.count)),
-    );
-    grid.push(count);
+    // What each run sent and never sent, so "the same rate" is seen, not claimed.
+    let counts: [(&str, Count); 3] = [
+        ("sent", |r| r.counts.scheduled - r.counts.never_sent),
+        ("never sent", |r| r.counts.never_sent),
+        ("count", |r| r.histograms.response.count),
+    ];
+    for (name, count) in counts {
+        let mut row = vec![name.to_string()];
+        row.extend(columns.iter().map(|c| thousands(count(c.result))));
+        grid.push(row);
+    }
     for (name, p) in ROWS {
         let mut row = vec![name.to_string()];
-        row.extend(
-            columns
-                .iter()
-                .map(|c| cell(&c.result.histograms.response, p)),
-        );
+        row.extend(columns.iter().map(|c| cell(c.histogram(), p)));
         if let Some((n, d, _)) = pair {
             row.push(ratio_cell(
-                &columns[n].result.histograms.response,
-                &columns[d].result.histograms.response,
+                columns[n].histogram(),
+                columns[d].histogram(),
                 p,
             ));
         }
@@ -210,30 +253,23 @@ mod tests {
     fn seed_000_table_snapshot() {
         let (closed, open) = seed_000();
         let text = table(
-            &[
-                Column {
-                    label: "closed",
-                    result: &closed,
-                },
-                Column {
-                    label: "open",
-                    result: &open,
-                },
-            ],
+            &[Column::of("closed", &closed), Column::of("open", &open)],
             Some(Ratio {
                 numerator: "open",
                 denominator: "closed",
             }),
         );
         let want = "\
-metric     closed       open  open/closed
-count      13,500     13,500
-p50       1.00 ms    1.00 ms         1.0x
-p90       1.00 ms  135.00 ms       134.9x
-p99       1.00 ms  193.59 ms       193.5x
-p99.9   200.02 ms  200.02 ms         1.0x
-p99.99  200.02 ms  200.02 ms         1.0x
-max     200.02 ms  200.02 ms         1.0x
+metric         closed       open  open/closed
+sent           13,500     13,500
+never sent          0          0
+count          13,500     13,500
+p50           1.00 ms    1.00 ms         1.0x
+p90           1.00 ms  135.00 ms       134.9x
+p99           1.00 ms  193.59 ms       193.5x
+p99.9       200.02 ms  200.02 ms         1.0x
+p99.99      200.02 ms  200.02 ms         1.0x
+max         200.02 ms  200.02 ms         1.0x
 Ratios computed from raw data before rounding.
 ";
         assert_eq!(text, want, "\n{text}");
@@ -244,18 +280,9 @@ Ratios computed from raw data before rounding.
         let (closed, open) = seed_000();
         let censored = run(&[MS; 98], 2, Mode::Open);
         let cols = [
-            Column {
-                label: "closed",
-                result: &closed,
-            },
-            Column {
-                label: "open",
-                result: &open,
-            },
-            Column {
-                label: "model",
-                result: &censored,
-            },
+            Column::of("closed", &closed),
+            Column::of("open", &open),
+            Column::of("model", &censored),
         ];
         let text = table(
             &cols,
@@ -290,16 +317,7 @@ Ratios computed from raw data before rounding.
     #[test]
     fn no_ratio_no_footnote_and_unknown_labels_are_ignored() {
         let (closed, open) = seed_000();
-        let cols = [
-            Column {
-                label: "closed",
-                result: &closed,
-            },
-            Column {
-                label: "open",
-                result: &open,
-            },
-        ];
+        let cols = [Column::of("closed", &closed), Column::of("open", &open)];
         for ratio in [
             None,
             Some(Ratio {
@@ -309,7 +327,10 @@ Ratios computed from raw data before rounding.
         ] {
             let text = table(&cols, ratio);
             assert!(!text.contains(RAW_NOTE), "{text}");
-            assert_eq!(text.lines().next().unwrap(), "metric     closed       open");
+            assert_eq!(
+                text.lines().next().unwrap(),
+                "metric         closed       open"
+            );
         }
     }
 
