@@ -22,10 +22,12 @@ pub enum FailureClass {
     /// A 1xx or 3xx final status.
     #[serde(rename = "http_other")]
     HttpOther,
+    /// An in-process call (sojourn as a library) returned an error.
+    Error,
 }
 
 impl FailureClass {
-    pub const ALL: [FailureClass; 7] = [
+    pub const ALL: [FailureClass; 8] = [
         FailureClass::Timeout,
         FailureClass::Connect,
         FailureClass::Io,
@@ -33,6 +35,7 @@ impl FailureClass {
         FailureClass::Http4xx,
         FailureClass::Http5xx,
         FailureClass::HttpOther,
+        FailureClass::Error,
     ];
 
     /// The class of a non-2xx HTTP status, or `None` for success.
@@ -54,6 +57,7 @@ impl FailureClass {
             FailureClass::Http4xx => "http_4xx",
             FailureClass::Http5xx => "http_5xx",
             FailureClass::HttpOther => "http_other",
+            FailureClass::Error => "error",
         }
     }
 
@@ -77,7 +81,7 @@ impl Outcome {
 
 /// Failures counted per class.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FailureCounts([u64; 7]);
+pub struct FailureCounts([u64; 8]);
 
 impl FailureCounts {
     pub fn add(&mut self, class: FailureClass) {

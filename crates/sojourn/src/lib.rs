@@ -1,0 +1,153 @@
+//! Open-loop benchmarks of in-process code.
+//!
+//! Criterion and JMH run a closed loop: call, wait, record, call again. When the code under
+//! test stalls (a lock held long, a pause, a full queue), the loop stalls with it, the calls a
+//! real workload would have made meanwhile are never made, and the tail looks clean. sojourn
+//! calls your function on a schedule that ignores how long calls take, and measures every call
+//! from the moment it was **due**:
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! let result = sojourn::OpenLoop::at(2_000.0)
+//!     .for_duration(Duration::from_millis(200))
+//!     .run(|| async { std::hint::black_box(21 * 2); })?;
+//! assert_eq!(result.counts.scheduled, 400);
+//! assert_eq!(result.counts.completed, 400);
+//! println!("p99 from due: {:?} ns", result.histograms.response.percentiles.get(99.0));
+//! # Ok::<(), sojourn::Error>(())
+//! ```
+//!
+//! Every run returns the same [`RunResult`] that `sojourn run` writes: three histograms
+//! (**response** from the due time, **service** from the call, **send lag** between them), the
+//! counts (completed, failed, censored, never called), the generator's self-check, the
+//! schedule's conformance and confidence intervals. [`write_json`], [`write_html`],
+//! [`report::hgrm`] and [`report::hlog`] write it as `sojourn report`, HdrHistogram tools
+//! and a browser read it.
+//!
+//! - [`OpenLoop`]: calls due on a schedule (`.run` for async code, `.run_blocking` for
+//!   synchronous code on a pool of threads).
+//! - [`ClosedLoop`]: the labelled closed loop, for comparison, unpaced or paced.
+//! - [`sweep`]: judge a run at its rate, and search for the rate where the code falls behind.
+//!
+//! `docs/library.md` says when to use the library rather than `sojourn run`.
+//!
+//! # Searching for the rate
+//!
+//! [`sweep::evaluate`] judges a run at its rate as `sojourn sweep` judges a step (OK,
+//! SATURATED, GENERATOR-BOUND or POOL-BOUND), and [`sweep::Search`] brackets the rate where the
+//! code falls behind. Here one thread that takes 5 ms a call carries 200 calls a second:
+//!
+//! ```
+//! use std::time::Duration;
+//! use sojourn::sweep::{evaluate, Probe, Search, Status, StepRules};
+//! use sojourn::Rate;
+//!
+//! let step = Duration::from_millis(600);
+//! let rules = StepRules::new(Duration::from_millis(150), step);
+//! let search = Search {
+//!     from: Rate::per_second(50.0).unwrap(),
+//!     to: Rate::per_second(400.0).unwrap(),
+//!     resolution: 100.0,
+//!     max_probes: 4,
+//! };
+//! let mut statuses = Vec::new();
+//! let outcome = search
+//!     .run(|rate| {
+//!         let result = sojourn::OpenLoop::at(rate.get())
+//!             .for_duration(step)
+//!             .interval(Duration::from_millis(50)) // a step is judged interval by interval
+//!             .run_blocking(1, || std::thread::sleep(Duration::from_millis(5)))?;
+//!         let judged = evaluate(&result, rate, &rules, &[]).expect("its own histograms");
+//!         statuses.push((rate.get(), judged.status));
+//!         Ok::<Probe, sojourn::Error>(judged.probe())
+//!     })?;
+//! // The code never slows down; one thread is the limit: past 200 calls a second every call
+//! // waits for it (POOL-BOUND), so the search stops there and names no cliff of the code's.
+//! println!("{statuses:?}");
+//! assert_eq!(outcome.bracket.failing, None);
+//! assert!(outcome.stopped_at.is_some());
+//! assert!(statuses.iter().all(|&(_, s)| s != Status::Saturated));
+//! # Ok::<(), sojourn::Error>(())
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod call;
+mod load;
+
+use std::path::Path;
+
+pub use call::CallResult;
+pub use load::{ClosedLoop, OpenLoop};
+pub use sojourn_core::sweep;
+pub use sojourn_core::{FailureClass, Mode, Rate, RunResult};
+pub use sojourn_report as report;
+
+/// Why a run could not start or its results could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The rate is not a positive, finite number of calls per second.
+    #[error("rate: {0} is not a positive number of calls per second")]
+    Rate(f64),
+    /// A count that must be at least one was zero.
+    #[error("{0}: must be at least 1")]
+    Zero(&'static str),
+    /// The schedule cannot be built (a ramp needs a duration, not a count).
+    #[error("schedule: {0}")]
+    Schedule(#[from] sojourn_core::schedule::ScheduleError),
+    /// The operating system refused threads, timers or files.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// A report could not be rendered or written.
+    #[error("{0}")]
+    Report(#[from] sojourn_report::ReportError),
+}
+
+/// Writes `result` as the JSON document `sojourn run --json` writes (`sojourn report`,
+/// `sojourn diff` and `sojourn merge` read it).
+///
+/// ```
+/// # let result = sojourn::OpenLoop::at(100.0)
+/// #     .for_duration(std::time::Duration::from_millis(50))
+/// #     .run(|| async {})?;
+/// let dir = tempfile::tempdir()?;
+/// sojourn::write_json(&dir.path().join("run.json"), &result)?;
+/// # Ok::<(), sojourn::Error>(())
+/// ```
+pub fn write_json(path: &Path, result: &RunResult) -> Result<(), Error> {
+    let file = std::fs::File::create(path)?;
+    serde_json::to_writer_pretty(std::io::BufWriter::new(file), result)
+        .map_err(std::io::Error::from)?;
+    Ok(())
+}
+
+/// Writes one self-contained HTML report of `results`, titled `title`: the same page
+/// `sojourn report` renders, with every run's percentile spectrum and timeline.
+///
+/// ```
+/// # let result = sojourn::OpenLoop::at(100.0)
+/// #     .for_duration(std::time::Duration::from_millis(50))
+/// #     .run(|| async {})?;
+/// let dir = tempfile::tempdir()?;
+/// sojourn::write_html(&dir.path().join("report.html"), &[&result], "in-process")?;
+/// # Ok::<(), sojourn::Error>(())
+/// ```
+pub fn write_html(path: &Path, results: &[&RunResult], title: &str) -> Result<(), Error> {
+    let runs: Vec<report::html::ReportRun> = results
+        .iter()
+        .map(|r| report::html::ReportRun {
+            source: r.label.clone(),
+            result: (*r).clone(),
+            samples: Vec::new(),
+        })
+        .collect();
+    let html = report::html::render(
+        &runs,
+        &report::html::HtmlOptions {
+            title: Some(title.to_string()),
+        },
+    )?;
+    std::fs::write(path, html)?;
+    Ok(())
+}

@@ -1,0 +1,174 @@
+//! An async function and a blocking one, each stalling on command for 200 ms at a known time,
+//! driven open-loop and closed-loop through the library. The open loop's percentiles must be
+//! the simulator's for the same schedule (`sojourn sim`, the hiccup scenario with the same
+//! stall), the closed loop must hide the stall, and every scheduled call must be accounted for.
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use sojourn::{ClosedLoop, OpenLoop, RunResult};
+use sojourn_core::{Arrival, End, Rate, Schedule};
+use sojourn_scenario::{Override, Scenario};
+
+const RATE: f64 = 1000.0;
+const LENGTH: Duration = Duration::from_secs(3);
+const STALL_AT: Duration = Duration::from_secs(1);
+const STALL_FOR: Duration = Duration::from_millis(200);
+/// Blocking calls get this many threads: all of them stall, and the rest wait for one.
+const THREADS: usize = 4;
+
+/// The function's stall: calls that start in [1.0 s, 1.2 s) after the first call return at
+/// 1.2 s, all together (the scenario's gate). A fresh one per run.
+#[derive(Clone, Default)]
+struct Stall {
+    first: Arc<OnceLock<Instant>>,
+}
+
+impl Stall {
+    /// When a call starting now may return.
+    fn release(&self) -> Option<Instant> {
+        let now = Instant::now();
+        let first = *self.first.get_or_init(|| now);
+        let (start, end) = (first + STALL_AT, first + STALL_AT + STALL_FOR);
+        (now >= start && now < end).then_some(end)
+    }
+
+    async fn call(&self) {
+        if let Some(end) = self.release() {
+            tokio::time::sleep_until(end.into()).await;
+        }
+    }
+
+    fn call_blocking(&self) {
+        if let Some(end) = self.release() {
+            std::thread::sleep(end.saturating_duration_since(Instant::now()));
+        }
+    }
+}
+
+/// The model of the same run: a gate closed for 200 ms at 1 s, an instant answer otherwise.
+fn model(connections: usize) -> RunResult {
+    let sets = [
+        "hiccup.at=1s",
+        "hiccup.duration=200ms",
+        "hiccup.baseline=1us",
+    ];
+    let o: Vec<Override> = sets.iter().map(|s| s.parse().unwrap()).collect();
+    let scenario = Scenario::builtin("hiccup", &o).unwrap();
+    let schedule = Schedule::new(
+        Arrival::Constant,
+        Rate::per_second(RATE).unwrap(),
+        End::After(LENGTH),
+    )
+    .unwrap();
+    let plan = sojourn_sim::Plan::new(sojourn_sim::Client::Open {
+        schedule,
+        connections,
+        threads: 1,
+    });
+    sojourn_sim::run(&scenario, &plan, "model").0
+}
+
+fn ms(r: &RunResult, p: f64) -> f64 {
+    r.histograms.response.percentiles.get(p).unwrap() as f64 / 1e6
+}
+
+fn assert_accounted(r: &RunResult) {
+    let c = &r.counts;
+    assert_eq!(
+        c.scheduled,
+        c.completed + c.failed.total() + c.censored + c.never_sent,
+        "{c:?}"
+    );
+}
+
+/// Open loop against the model, percentile by percentile, within the validation tolerance
+/// (2 ms + 3% of the model's value: the function's own microseconds and the timer's).
+fn assert_matches_model(what: &str, open: &RunResult, model: &RunResult) {
+    assert_accounted(open);
+    assert_eq!(open.counts.scheduled, model.counts.scheduled, "{what}");
+    assert_eq!(open.counts.completed, open.counts.scheduled, "{what}");
+    for p in [50.0, 90.0, 99.0, 99.9] {
+        let (real, exact) = (ms(open, p), ms(model, p));
+        let allowed = 2.0 + 0.03 * exact;
+        eprintln!("| {what} | p{p} | {real:.2} | {exact:.2} | ±{allowed:.2} |");
+        assert!(
+            (real - exact).abs() <= allowed,
+            "{what} p{p}: {real:.2} ms, the model {exact:.2} ms, allowed ±{allowed:.2}"
+        );
+    }
+    assert!(ms(model, 99.0) > 100.0, "the stall is in the model's p99");
+}
+
+/// The closed loop met the stall with its one caller: one slow call, and p99 stays low.
+fn assert_hides(what: &str, closed: &RunResult, open: &RunResult) {
+    assert_accounted(closed);
+    let (c, o) = (ms(closed, 99.0), ms(open, 99.0));
+    assert!(c * 10.0 < o, "{what}: closed p99 {c:.2} ms, open {o:.2} ms");
+    assert!(
+        closed.histograms.response.percentiles.get(100.0).unwrap() as f64 / 1e6 >= 150.0,
+        "{what}: the closed loop did meet the stall once"
+    );
+}
+
+#[test]
+fn an_async_stall_is_the_models_open_and_hidden_closed() {
+    let stall = Stall::default();
+    let open = OpenLoop::at(RATE)
+        .for_duration(LENGTH)
+        .run(move || {
+            let s = stall.clone();
+            async move { s.call().await }
+        })
+        .unwrap();
+    assert_matches_model("async open", &open, &model(1024));
+    let stall = Stall::default();
+    let closed = ClosedLoop::with(1)
+        .for_duration(LENGTH)
+        .run(move || {
+            let s = stall.clone();
+            async move { s.call().await }
+        })
+        .unwrap();
+    assert_eq!(closed.mode, sojourn::Mode::Closed);
+    assert_hides("async", &closed, &open);
+}
+
+#[test]
+fn a_blocking_stall_is_the_models_open_and_hidden_closed() {
+    let stall = Stall::default();
+    let open = OpenLoop::at(RATE)
+        .for_duration(LENGTH)
+        .run_blocking(THREADS, move || stall.call_blocking())
+        .unwrap();
+    assert_matches_model("blocking open", &open, &model(THREADS));
+    // All four threads were stuck, so calls waited for one: the pool, in front of the code.
+    assert!(open.counts.waited_for_connection > 150, "{:?}", open.counts);
+    let stall = Stall::default();
+    let closed = ClosedLoop::with(1)
+        .for_duration(LENGTH)
+        .run_blocking(move || stall.call_blocking())
+        .unwrap();
+    assert_hides("blocking", &closed, &open);
+}
+
+/// A function that fails is counted as failed, by class, and still accounted for.
+#[test]
+fn failures_are_counted_not_dropped() {
+    let n = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let r = OpenLoop::at(500.0)
+        .for_calls(100)
+        .run(move || {
+            let i = n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            async move {
+                if i % 4 == 0 {
+                    Err("rejected")
+                } else {
+                    Ok(())
+                }
+            }
+        })
+        .unwrap();
+    assert_accounted(&r);
+    assert_eq!(r.counts.failed.get(sojourn::FailureClass::Error), 25);
+    assert_eq!(r.counts.completed, 75);
+}
