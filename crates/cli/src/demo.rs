@@ -307,9 +307,10 @@ pub fn explain(scenario: &Scenario, o: &DemoOutcome, connections: usize) -> Stri
             "While the server stalled, the open loop kept sending on schedule: the server received {open_in} of its \
              requests inside the stall windows, each of which waited for the stall to end. The closed loop's \
              {conns} were each held by the stall, waiting for an answer, so the server received \
-             only {closed_in} new requests from it: {} requests a real user population would have sent were never \
+             only {} from it: {} a real user population would have sent were never \
              sent, never measured. That is coordinated omission. ",
-            open_in.saturating_sub(closed_in)
+            plural(closed_in as usize, "new request"),
+            plural(open_in.saturating_sub(closed_in) as usize, "request")
         ),
         (true, None) => format!(
             "Scenario {} slows some requests down. Each time, the closed loop's {conns} waited for \
