@@ -34,9 +34,10 @@ impl Common {
         }
     }
 
-    fn plan(&self, load: Load, connections: usize) -> Result<Plan, Error> {
+    /// The engine's plan; `what` names the count of `connections` for an error message.
+    fn plan(&self, load: Load, connections: usize, what: &'static str) -> Result<Plan, Error> {
         if connections == 0 {
-            return Err(Error::Zero("concurrency"));
+            return Err(Error::Zero(what));
         }
         if self.threads == 0 {
             return Err(Error::Zero("threads"));
@@ -202,13 +203,17 @@ impl OpenLoop {
         Fut: Future<Output = R> + 'static,
         R: CallResult,
     {
-        let plan = self.common.plan(self.load()?, self.concurrency)?;
+        let plan = self
+            .common
+            .plan(self.load()?, self.concurrency, "concurrency")?;
         execute(&plan, AsyncCalls { call: f }, &self.common.label)
     }
 
     /// Drives the blocking function `f` on `threads` threads of its own: each due call goes to
     /// a free thread, or waits for one, first come first served, measured from its due time.
-    /// This is an executor service with a schedule in front of it.
+    /// This is an executor service with a schedule in front of it. A call still running when
+    /// the run ends (past its timeout) is counted as censored; its thread finishes it in the
+    /// background and then exits.
     ///
     /// ```
     /// use std::time::Duration;
@@ -217,6 +222,9 @@ impl OpenLoop {
     ///     .for_duration(Duration::from_millis(200))
     ///     .run_blocking(4, || std::thread::sleep(Duration::from_micros(100)))?;
     /// assert_eq!(result.counts.completed, 100);
+    /// // No threads, no run: the error names what was zero.
+    /// let none = sojourn::OpenLoop::at(500.0).run_blocking(0, || ());
+    /// assert_eq!(none.unwrap_err().to_string(), "threads: must be at least 1");
     /// # Ok::<(), sojourn::Error>(())
     /// ```
     pub fn run_blocking<F, R>(&self, threads: usize, f: F) -> Result<RunResult, Error>
@@ -224,7 +232,7 @@ impl OpenLoop {
         F: Fn() -> R + Send + Sync + 'static,
         R: CallResult,
     {
-        let plan = self.common.plan(self.load()?, threads)?;
+        let plan = self.common.plan(self.load()?, threads, "threads")?;
         execute(
             &plan,
             BlockingCalls { call: Arc::new(f) },
@@ -340,7 +348,7 @@ impl ClosedLoop {
         Fut: Future<Output = R> + 'static,
         R: CallResult,
     {
-        let plan = self.common.plan(self.load()?, self.callers)?;
+        let plan = self.common.plan(self.load()?, self.callers, "callers")?;
         execute(&plan, AsyncCalls { call: f }, &self.common.label)
     }
 
@@ -360,7 +368,7 @@ impl ClosedLoop {
         F: Fn() -> R + Send + Sync + 'static,
         R: CallResult,
     {
-        let plan = self.common.plan(self.load()?, self.callers)?;
+        let plan = self.common.plan(self.load()?, self.callers, "callers")?;
         execute(
             &plan,
             BlockingCalls { call: Arc::new(f) },
