@@ -3,8 +3,8 @@
 //! current-thread runtime per worker thread.
 //!
 //! Each worker thread owns a slice of the schedule, a pool of connections and a recorder. The
-//! requests due but not yet sent are a range of the schedule's indices ([`backlog`]); free
-//! connections pull the oldest of them ([`pool`]); a pacer sleeps precisely to the next due time
+//! requests due but not yet sent are a range of the schedule's indices (`backlog`); free
+//! connections pull the oldest of them (`pool`); a pacer sleeps precisely to the next due time
 //! and hands requests to idle connections ([`open`]). Memory does not depend on how many
 //! requests wait, and nothing is allocated per request. A paced closed loop ([`paced`]) gives
 //! each connection its own share of the schedule's slots, as rate-capped closed-loop tools do.

@@ -3,7 +3,7 @@
 //! and nothing on the recording path takes a lock.
 //!
 //! Nothing here is allocated per request. A request in the waiting line is an index range of
-//! the schedule ([`Backlog`]); a request in flight is a few words in its connection's [`Slot`];
+//! the schedule (`Backlog`); a request in flight is a few words in its connection's `Slot`;
 //! a finished request is a handful of histogram counters.
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;

@@ -153,7 +153,7 @@ pub fn write<W: Write>(out: W, r: &RunResult, start: Option<SystemTime>) -> Resu
     Ok(log.into_inner())
 }
 
-/// [`write`] to a file.
+/// [`write()`] to a file.
 pub fn write_file(
     path: &Path,
     r: &RunResult,
