@@ -1,6 +1,6 @@
 //! The seeds' side-by-side table and the one-line verdict, for `demo` and `compare`.
 use sojourn_core::{Mode, RunResult};
-use sojourn_report::compare::{self, Clock, Column, Ratio};
+use sojourn_report::compare::{self, Column, Ratio};
 use sojourn_report::html::ReportRun;
 use sojourn_report::samples::Sample;
 
@@ -54,11 +54,7 @@ pub fn rate_mismatch(closed: &RunResult, open: &RunResult) -> Option<String> {
 
 /// The open loop's response time at `p` over what the closed column shows.
 pub fn ratio_at(closed: &Column, open: &RunResult, p: f64) -> Option<f64> {
-    let hist = match closed.clock {
-        Clock::Response => &closed.result.histograms.response,
-        Clock::FromSend => &closed.result.histograms.service,
-    };
-    let x = hist.percentiles.get(p)? as f64;
+    let x = closed.histogram().percentiles.get(p)? as f64;
     let y = open.histograms.response.percentiles.get(p)? as f64;
     (x > 0.0).then(|| y / x)
 }
@@ -150,7 +146,7 @@ mod tests {
         );
         let cols = closed_columns(&paced);
         assert_eq!(cols.len(), 2);
-        assert_eq!(cols[0].clock, Clock::FromSend);
+        assert_eq!(cols[0].clock, sojourn_report::compare::Clock::FromSend);
         let text = table(
             &[cols[0], cols[1], Column::of("open loop", &open)],
             "open loop",

@@ -1,7 +1,6 @@
 //! The closed loop: N connections, each looping send → wait → record. It exists to show what
 //! closed-loop tools report and for truly closed workloads; every output labels it.
 use std::cell::Cell;
-use std::time::Duration;
 
 use sojourn_core::End;
 use tokio::time::Instant;
@@ -43,26 +42,5 @@ pub async fn run<T: Transport>(transport: T, cfg: WorkerConfig, end: End) -> Wor
         end,
     };
     let worker = Worker::new(transport, cfg, Source::Closed(tickets));
-    // Like the open loop's first request, the first requests leave at the start of the run.
-    tokio::time::sleep_until(worker.t0()).await;
-    for _ in 0..worker.cfg.connections.max(1) {
-        pool::open(&worker);
-    }
-    // A duration-bounded loop stops starting requests at its end and waits at most one timeout
-    // for the last answers; a count-bounded loop has no clock bound of its own.
-    let hard_stop = match end {
-        End::After(d) => worker.t0() + d + worker.cfg.timeout,
-        End::Count(_) => Instant::now() + Duration::from_secs(365 * 24 * 3600),
-    };
-    tokio::select! {
-        biased;
-        _ = worker.cancel().cancelled() => {}
-        _ = tokio::time::sleep_until(hard_stop) => {}
-        _ = async {
-            while worker.live.get() > 0 {
-                worker.quiet.notified().await;
-            }
-        } => {}
-    }
-    worker.close(worker.now())
+    pool::run_all(&worker, end).await
 }

@@ -11,7 +11,6 @@ use std::cell::RefCell;
 use std::time::Duration;
 
 use sojourn_core::{End, Recorder, Schedule};
-use tokio::time::Instant;
 
 use crate::backlog::Backlog;
 use crate::pool;
@@ -92,23 +91,5 @@ pub async fn run<T: Transport>(
     let connections = cfg.connections.max(1);
     let lanes = Lanes::new(&schedule, first, connections, total);
     let worker = Worker::new(transport, cfg, Source::Paced(lanes));
-    tokio::time::sleep_until(worker.t0()).await;
-    for _ in 0..connections {
-        pool::open(&worker);
-    }
-    let hard_stop = match schedule.end {
-        End::After(d) => worker.t0() + d + worker.cfg.timeout,
-        End::Count(_) => Instant::now() + Duration::from_secs(365 * 24 * 3600),
-    };
-    tokio::select! {
-        biased;
-        _ = worker.cancel().cancelled() => {}
-        _ = tokio::time::sleep_until(hard_stop) => {}
-        _ = async {
-            while worker.live.get() > 0 {
-                worker.quiet.notified().await;
-            }
-        } => {}
-    }
-    worker.close(worker.now())
+    pool::run_all(&worker, schedule.end).await
 }

@@ -29,6 +29,36 @@ pub(crate) fn open<T: Transport>(worker: &Rc<Worker<T>>) -> Rc<Slot> {
     slot
 }
 
+/// The closed loops' run (unpaced and paced): every connection opens at the start of the run
+/// and loops until the worker's source has nothing more for it, the run is cancelled, or the
+/// hard stop (a duration-bounded loop's end plus one timeout for the last answers; a
+/// count-bounded loop has no clock bound of its own). Then what is left is accounted for.
+pub(crate) async fn run_all<T: Transport>(
+    worker: &Rc<Worker<T>>,
+    end: sojourn_core::End,
+) -> crate::worker::WorkerReport {
+    // Like the open loop's first request, the first requests leave at the start of the run.
+    tokio::time::sleep_until(worker.t0()).await;
+    for _ in 0..worker.cfg.connections.max(1) {
+        open(worker);
+    }
+    let hard_stop = match end {
+        sojourn_core::End::After(d) => worker.t0() + d + worker.cfg.timeout,
+        sojourn_core::End::Count(_) => Instant::now() + Duration::from_secs(365 * 24 * 3600),
+    };
+    tokio::select! {
+        biased;
+        _ = worker.cancel().cancelled() => {}
+        _ = tokio::time::sleep_until(hard_stop) => {}
+        _ = async {
+            while worker.live.get() > 0 {
+                worker.quiet.notified().await;
+            }
+        } => {}
+    }
+    worker.close(worker.now())
+}
+
 /// One connection's life: pull, exchange, record, until the run has nothing more for it.
 /// `lane` is the connection's number in its worker (a paced connection's share of the slots).
 async fn run<T: Transport>(worker: Rc<Worker<T>>, slot: Rc<Slot>, lane: usize) {

@@ -57,7 +57,8 @@ impl<'a> Column<'a> {
         }
     }
 
-    fn histogram(&self) -> &'a HistogramSummary {
+    /// The histogram this column shows.
+    pub fn histogram(&self) -> &'a HistogramSummary {
         match self.clock {
             Clock::Response => &self.result.histograms.response,
             Clock::FromSend => &self.result.histograms.service,
