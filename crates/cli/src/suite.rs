@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use serde::Serialize;
+use sojourn_core::verdict::{verdict, Verdict};
 use sojourn_core::{format_ns, End, Mode, Rate, RunConfig, RunResult, Schedule};
 use sojourn_engine::{Load, Plan};
 use sojourn_peers::runners::{self, RunSpec, RunnerPlan};
@@ -179,37 +180,6 @@ pub struct Row {
     pub p99_from_send: Option<u64>,
     pub notes: Vec<String>,
     pub result: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// The reference itself.
-    Model,
-    /// p99 within 3x of the model's either way.
-    Honest,
-    /// p99 under a third of the model's: the slow requests were never sent.
-    HidesTheStall,
-    /// p99 over 3x the model's: the client added its own delay.
-    Overstates,
-    /// The tool rebuilt the missing samples after the run (wrk's back-fill, oha's
-    /// --latency-correction): an estimate, whatever its number.
-    CorrectedAfterTheFact,
-    /// The tool ran but reported nothing to compare.
-    NoData,
-}
-
-impl Verdict {
-    pub fn describe(self) -> &'static str {
-        match self {
-            Verdict::Model => "reference (simulated truth)",
-            Verdict::Honest => "honest",
-            Verdict::HidesTheStall => "HIDES THE STALL",
-            Verdict::Overstates => "overstates",
-            Verdict::CorrectedAfterTheFact => "corrected after the fact",
-            Verdict::NoData => "no data",
-        }
-    }
 }
 
 /// One scenario's outcome.
@@ -443,39 +413,6 @@ fn detail(r: &RunResult) -> String {
     }
 }
 
-/// The model's p99 over its p50 above this: the scenario has a tail for a closed loop to hide.
-const TAIL_OVER_BODY: f64 = 3.0;
-
-/// p99 of `r` against the model's, and what that says about the tool.
-///
-/// A closed loop sends one request per connection into a stall and nothing more until it ends,
-/// so it cannot have measured the stall's tail. When the model has a tail to hide and a closed
-/// loop's p99 lands on it all the same, the tool rebuilt the missing samples after the run
-/// (wrk's back-fill): an estimate, however close. Decided from the data, whatever the tool is
-/// called; open loops (oha --latency-correction and wrk2 time real requests from their
-/// scheduled send) are judged by the ratio alone.
-pub fn verdict(r: &RunResult, model: &RunResult) -> (Option<f64>, Verdict) {
-    if r.label == "model" {
-        return (Some(1.0), Verdict::Model);
-    }
-    let at = |x: &RunResult, p: f64| x.histograms.response.percentiles.get(p);
-    let ratio = at(r, 99.0)
-        .zip(at(model, 99.0))
-        .filter(|(_, m)| *m > 0)
-        .map(|(t, m)| t as f64 / m as f64);
-    let model_has_tail = at(model, 99.0)
-        .zip(at(model, 50.0))
-        .is_some_and(|(p99, p50)| p99 as f64 > TAIL_OVER_BODY * p50 as f64);
-    let verdict = match ratio {
-        None => Verdict::NoData,
-        Some(x) if x < 1.0 / 3.0 => Verdict::HidesTheStall,
-        Some(x) if x > 3.0 => Verdict::Overstates,
-        Some(_) if r.mode == Mode::Closed && model_has_tail => Verdict::CorrectedAfterTheFact,
-        Some(_) => Verdict::Honest,
-    };
-    (ratio, verdict)
-}
-
 const TABLE_PERCENTILES: [f64; 5] = [50.0, 90.0, 99.0, 99.9, 100.0];
 
 fn row(r: &RunResult, model: &RunResult, dir: &Path) -> Row {
@@ -587,59 +524,4 @@ pub fn table(s: &ScenarioRows) -> String {
     }
     let _ = writeln!(out, "report: {}", s.report);
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use sojourn_core::record::{Recorder, Stamps};
-    use sojourn_core::{check, Outcome, RunConfig, RunFacts};
-    use std::time::Duration;
-
-    /// A run whose p50 is `body` ms and whose slowest 2% took `tail` ms.
-    fn run(label: &str, mode: Mode, body: u64, tail: u64) -> RunResult {
-        let mut rec = Recorder::new(Duration::from_secs(1));
-        for i in 0..1000u64 {
-            let at = Duration::from_millis(i);
-            let took = if i % 50 == 0 { tail } else { body };
-            rec.record(
-                &Stamps::on_time(at),
-                at + Duration::from_millis(took),
-                Outcome::Ok,
-            );
-        }
-        let m = Recorder::merge_all([rec]);
-        let facts = RunFacts {
-            label: label.into(),
-            mode,
-            config: RunConfig::default(),
-            scheduled: 1000,
-            elapsed: Duration::from_secs(1),
-            interrupted: false,
-            checks: check::assess_closed(),
-            backfill_interval: None,
-        };
-        RunResult::build(&m, facts)
-    }
-
-    #[test]
-    fn the_verdict_comes_from_the_data_not_the_tool_name() {
-        let stall = run("model", Mode::Open, 10, 800);
-        let healthy = run("model", Mode::Open, 10, 12);
-        let v = |r: &RunResult, model: &RunResult| verdict(r, model).1;
-        // A closed loop that shows the stall's tail can only have rebuilt it.
-        let backfilled = run("any closed tool", Mode::Closed, 10, 790);
-        assert_eq!(v(&backfilled, &stall), Verdict::CorrectedAfterTheFact);
-        // The same numbers from an open loop are a measurement.
-        let open = run("any open tool", Mode::Open, 10, 790);
-        assert_eq!(v(&open, &stall), Verdict::Honest);
-        // A closed loop without the tail hides the stall, whatever it is called.
-        let mut hiding = run("wrk", Mode::Closed, 10, 12);
-        hiding.tool.name = "wrk".into();
-        assert_eq!(v(&hiding, &stall), Verdict::HidesTheStall);
-        // With no tail to hide, a closed loop that agrees is simply honest.
-        assert_eq!(v(&hiding, &healthy), Verdict::Honest);
-        assert_eq!(v(&open, &healthy), Verdict::Overstates);
-        assert_eq!(v(&stall, &stall), Verdict::Model);
-    }
 }

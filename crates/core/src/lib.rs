@@ -17,6 +17,7 @@ pub mod stats;
 pub mod steady;
 pub mod sweep;
 pub mod units;
+pub mod verdict;
 
 pub use check::{Checks, GeneratorVerdict};
 pub use outcome::{FailureClass, FailureCounts, Outcome};

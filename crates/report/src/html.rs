@@ -1,9 +1,14 @@
 //! `sojourn report`: result files → one self-contained HTML file.
 //!
 //! Everything is inline (CSS and SVG; no script, no fonts, no network), so the file reads the
-//! same offline, attached to a ticket, or years later. Sections: a summary per run, the response
-//! percentiles side by side (with ratios when runs are compared), the percentile spectrum, a
-//! latency timeline per run, throughput and send lag over time.
+//! same offline, attached to a ticket, or years later. Sections: the verdict board (when a
+//! model run is among them), a summary per run, the response percentiles (with ratios when runs
+//! are compared), the percentile spectrum, a latency timeline per run, throughput and send lag
+//! over time, and the notes, grouped and folded.
+//!
+//! Up to [`MANY_RUNS`] runs sit side by side in each table and share each chart. Beyond that
+//! the tables turn to one row per run, and the charts become grids of small multiples on shared
+//! axes, so twenty tools fit the page's width and no chart is a tangle.
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -14,11 +19,14 @@ use sojourn_core::result::{decode_base64, HistogramSummary, Mode, RunResult, SCH
 use sojourn_core::units::format_ns;
 
 use crate::error::ReportError;
-use crate::plot::{self, Band, Curve, LineKind, Look, Marker, OverTime, Span, Timeline};
+use crate::plot::{self, Band, Curve, LineKind, Look, OverTime, Size, Span, Timeline};
 use crate::samples::{read_downsampled, Sample};
 
 /// Sampled requests drawn per run on its timeline; more add bytes, not insight.
 pub const MAX_DOTS: usize = 2500;
+
+/// Runs that still share one table and one chart; more get one row each and small multiples.
+pub const MANY_RUNS: usize = 5;
 
 /// One run to report on.
 #[derive(Debug, Clone)]
@@ -111,12 +119,14 @@ pub fn render(runs: &[ReportRun], opts: &HtmlOptions) -> Result<String, ReportEr
         escape(&title),
         lede(runs)
     );
+    crate::board::board_section(&mut page, &views);
     summary_section(&mut page, &views);
     percentile_section(&mut page, &views);
     spectrum_section(&mut page, &views)?;
     timeline_section(&mut page, &views)?;
     throughput_section(&mut page, &views)?;
     send_lag_section(&mut page, &views)?;
+    crate::board::notes_section(&mut page, &views);
     let _ = writeln!(
         page,
         "<footer>Written by sojourn {}. Sources: {}.</footer>\n</body>\n</html>",
@@ -198,15 +208,31 @@ td.note { text-align: left; max-width: 640px; color: #444; }
 .bad { color: #b00020; font-weight: 600; } .ok { color: #1b6e20; } .muted { color: #777; }
 figure { margin: 12px 0 24px; } figure svg { max-width: 100%; height: auto; display: block; }
 figcaption { color: #444; font-size: 14px; max-width: 900px; }
-.swatch { display: inline-block; width: 12px; height: 12px; margin-right: 6px; vertical-align: -1px; border: 1px solid #0003; }
+
 code { background: #f3f3f3; padding: 0 3px; border-radius: 3px; }
 footer { margin-top: 40px; color: #777; font-size: 13px; }
+svg.swatch { width: 14px; height: 14px; margin-right: 6px; vertical-align: -2px; }
+.grid { display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: 8px 12px; }
+.grid svg { max-width: 100%; height: auto; display: block; }
+table.board { table-layout: fixed; width: 100%; font-size: 14px; }
+table.board td, table.board th { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; padding: 3px 6px; vertical-align: middle; }
+table.board thead th { white-space: normal; vertical-align: bottom; }
+table.board small { color: #666; font-weight: normal; }
+table.board td.caveat { text-align: left; font-size: 13px; color: #444; }
+table.board td.caveat div { white-space: normal; line-height: 1.2; display: -webkit-box; -webkit-line-clamp: 2; -webkit-box-orient: vertical; overflow: hidden; }
+table.board td.verdict, table.board th.verdict { text-align: center; } table.board td.bar { text-align: left; }
+#board h2 { margin-top: 16px; }
+.badge { display: inline-block; padding: 1px 7px; border-radius: 9px; font-size: 12px; font-weight: 600; color: #fff; }
+.v-model { background: #555; } .v-honest { background: #1b6e20; } .v-hides { background: #b00020; }
+.v-overstates { background: #a85a00; } .v-corrected { background: #6a3d9a; } .v-nodata { background: #999; }
+details { margin: 4px 0; } details > summary { cursor: pointer; } details ul { margin: 4px 0 8px; }
+table.per-run td, table.per-run th { padding: 3px 8px; }
 ";
 
 /// Everything the page needs about one run, computed once.
-struct RunView<'a> {
-    run: &'a ReportRun,
-    look: Look,
+pub(crate) struct RunView<'a> {
+    pub run: &'a ReportRun,
+    pub look: Look,
     response: Option<Histogram<u64>>,
     censored: Histogram<u64>,
     spans: Vec<Span>,
@@ -246,108 +272,153 @@ impl<'a> RunView<'a> {
         })
     }
 
-    fn r(&self) -> &RunResult {
+    pub fn r(&self) -> &RunResult {
         &self.run.result
     }
 
-    fn name(&self) -> String {
+    pub fn name(&self) -> String {
         format!("{} ({})", self.r().label, self.r().mode.label())
     }
 }
 
 fn look_for(index: usize, mode: Mode) -> Look {
-    let color = plot::PALETTE[index % plot::PALETTE.len()];
-    match mode {
-        Mode::Open => Look {
-            color,
-            line: LineKind::Solid,
-            marker: Marker::Circle,
-        },
-        Mode::Closed => Look {
-            color,
-            line: LineKind::Dashed,
-            marker: Marker::Triangle,
-        },
-        Mode::Tracking | Mode::Paced => Look {
-            color,
-            line: LineKind::Dotted,
-            marker: Marker::Square,
-        },
-    }
+    let line = match mode {
+        Mode::Open => LineKind::Solid,
+        Mode::Closed => LineKind::Dashed,
+        Mode::Tracking | Mode::Paced => LineKind::Dotted,
+    };
+    plot::look_of(index, line)
 }
 
-fn swatch(look: Look) -> String {
+/// A run's colour and marker as a small inline SVG, the same shape its charts draw.
+pub(crate) fn swatch(look: Look) -> String {
     let c = look.color;
-    let shape = match look.marker {
-        Marker::Circle => "border-radius: 50%;",
-        Marker::Triangle => "clip-path: polygon(50% 0, 100% 100%, 0 100%);",
-        Marker::Square => "",
-    };
+    let points: Vec<String> = plot::marker_points(look.marker, (0, 0))
+        .iter()
+        .map(|(x, y)| format!("{x},{y}"))
+        .collect();
     format!(
-        "<span class=\"swatch\" style=\"background: rgb({}, {}, {}); {shape}\"></span>",
-        c.0, c.1, c.2
+        "<svg class=\"swatch\" viewBox=\"-8 -8 16 16\" aria-hidden=\"true\"><polygon points=\"{}\" fill=\"rgb({},{},{})\"/></svg>",
+        points.join(" "),
+        c.0,
+        c.1,
+        c.2
     )
 }
 
 // ---- summary -------------------------------------------------------------------------------
 
 /// How one summary row shows a run.
-type Cell = fn(&RunResult) -> String;
+pub(crate) type Cell = fn(&RunResult) -> String;
+
+/// The summary's rows: what each run was asked, what it did, and its self-checks.
+pub(crate) const SUMMARY_ROWS: [(&str, Cell); 18] = [
+    ("tool", |r| escape(&crate::board::tool_version(&r.tool))),
+    ("target rate", |r| {
+        r.rate
+            .target
+            .map_or("— (closed loop: as fast as answers come)".into(), |t| {
+                format!("{} req/s", num(t))
+            })
+    }),
+    ("achieved rate (answers)", |r| {
+        format!("{} req/s", num(r.rate.achieved))
+    }),
+    ("duration", |r| format_ns(r.elapsed_ns)),
+    ("connections", |r| r.config.connections.to_string()),
+    ("scheduled", |r| count(r.counts.scheduled)),
+    ("completed", |r| count(r.counts.completed)),
+    ("failed", failures),
+    ("censored (no answer at the end)", |r| {
+        count(r.counts.censored)
+    }),
+    ("never sent", |r| count(r.counts.never_sent)),
+    ("waited for a free connection", |r| {
+        count(r.counts.waited_for_connection)
+    }),
+    ("send lag p99 / p99.9", |r| {
+        lag_pair(r.mode, Some(&r.histograms.send_lag))
+    }),
+    (
+        "machine hiccups p99 / p99.9 (a sleeping thread's lateness)",
+        |r| lag_pair(r.mode, r.histograms.hiccup.as_ref()),
+    ),
+    ("generator self-check", verdict),
+    ("self-check", short_verdict),
+    ("who held the rate back", held_back),
+    ("arrivals vs the schedule", conformance),
+    ("steady state", steady),
+];
+
+/// The rows the compact table (many runs) shows; the rest go to each run's folded details.
+const COMPACT_ROWS: [&str; 8] = [
+    "tool",
+    "achieved rate (answers)",
+    "scheduled",
+    "completed",
+    "failed",
+    "censored (no answer at the end)",
+    "never sent",
+    "self-check",
+];
 
 fn summary_section(page: &mut String, views: &[RunView]) {
-    page.push_str("<section id=\"summary\">\n<h2>Runs</h2>\n<table>\n<thead><tr><th></th>");
+    page.push_str("<section id=\"summary\">\n<h2>Runs</h2>\n<table>\n");
+    if views.len() <= MANY_RUNS {
+        side_by_side_summary(page, views);
+    } else {
+        compact_summary(page, views);
+    }
+    page.push_str("</tbody>\n</table>\n</section>\n");
+}
+
+/// One column per run, one row per fact.
+fn side_by_side_summary(page: &mut String, views: &[RunView]) {
+    page.push_str("<thead><tr><th></th>");
     for v in views {
         let _ = write!(page, "<th>{}{}</th>", swatch(v.look), escape(&v.name()));
     }
     page.push_str("</tr></thead>\n<tbody>\n");
-    let rows: [(&str, Cell); 17] = [
-        ("tool", |r| {
-            escape(&format!("{} {}", r.tool.name, r.tool.version))
-        }),
-        ("target rate", |r| {
-            r.rate
-                .target
-                .map_or("— (closed loop: as fast as answers come)".into(), |t| {
-                    format!("{} req/s", num(t))
-                })
-        }),
-        ("achieved rate (answers)", |r| {
-            format!("{} req/s", num(r.rate.achieved))
-        }),
-        ("duration", |r| format_ns(r.elapsed_ns)),
-        ("connections", |r| r.config.connections.to_string()),
-        ("scheduled", |r| count(r.counts.scheduled)),
-        ("completed", |r| count(r.counts.completed)),
-        ("failed", failures),
-        ("censored (no answer at the end)", |r| {
-            count(r.counts.censored)
-        }),
-        ("never sent", |r| count(r.counts.never_sent)),
-        ("waited for a free connection", |r| {
-            count(r.counts.waited_for_connection)
-        }),
-        ("send lag p99 / p99.9", |r| {
-            lag_pair(r.mode, Some(&r.histograms.send_lag))
-        }),
-        (
-            "machine hiccups p99 / p99.9 (a sleeping thread's lateness)",
-            |r| lag_pair(r.mode, r.histograms.hiccup.as_ref()),
-        ),
-        ("generator self-check", verdict),
-        ("who held the rate back", held_back),
-        ("arrivals vs the schedule", conformance),
-        ("steady state", steady),
-    ];
-    for (name, cell) in rows {
+    // The full self-check sentence has room here; the one-word form is for a row per run.
+    for (name, cell) in SUMMARY_ROWS.into_iter().filter(|(n, _)| *n != "self-check") {
         let _ = write!(page, "<tr><th>{name}</th>");
         for v in views {
             let _ = write!(page, "<td>{}</td>", cell(v.r()));
         }
         page.push_str("</tr>\n");
     }
-    page.push_str("</tbody>\n</table>\n");
-    notes(page, views);
-    page.push_str("</section>\n");
+}
+
+/// One row per run, the facts that fit a line; the rest are in the run's notes.
+fn compact_summary(page: &mut String, views: &[RunView]) {
+    let rows: Vec<(&str, Cell)> = SUMMARY_ROWS
+        .into_iter()
+        .filter(|(name, _)| COMPACT_ROWS.contains(name))
+        .collect();
+    page.push_str("<thead><tr><th>run</th>");
+    for (name, _) in &rows {
+        let _ = write!(page, "<th>{name}</th>");
+    }
+    page.push_str("</tr></thead>\n<tbody>\n");
+    for v in views {
+        let _ = write!(
+            page,
+            "<tr><th>{}{}</th>",
+            swatch(v.look),
+            escape(&v.name())
+        );
+        for (_, cell) in &rows {
+            let _ = write!(page, "<td>{}</td>", cell(v.r()));
+        }
+        page.push_str("</tr>\n");
+    }
+}
+
+/// The summary rows a compact table leaves to each run's folded details.
+pub(crate) fn detail_rows() -> impl Iterator<Item = (&'static str, Cell)> {
+    SUMMARY_ROWS
+        .into_iter()
+        .filter(|(name, _)| !COMPACT_ROWS.contains(name))
 }
 
 /// p99 and p99.9 of a lateness histogram; a dash where there is none (closed loops, imports).
@@ -405,6 +476,18 @@ fn verdict(r: &RunResult) -> String {
     }
 }
 
+/// The self-check in a word or two, for a table row per run.
+fn short_verdict(r: &RunResult) -> String {
+    match r.checks.generator {
+        GeneratorVerdict::Ok if r.checks.pool_bound => {
+            "<span class=\"ok\">on time</span>, <span class=\"bad\">pool full</span>".into()
+        }
+        GeneratorVerdict::Ok => "<span class=\"ok\">on time</span>".into(),
+        GeneratorVerdict::Behind => "<span class=\"bad\">BEHIND</span>".into(),
+        GeneratorVerdict::NotApplicable => "<span class=\"muted\">n/a</span>".into(),
+    }
+}
+
 /// OK, SATURATED (the target), GENERATOR-BOUND or POOL-BOUND (the client side), with why.
 fn held_back(r: &RunResult) -> String {
     let Some(v) = &r.checks.rate else {
@@ -457,43 +540,6 @@ fn steady(r: &RunResult) -> String {
     }
 }
 
-fn notes(page: &mut String, views: &[RunView]) {
-    let mut items = String::new();
-    for v in views {
-        let r = v.r();
-        let imported = r.import.iter().flat_map(|i| i.notes.iter());
-        for n in r.checks.notes.iter().chain(imported) {
-            let _ = write!(items, "<li><b>{}</b>: {}</li>", escape(&r.label), escape(n));
-        }
-        for line in crate::text::statistics(r).lines() {
-            let _ = write!(
-                items,
-                "<li><b>{}</b>: {}</li>",
-                escape(&r.label),
-                escape(line)
-            );
-        }
-        if r.interrupted {
-            let _ = write!(
-                items,
-                "<li><b>{}</b>: the run was interrupted; this is what was gathered until then</li>",
-                escape(&r.label)
-            );
-        }
-        if r.counts.unaccounted() != 0 {
-            let _ = write!(
-                items,
-                "<li class=\"bad\"><b>{}</b>: {} scheduled requests are unaccounted for</li>",
-                escape(&r.label),
-                r.counts.unaccounted()
-            );
-        }
-    }
-    if !items.is_empty() {
-        let _ = writeln!(page, "<ul class=\"notes\">{items}</ul>");
-    }
-}
-
 // ---- percentiles side by side --------------------------------------------------------------
 
 const TABLE_PERCENTILES: [(f64, &str); 6] = [
@@ -506,7 +552,50 @@ const TABLE_PERCENTILES: [(f64, &str); 6] = [
 ];
 
 fn percentile_section(page: &mut String, views: &[RunView]) {
-    page.push_str("<section id=\"percentiles\">\n<h2>Response time percentiles</h2>\n<table>\n<thead><tr><th></th>");
+    page.push_str("<section id=\"percentiles\">\n<h2>Response time percentiles</h2>\n<table>\n");
+    if views.len() <= MANY_RUNS {
+        side_by_side_percentiles(page, views);
+    } else {
+        percentiles_per_row(page, views);
+    }
+    page.push_str("</tbody>\n</table>\n<p class=\"muted\">A value marked ≥ is only a lower bound: requests still unanswered when the run ended (or timed out) are counted at the time they had waited so far, and could have taken longer. Under each value, its 95% confidence interval from order statistics (no assumption about the distribution); a percentile with fewer than ten samples beyond it is marked not meaningful.</p>\n</section>\n");
+}
+
+/// One row per run: its count, each percentile, and its p99 over the first run's.
+fn percentiles_per_row(page: &mut String, views: &[RunView]) {
+    page.push_str("<thead><tr><th>run</th><th>count</th>");
+    for (_, name) in TABLE_PERCENTILES {
+        let _ = write!(page, "<th>{name}</th>");
+    }
+    let _ = writeln!(
+        page,
+        "<th>p99 / {}</th></tr></thead>\n<tbody>",
+        escape(&views[0].r().label)
+    );
+    let base = value_at(&views[0], 99.0);
+    for v in views {
+        let _ = write!(
+            page,
+            "<tr><th>{}{}</th><td>{}</td>",
+            swatch(v.look),
+            escape(&v.r().label),
+            count(v.r().histograms.response.count)
+        );
+        for (p, _) in TABLE_PERCENTILES {
+            let _ = write!(
+                page,
+                "<td>{}{}</td>",
+                value_at(v, p).map_or("—".into(), |(v, lb)| latency(v, lb)),
+                evidence(&v.r().histograms.response, p)
+            );
+        }
+        let _ = writeln!(page, "<td>{}</td></tr>", ratio(base, value_at(v, 99.0)));
+    }
+}
+
+/// One column per run, one row per percentile, then the ratios to the first run.
+fn side_by_side_percentiles(page: &mut String, views: &[RunView]) {
+    page.push_str("<thead><tr><th></th>");
     for v in views {
         let _ = write!(page, "<th>{}{}</th>", swatch(v.look), escape(&v.r().label));
     }
@@ -541,7 +630,6 @@ fn percentile_section(page: &mut String, views: &[RunView]) {
         }
         page.push_str("</tr>\n");
     }
-    page.push_str("</tbody>\n</table>\n<p class=\"muted\">A value marked ≥ is only a lower bound: requests still unanswered when the run ended (or timed out) are counted at the time they had waited so far, and could have taken longer. Under each value, its 95% confidence interval from order statistics (no assumption about the distribution); a percentile with fewer than ten samples beyond it is marked not meaningful.</p>\n</section>\n");
 }
 
 /// The interval under a percentile, and a warning when too few samples lie beyond it.
@@ -571,7 +659,7 @@ fn evidence(h: &HistogramSummary, p: f64) -> String {
     out
 }
 
-fn value_at(v: &RunView, p: f64) -> Option<(u64, bool)> {
+pub(crate) fn value_at(v: &RunView, p: f64) -> Option<(u64, bool)> {
     if let Some(h) = &v.response {
         if h.is_empty() {
             return None;
@@ -586,7 +674,7 @@ fn value_at(v: &RunView, p: f64) -> Option<(u64, bool)> {
         .map(|b| (b.value, b.lower_bound))
 }
 
-fn latency(ns: u64, lower_bound: bool) -> String {
+pub(crate) fn latency(ns: u64, lower_bound: bool) -> String {
     if lower_bound {
         format!("≥ {}", format_ns(ns))
     } else {
@@ -618,28 +706,84 @@ fn ratio(base: Option<(u64, bool)>, other: Option<(u64, bool)>) -> String {
 // ---- spectrum ------------------------------------------------------------------------------
 
 fn spectrum_section(page: &mut String, views: &[RunView]) -> Result<(), ReportError> {
-    let mut curves = Vec::new();
+    // Each run's curves: its own, then its back-filled estimate if it has one.
+    let mut per_run: Vec<Vec<Curve>> = Vec::new();
     let mut max_inverse: f64 = 100.0;
     for v in views {
         let (curve, reach) = spectrum_curve(v);
         max_inverse = max_inverse.max(reach);
-        curves.push(curve);
-        if let Some(b) = &v.r().histograms.backfilled {
-            if let Some(c) = backfilled_curve(v, b) {
-                curves.push(c);
-            }
-        }
+        let mut curves = vec![curve];
+        curves.extend(
+            v.r()
+                .histograms
+                .backfilled
+                .as_ref()
+                .and_then(|b| backfilled_curve(v, b)),
+        );
+        per_run.push(curves);
     }
-    let svg = plot::spectrum(&curves, max_inverse)?;
+    let all: Vec<Curve> = per_run.iter().flatten().cloned().collect();
+    let axes = plot::SpectrumAxes::fit(&all, max_inverse);
+    page.push_str("<section>\n<h2>Percentile spectrum</h2>\n<figure>\n");
+    if views.len() <= MANY_RUNS {
+        page.push_str(&plot::spectrum(&plot::Spectrum {
+            id: "spectrum".into(),
+            title: "Response time by percentile".into(),
+            curves: &all,
+            axes,
+            size: Size::Full,
+        })?);
+    } else {
+        small_spectra(page, views, &per_run, axes)?;
+    }
     let _ = write!(
         page,
-        "<section>\n<h2>Percentile spectrum</h2>\n<figure>\n{svg}\n<figcaption>How to read: each curve is one run's response time \
+        "\n<figcaption>How to read: each curve is one run's response time \
          (ms, log scale) at every percentile. Moving right, each grid step is ten times rarer: 90% of requests were at or below the \
          curve's value at 90%, 99% at 99%, and so on. Markers sit at p50, p90, p99, p99.9 and p99.99; a hollow marker is only a lower \
-         bound (censored requests). Open loop is drawn solid with circles, closed loop dashed with triangles. Where a closed-loop \
+         bound (censored requests). Each run has its own colour and marker; open loops are drawn solid, closed loops dashed, paced \
+         loops dotted. {} Where a closed-loop \
          curve stays flat while an open-loop curve climbs (usually from p90–p99 on), the closed loop stopped sending while the \
-         server stalled and never measured what users would have waited.</figcaption>\n</figure>\n</section>\n"
+         server stalled and never measured what users would have waited.</figcaption>\n</figure>\n</section>\n",
+        if views.len() <= MANY_RUNS {
+            "All runs share one chart."
+        } else {
+            "With this many runs, each chart shows one run against the reference (the model when there is one), all on the same axes."
+        }
     );
+    Ok(())
+}
+
+/// One small chart per run, each against the reference run, on the page's shared axes.
+fn small_spectra(
+    page: &mut String,
+    views: &[RunView],
+    per_run: &[Vec<Curve>],
+    axes: plot::SpectrumAxes,
+) -> Result<(), ReportError> {
+    let reference = views
+        .iter()
+        .position(|v| sojourn_core::verdict::is_model(v.r()))
+        .unwrap_or(0);
+    page.push_str("<div class=\"grid\">\n");
+    for (i, (v, curves)) in views.iter().zip(per_run).enumerate() {
+        if i == reference {
+            continue;
+        }
+        let mut reference_curve = per_run[reference][0].clone();
+        reference_curve.width = 2;
+        let mut shown = vec![reference_curve];
+        shown.extend(curves.iter().cloned());
+        page.push_str(&plot::spectrum(&plot::Spectrum {
+            id: format!("spectrum-{}", i + 1),
+            title: v.name(),
+            curves: &shown,
+            axes,
+            size: Size::Small,
+        })?);
+        page.push('\n');
+    }
+    page.push_str("</div>\n");
     Ok(())
 }
 
@@ -649,9 +793,10 @@ fn spectrum_curve(v: &RunView) -> (Curve, f64) {
     let mut points = Vec::new();
     let mut marks = Vec::new();
     if let Some(h) = v.response.as_ref().filter(|h| !h.is_empty()) {
+        // A curve starts where the data starts: a recorded zero has no place on a log axis.
         for t in crate::hgrm::ticks(h, 5)
             .into_iter()
-            .filter(|t| t.percentile < 100.0)
+            .filter(|t| t.percentile < 100.0 && t.value > 0)
         {
             points.push((1.0 / (1.0 - t.percentile / 100.0), ms(t.value)));
         }
@@ -671,7 +816,7 @@ fn spectrum_curve(v: &RunView) -> (Curve, f64) {
             .percentiles
             .0
             .iter()
-            .filter(|(p, _)| *p < 100.0)
+            .filter(|(p, value)| *p < 100.0 && *value > 0)
         {
             let lb = v
                 .r()
@@ -706,7 +851,7 @@ fn backfilled_curve(v: &RunView, b: &HistogramSummary) -> Option<Curve> {
     let h = b.histogram().ok().filter(|h| !h.is_empty())?;
     let points = crate::hgrm::ticks(&h, 5)
         .into_iter()
-        .filter(|t| t.percentile < 100.0)
+        .filter(|t| t.percentile < 100.0 && t.value > 0)
         .map(|t| (1.0 / (1.0 - t.percentile / 100.0), ms(t.value)))
         .collect();
     let look = Look {
@@ -785,7 +930,9 @@ fn timeline_section(page: &mut String, views: &[RunView]) -> Result<(), ReportEr
         .flat_map(|(b, d)| b.iter().map(|b| b.max).chain(d.iter().map(|d| d.1)))
         .fold(0.0, f64::max);
     let y = plot::nice_ceiling(top * 1.05);
+    let size = size_for(views);
     page.push_str("<section>\n<h2>Latency over time</h2>\n<figure id=\"timeline\">\n");
+    page.push_str(grid_open(size));
     for (i, (v, (b, d))) in views.iter().zip(&all).enumerate() {
         if b.is_empty() && d.is_empty() {
             let _ = writeln!(
@@ -804,10 +951,12 @@ fn timeline_section(page: &mut String, views: &[RunView]) -> Result<(), ReportEr
             spans: &v.spans,
             x_max: x,
             y_max: y,
+            size,
         };
         page.push_str(&plot::timeline(&t)?);
         page.push('\n');
     }
+    page.push_str(grid_close(size));
     page.push_str(
         "<figcaption>How to read: one chart per run, on the same axes. For every interval (1 s by default) the bands show the \
          p50 (solid), p99 (dashed) and maximum (dotted) response time of the requests that <i>finished</i> in it; a gap means \
@@ -827,31 +976,96 @@ fn spans_of<'a>(views: &'a [RunView]) -> &'a [Span] {
         .unwrap_or(&[])
 }
 
+/// Full-width charts for a few runs; small multiples beyond [`MANY_RUNS`].
+fn size_for(views: &[RunView]) -> Size {
+    if views.len() <= MANY_RUNS {
+        Size::Full
+    } else {
+        Size::Small
+    }
+}
+
+fn grid_open(size: Size) -> &'static str {
+    match size {
+        Size::Full => "",
+        Size::Small => "<div class=\"grid\">\n",
+    }
+}
+
+fn grid_close(size: Size) -> &'static str {
+    match size {
+        Size::Full => "",
+        Size::Small => "</div>\n",
+    }
+}
+
+/// A value per interval over time: one chart with every run, or (many runs) one small chart
+/// per run on a shared y axis.
+struct PerInterval<'a> {
+    id: &'static str,
+    title: &'static str,
+    y_desc: &'static str,
+    /// The y axis's name on a small chart.
+    y_unit: &'static str,
+    references: &'a [(String, f64)],
+    value: fn(&sojourn_core::result::IntervalSummary) -> f64,
+}
+
+fn per_interval_charts(views: &[RunView], c: &PerInterval) -> Result<String, ReportError> {
+    let curves: Vec<Curve> = views.iter().map(|v| rate_curve(v, c.value)).collect();
+    let size = size_for(views);
+    let x_max = x_max(views);
+    if size == Size::Full {
+        return plot::over_time(&OverTime {
+            id: c.id.into(),
+            title: c.title.into(),
+            y_desc: c.y_desc,
+            curves: &curves,
+            references: c.references,
+            spans: spans_of(views),
+            x_max,
+            y_max: None,
+            size,
+        });
+    }
+    let y_max = Some(plot::over_time_ceiling(&curves, c.references));
+    let mut out = grid_open(size).to_string();
+    for (i, (v, curve)) in views.iter().zip(&curves).enumerate() {
+        out.push_str(&plot::over_time(&OverTime {
+            id: format!("{}-{}", c.id, i + 1),
+            title: v.name(),
+            y_desc: c.y_unit,
+            curves: std::slice::from_ref(curve),
+            references: c.references,
+            spans: &v.spans,
+            x_max,
+            y_max,
+            size,
+        })?);
+        out.push('\n');
+    }
+    out.push_str(grid_close(size));
+    Ok(out)
+}
+
 fn throughput_section(page: &mut String, views: &[RunView]) -> Result<(), ReportError> {
-    let curves: Vec<Curve> = views
-        .iter()
-        .map(|v| {
-            rate_curve(v, |i| {
-                (i.completed + i.failed) as f64 / (i.duration_ns as f64 / 1e9).max(1e-9)
-            })
-        })
-        .collect();
     let mut references: Vec<(String, f64)> = Vec::new();
     for t in views.iter().filter_map(|v| v.r().rate.target) {
         if !references.iter().any(|r| (r.1 - t).abs() < 1e-9) {
             references.push((format!("target {} req/s", num(t)), t));
         }
     }
-    let chart = OverTime {
-        id: "throughput",
-        title: "Throughput: answers per second",
-        y_desc: "answers per second",
-        curves: &curves,
-        references: &references,
-        spans: spans_of(views),
-        x_max: x_max(views),
-    };
-    let svg = plot::over_time(&chart)?;
+    let svg = per_interval_charts(
+        views,
+        &PerInterval {
+            id: "throughput",
+            title: "Throughput: answers per second",
+            y_desc: "answers per second",
+            y_unit: "answers/s",
+            references: &references,
+            value: |i| (i.completed + i.failed) as f64 / (i.duration_ns as f64 / 1e9).max(1e-9),
+        },
+    )?;
     let _ = write!(
         page,
         "<section>\n<h2>Throughput</h2>\n<figure>\n{svg}\n<figcaption>How to read: answers (completed or failed) per second, per \
@@ -862,33 +1076,30 @@ fn throughput_section(page: &mut String, views: &[RunView]) -> Result<(), Report
 }
 
 fn send_lag_section(page: &mut String, views: &[RunView]) -> Result<(), ReportError> {
-    let curves: Vec<Curve> = views
-        .iter()
-        .map(|v| rate_curve(v, |i| i.send_lag_p99 as f64 / 1e6))
-        .collect();
-    let chart = OverTime {
-        id: "send-lag",
-        title: "Send lag: p99 per interval",
-        y_desc: "send lag p99 (ms)",
-        curves: &curves,
-        references: &[],
-        spans: spans_of(views),
-        x_max: x_max(views),
-    };
-    let svg = plot::over_time(&chart)?;
+    let svg = per_interval_charts(
+        views,
+        &PerInterval {
+            id: "send-lag",
+            title: "Send lag: p99 per interval",
+            y_desc: "send lag p99 (ms)",
+            y_unit: "ms",
+            references: &[],
+            value: |i| i.send_lag_p99 as f64 / 1e6,
+        },
+    )?;
     let _ = write!(
         page,
         "<section>\n<h2>Send lag</h2>\n<figure>\n{svg}\n<figcaption>How to read: how long requests waited in the client between \
          being due and being sent (p99 per interval). It is counted in response time, not hidden. Lag with a passing self-check \
          means every connection was busy (the pool is part of the offered system); lag with a failing self-check means sojourn \
-         itself fell behind — see the notes under Runs. A closed loop sends when it is ready, so its lag is zero by definition.\
+         itself fell behind — see the run's notes. A closed loop sends when it is ready, so its lag is zero by definition.\
          </figcaption>\n</figure>\n</section>\n"
     );
     Ok(())
 }
 
 /// A stepped line of one value per interval, with empty intervals (gaps) drawn as zero.
-fn rate_curve(v: &RunView, value: impl Fn(&sojourn_core::result::IntervalSummary) -> f64) -> Curve {
+fn rate_curve(v: &RunView, value: fn(&sojourn_core::result::IntervalSummary) -> f64) -> Curve {
     let mut points = Vec::new();
     let mut expected_start = 0u64;
     for i in &v.r().intervals {
@@ -1037,4 +1248,97 @@ pub fn sweep_page(
         env!("CARGO_PKG_VERSION")
     );
     Ok(page)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sojourn_core::record::{Recorder, Stamps};
+    use sojourn_core::{check, Outcome, RunConfig, RunFacts};
+    use std::time::Duration;
+
+    /// A closed loop whose first answers took no measurable time (a zero in the histogram),
+    /// the rest 2 ms, with a back-filled estimate beside it.
+    fn run_with_zeros() -> ReportRun {
+        let mut rec = Recorder::new(Duration::from_secs(1));
+        for i in 0..1000u64 {
+            let at = Duration::from_millis(i);
+            let took = if i < 20 { 0 } else { 2 };
+            rec.record(
+                &Stamps::on_time(at),
+                at + Duration::from_millis(took),
+                Outcome::Ok,
+            );
+        }
+        let facts = RunFacts {
+            label: "zeros".into(),
+            mode: Mode::Closed,
+            config: RunConfig::default(),
+            scheduled: 1000,
+            elapsed: Duration::from_secs(1),
+            interrupted: false,
+            checks: check::assess_closed(),
+            backfill_interval: Some(Duration::from_millis(1)),
+        };
+        ReportRun {
+            source: "zeros.json".into(),
+            result: RunResult::build(&Recorder::merge_all([rec]), facts),
+            samples: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn curves_start_where_the_data_starts_and_the_axis_a_decade_below() {
+        let run = run_with_zeros();
+        let view = RunView::new(0, &run).unwrap();
+        let h = view.response.as_ref().unwrap();
+        assert_eq!(h.min(), 0, "the run recorded zeros");
+        let (curve, _) = spectrum_curve(&view);
+        let estimate = run.result.histograms.backfilled.as_ref().unwrap();
+        let backfilled = backfilled_curve(&view, estimate).expect("a back-filled estimate");
+        let smallest_recorded = |h: &Histogram<u64>| {
+            ms(h.iter_recorded()
+                .map(|v| v.value_iterated_to())
+                .find(|v| *v > 0)
+                .unwrap())
+        };
+        let pairs = [
+            (&curve, h.clone()),
+            (&backfilled, estimate.histogram().unwrap()),
+        ];
+        for (c, h) in &pairs {
+            let lowest = c.points.iter().map(|p| p.1).fold(f64::MAX, f64::min);
+            let floor = smallest_recorded(h);
+            assert!(
+                lowest >= floor * 0.99,
+                "{}: a point at {lowest} ms, below its smallest recorded value {floor} ms",
+                c.label
+            );
+        }
+        let axes = plot::SpectrumAxes::fit(&[curve.clone(), backfilled.clone()], 100.0);
+        let start = [&curve, &backfilled]
+            .iter()
+            .flat_map(|c| c.points.iter().map(|p| p.1))
+            .fold(f64::MAX, f64::min);
+        assert!(
+            (axes.y.0 - start / 10.0).abs() < 1e-9,
+            "the axis starts one decade below the lowest point: {} vs {start}",
+            axes.y.0
+        );
+    }
+
+    #[test]
+    fn sixteen_runs_get_sixteen_looks_and_modes_keep_their_line() {
+        let looks: Vec<Look> = (0..16).map(|i| look_for(i, Mode::Open)).collect();
+        for (i, a) in looks.iter().enumerate() {
+            for b in &looks[i + 1..] {
+                assert!(
+                    (a.color, a.marker) != (b.color, b.marker),
+                    "two runs share a colour and a marker"
+                );
+            }
+        }
+        assert_eq!(look_for(3, Mode::Closed).line, LineKind::Dashed);
+        assert_eq!(look_for(3, Mode::Paced).line, LineKind::Dotted);
+    }
 }

@@ -9,6 +9,7 @@
 //! - [`sweep_plot`]: the capacity sweep's charts, offered vs achieved and latency vs offered.
 #![forbid(unsafe_code)]
 
+mod board;
 pub mod compare;
 mod error;
 pub mod hgrm;
@@ -20,4 +21,5 @@ pub mod samples;
 pub mod sweep_plot;
 pub mod text;
 
+pub use board::tool_version;
 pub use error::ReportError;

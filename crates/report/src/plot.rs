@@ -1,12 +1,17 @@
 //! The charts of the HTML report, drawn with plotters into SVG strings.
 //!
-//! Every series is told apart by line style and marker shape as well as colour, so a report
-//! printed in greyscale (or read with colour-blind eyes) still says which run is which: open loop
-//! draws solid lines with circles, closed loop dashed lines with triangles, schedule-tracking
-//! dotted lines with squares. Colours are the Okabe–Ito palette, alternating dark and light.
+//! Every run is told apart by marker shape as well as colour, so a report printed in greyscale
+//! (or read with colour-blind eyes) still says which run is which: colours come from the
+//! Okabe–Ito palette and markers from five shapes, both cycling with co-prime periods, so the
+//! first 35 runs each get their own pair. The line style tells the loop: open loops solid,
+//! closed loops dashed, paced and schedule-tracking loops dotted.
+//!
+//! Legends never cover data: each chart's legend is drawn below its plot area, in a group of
+//! its own (`<g class="legend">`) that a browser test can measure.
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::error::ReportError;
 
@@ -25,22 +30,74 @@ pub(crate) enum LineKind {
     Dotted,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Marker {
     Circle,
     Triangle,
     Square,
+    Diamond,
+    TriangleDown,
 }
 
-/// Okabe–Ito colours ordered dark, light, dark, … so neighbours differ in greyscale too.
-pub(crate) const PALETTE: [RGBColor; 6] = [
-    RGBColor(0, 114, 178),  // blue
-    RGBColor(230, 159, 0),  // orange
-    RGBColor(0, 0, 0),      // black
-    RGBColor(86, 180, 233), // sky blue
-    RGBColor(213, 94, 0),   // vermillion
-    RGBColor(0, 158, 115),  // bluish green
+/// The marker shapes runs cycle through (five: co-prime with the palette's seven).
+pub(crate) const MARKERS: [Marker; 5] = [
+    Marker::Circle,
+    Marker::Triangle,
+    Marker::Square,
+    Marker::Diamond,
+    Marker::TriangleDown,
 ];
+
+/// Okabe–Ito colours ordered dark, light, dark, … so neighbours differ in greyscale too. Its
+/// yellow is left out: too faint on white for a line.
+pub(crate) const PALETTE: [RGBColor; 7] = [
+    RGBColor(0, 114, 178),   // blue
+    RGBColor(230, 159, 0),   // orange
+    RGBColor(0, 0, 0),       // black
+    RGBColor(86, 180, 233),  // sky blue
+    RGBColor(213, 94, 0),    // vermillion
+    RGBColor(0, 158, 115),   // bluish green
+    RGBColor(204, 121, 167), // reddish purple
+];
+
+/// The look of the `index`-th run. Colour and marker advance together, so neighbours differ in
+/// both, and with periods 7 and 5 no pair repeats before the 36th run.
+pub(crate) fn look_of(index: usize, line: LineKind) -> Look {
+    Look {
+        color: PALETTE[index % PALETTE.len()],
+        line,
+        marker: MARKERS[index % MARKERS.len()],
+    }
+}
+
+/// How big a chart is drawn: full width, or one cell of a grid of small multiples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Size {
+    Full,
+    Small,
+}
+
+impl Size {
+    fn width(self) -> u32 {
+        match self {
+            Size::Full => 1000,
+            Size::Small => 330,
+        }
+    }
+    fn font(self) -> u32 {
+        match self {
+            Size::Full => 16,
+            Size::Small => 12,
+        }
+    }
+    /// Pixels from the canvas's left edge to the plot area's (margin plus y labels).
+    fn plot_left(self) -> u32 {
+        match self {
+            Size::Full => 16 + 72,
+            Size::Small => 8 + 44,
+        }
+    }
+}
 
 const GRID: RGBColor = RGBColor(225, 225, 225);
 const AXIS_TEXT: RGBColor = RGBColor(40, 40, 40);
@@ -50,6 +107,7 @@ pub(crate) const GREY: RGBColor = RGBColor(110, 110, 110);
 const FONT: &str = "sans-serif";
 
 /// A curve of one run on a chart.
+#[derive(Debug, Clone)]
 pub(crate) struct Curve {
     pub label: String,
     pub look: Look,
@@ -102,38 +160,163 @@ fn text<E: std::fmt::Debug>(e: E) -> String {
     format!("{e:?}")
 }
 
-/// Renders `draw` onto a fresh white SVG canvas of `size` and returns the SVG text with the
-/// root element given `id` and an accessible label.
+/// One line of a legend.
+pub(crate) struct Entry {
+    pub label: String,
+    pub look: Look,
+    pub width: u32,
+    pub glyph: Glyph,
+}
+
+/// What a legend line shows beside its label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Glyph {
+    /// A short line in the look's style, with the look's marker in its middle when `marker`.
+    Line { marker: bool },
+    /// One sampled request: a dot.
+    Dot,
+}
+
+impl Curve {
+    /// The curve's legend line.
+    pub(crate) fn entry(&self) -> Entry {
+        Entry {
+            label: self.label.clone(),
+            look: self.look,
+            width: self.width,
+            glyph: Glyph::Line {
+                marker: self.legend_marker,
+            },
+        }
+    }
+}
+
+/// Renders `draw` onto a fresh white SVG canvas: a plot area `plot_height` tall and, below it,
+/// the legend of `entries`. Returns the SVG text with the root element given `id` and an
+/// accessible label.
 fn svg(
     id: &str,
     title: &str,
-    size: (u32, u32),
+    size: Size,
+    plot_height: u32,
+    entries: &[Entry],
     draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<(), String>,
 ) -> Result<String, String> {
+    let (legend, legend_height) = legend_group(size, entries, plot_height)?;
     let mut out = String::new();
     {
-        let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
+        let root = SVGBackend::with_string(&mut out, (size.width(), plot_height + legend_height))
+            .into_drawing_area();
         root.fill(&WHITE).map_err(text)?;
-        draw(&root)?;
+        let (plot, _) = root.split_vertically(plot_height);
+        draw(&plot)?;
         root.present().map_err(text)?;
     }
     let attrs = format!(
         "<svg id=\"{id}\" role=\"img\" aria-label=\"{}\" ",
         crate::html::escape(title)
     );
-    Ok(out.replacen("<svg ", &attrs, 1))
+    let mut out = out.replacen("<svg ", &attrs, 1);
+    let end = out.rfind("</svg>").ok_or("plotters wrote no </svg>")?;
+    out.insert_str(end, &legend);
+    Ok(out)
+}
+
+/// The legend of `entries` as an SVG group placed `top` pixels down, below the plot area it
+/// describes, and its height. The group is drawn on a canvas of its own and spliced in, so it
+/// carries a class a test (or a stylesheet) can find.
+fn legend_group(size: Size, entries: &[Entry], top: u32) -> Result<(String, u32), String> {
+    if entries.is_empty() {
+        return Ok((String::new(), 0));
+    }
+    let font = size.font();
+    let row = font + 8;
+    let columns = if size == Size::Full && entries.len() > 3 {
+        2
+    } else {
+        1
+    };
+    let rows = entries.len().div_ceil(columns) as u32;
+    let (pad, gap) = (6, 6);
+    let height = gap + rows * row + 2 * pad + 2;
+    let (left, right) = (size.plot_left(), size.width() - 8);
+    let column_width = (right - left - 2 * pad) / columns as u32;
+    // A label longer than its column would run past the box: cut it, with an ellipsis.
+    let max_chars = ((column_width - 40) as f64 / (f64::from(font) * 0.56)) as usize;
+    let mut out = String::new();
+    {
+        let area = SVGBackend::with_string(&mut out, (size.width(), height)).into_drawing_area();
+        let frame = [(left as i32, gap as i32), (right as i32, height as i32 - 2)];
+        area.draw(&Rectangle::new(frame, WHITE.filled()))
+            .map_err(text)?;
+        area.draw(&Rectangle::new(frame, RGBColor(160, 160, 160).stroke_width(1)))
+            .map_err(text)?;
+        let label_style = (FONT, font)
+            .into_font()
+            .color(&AXIS_TEXT)
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        for (i, e) in entries.iter().enumerate() {
+            let (col, r) = (i as u32 / rows, i as u32 % rows);
+            let x = (left + pad + col * column_width + 4) as i32;
+            let y = (gap + pad + r * row + row / 2) as i32;
+            draw_glyph(&area, e, (x, y))?;
+            let label = shorten(&e.label, max_chars);
+            area.draw(&Text::new(label, (x + 34, y), label_style.clone()))
+                .map_err(text)?;
+        }
+        area.present().map_err(text)?;
+    }
+    let inner_start = out.find('>').map_or(0, |i| i + 1);
+    let inner_end = out.rfind("</svg>").unwrap_or(out.len());
+    Ok((
+        format!(
+            "<g class=\"legend\" transform=\"translate(0,{top})\">{}</g>\n",
+            &out[inner_start..inner_end]
+        ),
+        height,
+    ))
+}
+
+/// Draws the glyph of a legend line, 24 px wide from `at`.
+fn draw_glyph(area: &DrawingArea<SVGBackend, Shift>, e: &Entry, at: (i32, i32)) -> Result<(), String> {
+    match e.glyph {
+        Glyph::Dot => area
+            .draw(&Circle::new((at.0 + 12, at.1), 3, e.look.color.filled()))
+            .map_err(text),
+        Glyph::Line { marker } => {
+            let s = style(e.look, e.width.min(3));
+            for (a, b) in legend_spans(e.look.line).into_iter().filter(|(a, b)| a < b) {
+                area.draw(&PathElement::new(vec![(at.0 + a, at.1), (at.0 + b, at.1)], s))
+                    .map_err(text)?;
+            }
+            if marker {
+                let mark = EmptyElement::at(at)
+                    + marker_fill(e.look, (12, 0), false)
+                    + marker_outline(e.look, (12, 0));
+                area.draw(&mark).map_err(text)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `label` cut to `max` characters, an ellipsis marking the cut.
+fn shorten(label: &str, max: usize) -> String {
+    if label.chars().count() <= max {
+        return label.to_string();
+    }
+    let kept: String = label.chars().take(max.saturating_sub(1)).collect();
+    format!("{}…", kept.trim_end())
 }
 
 fn style(look: Look, width: u32) -> ShapeStyle {
     look.color.stroke_width(width)
 }
 
-/// Draws `c` on `chart` (line, then markers); the first segment of a series carries its legend
-/// entry, so `labelled` is false for the rest.
+/// Draws `c` on `chart`: its line, then its markers.
 fn draw_curve<'a, DB, X, Y>(
     chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
     c: &Curve,
-    labelled: bool,
 ) -> Result<(), String>
 where
     DB: DrawingBackend + 'a,
@@ -142,7 +325,7 @@ where
 {
     let s = style(c.look, c.width);
     let pts = c.points.clone();
-    let anno = match c.look.line {
+    match c.look.line {
         LineKind::Solid => chart.draw_series(LineSeries::new(pts, s)).map_err(text)?,
         LineKind::Dashed => chart
             .draw_series(DashedLineSeries::new(pts, 9, 5, s))
@@ -151,27 +334,6 @@ where
             .draw_series(DashedLineSeries::new(pts, 2, 4, s))
             .map_err(text)?,
     };
-    if labelled {
-        let (look, s, with_marker) = (c.look, style(c.look, c.width), c.legend_marker);
-        // The legend entry: a short line in the curve's style with its marker in the middle.
-        anno.label(c.label.clone()).legend(move |(x, y)| {
-            let seg = |(a, b): (i32, i32)| PathElement::new(vec![(a, 0), (b, 0)], s);
-            let [a, b, c, d] = legend_spans(look.line);
-            // A marker far outside the legend box stands for "no marker".
-            let at = if with_marker {
-                (12, 0)
-            } else {
-                (-10_000, -10_000)
-            };
-            EmptyElement::at((x, y))
-                + seg(a)
-                + seg(b)
-                + seg(c)
-                + seg(d)
-                + marker_fill(look, at, false)
-                + marker_outline(look, at)
-        });
-    }
     let marks = c.marks.iter().map(|&(x, y, hollow)| {
         EmptyElement::at((x, y))
             + marker_fill(c.look, (0, 0), hollow)
@@ -191,7 +353,7 @@ fn legend_spans(line: LineKind) -> [(i32, i32); 4] {
 }
 
 /// The outline of a marker centred on `at` (pixels from its anchor).
-fn marker_points(m: Marker, at: (i32, i32)) -> Vec<(i32, i32)> {
+pub(crate) fn marker_points(m: Marker, at: (i32, i32)) -> Vec<(i32, i32)> {
     let shape: &[(i32, i32)] = match m {
         Marker::Circle => &[
             (5, 0),
@@ -207,6 +369,8 @@ fn marker_points(m: Marker, at: (i32, i32)) -> Vec<(i32, i32)> {
         ],
         Marker::Triangle => &[(0, -6), (6, 5), (-6, 5)],
         Marker::Square => &[(-5, -5), (5, -5), (5, 5), (-5, 5)],
+        Marker::Diamond => &[(0, -7), (7, 0), (0, 7), (-7, 0)],
+        Marker::TriangleDown => &[(0, 6), (6, -5), (-6, -5)],
     };
     shape
         .iter()
@@ -227,25 +391,6 @@ fn marker_outline(look: Look, at: (i32, i32)) -> PathElement<(i32, i32)> {
     let mut pts = marker_points(look.marker, at);
     pts.push(pts[0]);
     PathElement::new(pts, look.color.stroke_width(2))
-}
-
-fn legend<'a, DB, CT>(
-    chart: &mut ChartContext<'a, DB, CT>,
-    pos: SeriesLabelPosition,
-) -> Result<(), String>
-where
-    DB: DrawingBackend + 'a,
-    CT: CoordTranslate,
-{
-    chart
-        .configure_series_labels()
-        .position(pos)
-        .background_style(WHITE.mix(0.92))
-        .border_style(RGBColor(160, 160, 160))
-        .label_font((FONT, 16).into_font().color(&AXIS_TEXT))
-        .margin(12)
-        .draw()
-        .map_err(text)
 }
 
 /// Shades each span across the whole height of the plot, with its label at the top.
@@ -293,57 +438,95 @@ fn nice_ceiling_any(v: f64) -> f64 {
     decade * nice_ceiling(v / decade)
 }
 
-/// The spectrum: latency against 1/(1−p), both on log axes.
-pub(crate) fn spectrum(curves: &[Curve], max_inverse: f64) -> Result<String, ReportError> {
-    let ys = curves.iter().flat_map(|c| c.points.iter().map(|p| p.1));
-    let (lo, hi) = ys.fold((f64::MAX, f64::MIN), |(lo, hi), y| (lo.min(y), hi.max(y)));
-    // Round ends a little outside the data, so no curve runs along an axis.
-    let (lo, hi) = if lo > hi {
-        (0.1, 10.0)
-    } else {
-        (nice_floor(lo / 1.25), nice_ceiling_any(hi * 1.3))
-    };
-    let x_hi = 10f64.powf(max_inverse.max(100.0).log10().ceil()).min(1e7);
+/// The axes of a page's spectra, shared so that small multiples compare at a glance.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct SpectrumAxes {
+    /// Response time (ms), log scale: from one decade below the smallest recorded value to a
+    /// round number above the largest.
+    pub y: (f64, f64),
+    /// The right end of the 1/(1−p) axis: a power of ten.
+    pub x_hi: f64,
+}
+
+impl SpectrumAxes {
+    /// Axes that hold every point of `curves`, and percentiles out to `max_inverse`.
+    pub(crate) fn fit(curves: &[Curve], max_inverse: f64) -> SpectrumAxes {
+        let ys = curves
+            .iter()
+            .flat_map(|c| c.points.iter().map(|p| p.1))
+            .filter(|y| *y > 0.0);
+        let (lo, hi) = ys.fold((f64::MAX, f64::MIN), |(lo, hi), y| (lo.min(y), hi.max(y)));
+        let y = if lo > hi {
+            (0.1, 10.0)
+        } else {
+            (lo / 10.0, nice_ceiling_any(hi * 1.3))
+        };
+        let x_hi = 10f64.powf(max_inverse.max(100.0).log10().ceil()).min(1e7);
+        SpectrumAxes { y, x_hi }
+    }
+}
+
+/// One spectrum chart: its curves on a page's shared axes.
+pub(crate) struct Spectrum<'a> {
+    pub id: String,
+    pub title: String,
+    pub curves: &'a [Curve],
+    pub axes: SpectrumAxes,
+    pub size: Size,
+}
+
+/// The spectrum: latency against 1/(1−p), both on log axes, the legend below.
+pub(crate) fn spectrum(s: &Spectrum) -> Result<String, ReportError> {
+    let SpectrumAxes { y: (lo, hi), x_hi } = s.axes;
+    // A small chart has no room for "0%" beside "50%".
+    let first_key = if s.size == Size::Full { 1.0 } else { 2.0 };
     let keys: Vec<f64> = [1.0, 2.0, 10.0, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7]
         .into_iter()
-        .filter(|k| *k <= x_hi)
+        .filter(|k| *k >= first_key && *k <= x_hi)
         .collect();
-    svg(
-        "spectrum",
-        "Percentile spectrum of response time, one curve per run",
-        (1000, 520),
-        |root| {
-            let mut chart = ChartBuilder::on(root)
-                .caption(
-                    "Response time by percentile",
-                    (FONT, 20).into_font().color(&AXIS_TEXT),
-                )
-                .margin(18)
-                .x_label_area_size(52)
-                .y_label_area_size(72)
-                .build_cartesian_2d(
-                    (1.0..x_hi).log_scale().with_key_points(keys),
-                    (lo..hi).log_scale(),
-                )
-                .map_err(text)?;
-            chart
-                .configure_mesh()
-                .x_desc("percentile (log scale of 1/(1−p): each step right is ten times rarer)")
-                .y_desc("response time (ms, log scale)")
-                .x_label_formatter(&|x| percentile_label(*x))
-                .y_label_formatter(&|y| ms_label(*y))
-                .label_style((FONT, 16).into_font().color(&AXIS_TEXT))
-                .axis_desc_style((FONT, 17).into_font().color(&AXIS_TEXT))
-                .bold_line_style(GRID)
-                .light_line_style(WHITE)
-                .draw()
-                .map_err(text)?;
-            for c in curves {
-                draw_curve(&mut chart, c, true)?;
-            }
-            legend(&mut chart, SeriesLabelPosition::UpperLeft)
-        },
-    )
+    let entries: Vec<Entry> = s.curves.iter().map(Curve::entry).collect();
+    let (height, font, full) = match s.size {
+        Size::Full => (480, 16, true),
+        Size::Small => (240, 12, false),
+    };
+    svg(&s.id, &s.title, s.size, height, &entries, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(&s.title, (FONT, font + 3).into_font().color(&AXIS_TEXT))
+            .margin(if full { 18 } else { 8 })
+            // Room for the last percentile label ("99.99%") centred on the right edge.
+            .margin_right(if full { 30 } else { 20 })
+            .x_label_area_size(if full { 52 } else { 34 })
+            .y_label_area_size(if full { 72 } else { 44 })
+            .build_cartesian_2d(
+                (1.0..x_hi).log_scale().with_key_points(keys),
+                (lo..hi).log_scale(),
+            )
+            .map_err(text)?;
+        chart
+            .configure_mesh()
+            .x_desc(if full {
+                "percentile (log scale of 1/(1−p): each step right is ten times rarer)"
+            } else {
+                "percentile"
+            })
+            .y_desc(if full {
+                "response time (ms, log scale)"
+            } else {
+                "ms"
+            })
+            .x_label_formatter(&|x| percentile_label(*x))
+            .y_label_formatter(&|y| ms_label(*y))
+            .label_style((FONT, font).into_font().color(&AXIS_TEXT))
+            .axis_desc_style((FONT, font + 1).into_font().color(&AXIS_TEXT))
+            .bold_line_style(GRID)
+            .light_line_style(WHITE)
+            .draw()
+            .map_err(text)?;
+        for c in s.curves {
+            draw_curve(&mut chart, c)?;
+        }
+        Ok(())
+    })
     .map_err(fail("spectrum"))
 }
 
@@ -370,50 +553,87 @@ pub(crate) struct Timeline<'a> {
     pub spans: &'a [Span],
     pub x_max: f64,
     pub y_max: f64,
+    pub size: Size,
 }
+
+/// The band lines of a timeline: label, style, width and the value each follows.
+const BAND_LINES: [(&str, LineKind, u32, Pick); 3] = [
+    ("max per interval", LineKind::Dotted, 2, |b: &Band| b.max),
+    ("p99 per interval", LineKind::Dashed, 2, |b: &Band| b.p99),
+    ("p50 per interval", LineKind::Solid, 3, |b: &Band| b.p50),
+];
 
 /// Latency over time for one run: max, p99 and p50 per interval as stepped lines over filled
 /// bands, sampled requests as dots, scenario events shaded.
 pub(crate) fn timeline(t: &Timeline) -> Result<String, ReportError> {
-    svg(&t.id, &t.title, (1000, 330), |root| {
-        let mut chart = time_chart(root, &t.title, "response time (ms)", t.x_max, t.y_max)?;
+    let line_look = |line| Look {
+        color: darker(t.look.color),
+        line,
+        marker: t.look.marker,
+    };
+    let mut entries: Vec<Entry> = Vec::new();
+    if !t.dots.is_empty() {
+        entries.push(Entry {
+            label: "one request, placed at its intended send time".into(),
+            look: Look {
+                color: darker(t.look.color),
+                ..t.look
+            },
+            width: 1,
+            glyph: Glyph::Dot,
+        });
+    }
+    entries.extend(BAND_LINES.iter().map(|(label, line, width, _)| Entry {
+        label: (*label).into(),
+        look: line_look(*line),
+        width: *width,
+        glyph: Glyph::Line { marker: false },
+    }));
+    let height = plot_height(t.size);
+    svg(&t.id, &t.title, t.size, height, &entries, |root| {
+        let axes = TimeAxes {
+            title: &t.title,
+            y_desc: match t.size {
+                Size::Full => "response time (ms)",
+                Size::Small => "ms",
+            },
+            x_max: t.x_max,
+            y_max: t.y_max,
+            size: t.size,
+        };
+        let mut chart = time_chart(root, &axes)?;
         shade(&mut chart, t.spans, (0.0, t.y_max))?;
         fill_bands(&mut chart, t.bands, t.look.color)?;
         if !t.dots.is_empty() {
             let dot = darker(t.look.color).mix(0.55).filled();
             chart
                 .draw_series(t.dots.iter().map(|&(x, y)| Circle::new((x, y), 3, dot)))
-                .map_err(text)?
-                .label("one request, placed at its intended send time")
-                .legend(move |(x, y)| Circle::new((x + 12, y), 3, dot));
+                .map_err(text)?;
         }
-        let band_lines: [(&str, LineKind, u32, Pick); 3] = [
-            ("max per interval", LineKind::Dotted, 2, |b: &Band| b.max),
-            ("p99 per interval", LineKind::Dashed, 2, |b: &Band| b.p99),
-            ("p50 per interval", LineKind::Solid, 3, |b: &Band| b.p50),
-        ];
-        for (label, line, width, pick) in band_lines {
-            for (i, segment) in segments(t.bands).into_iter().enumerate() {
-                let points = steps(segment, pick);
-                let look = Look {
-                    color: darker(t.look.color),
-                    line,
-                    marker: t.look.marker,
-                };
+        for (label, line, width, pick) in BAND_LINES {
+            for segment in segments(t.bands) {
                 let curve = Curve {
                     label: label.into(),
-                    look,
-                    points,
+                    look: line_look(line),
+                    points: steps(segment, pick),
                     marks: vec![],
                     width,
                     legend_marker: false,
                 };
-                draw_curve(&mut chart, &curve, i == 0)?;
+                draw_curve(&mut chart, &curve)?;
             }
         }
-        legend(&mut chart, SeriesLabelPosition::UpperRight)
+        Ok(())
     })
     .map_err(fail("timeline"))
+}
+
+/// The plot area's height of a chart over time or rate.
+fn plot_height(size: Size) -> u32 {
+    match size {
+        Size::Full => 300,
+        Size::Small => 200,
+    }
 }
 
 fn darker(c: RGBColor) -> RGBColor {
@@ -465,23 +685,35 @@ fn fill_bands(chart: &mut Chart, bands: &[Band], color: RGBColor) -> Result<(), 
     Ok(())
 }
 
-fn time_chart<'a, 'b>(
-    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
-    title: &str,
-    y_desc: &str,
+/// What a chart over time is drawn on.
+struct TimeAxes<'t> {
+    title: &'t str,
+    y_desc: &'t str,
     x_max: f64,
     y_max: f64,
+    size: Size,
+}
+
+fn time_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    a: &TimeAxes,
 ) -> Result<Chart<'a, 'b>, String> {
+    let (font, full) = (a.size.font(), a.size == Size::Full);
+    let x_max = a.x_max;
     let mut chart = ChartBuilder::on(root)
-        .caption(title, (FONT, 18).into_font().color(&AXIS_TEXT))
-        .margin(16)
-        .x_label_area_size(46)
-        .y_label_area_size(72)
-        .build_cartesian_2d(0.0..x_max, 0.0..y_max)
+        .caption(a.title, (FONT, font + 2).into_font().color(&AXIS_TEXT))
+        .margin(if full { 16 } else { 8 })
+        .x_label_area_size(if full { 46 } else { 34 })
+        .y_label_area_size(if full { 72 } else { 44 })
+        .build_cartesian_2d(0.0..x_max, 0.0..a.y_max)
         .map_err(text)?;
     chart
         .configure_mesh()
-        .x_desc("time since the start of the run (s)")
+        .x_desc(if full {
+            "time since the start of the run (s)"
+        } else {
+            "time (s)"
+        })
         .x_label_formatter(&|x| {
             if x_max >= 5.0 {
                 format!("{x:.0}")
@@ -489,10 +721,12 @@ fn time_chart<'a, 'b>(
                 format!("{x:.1}")
             }
         })
-        .y_desc(y_desc)
+        .x_labels(if full { 10 } else { 5 })
+        .y_labels(if full { 10 } else { 5 })
+        .y_desc(a.y_desc)
         .y_label_formatter(&|y| ms_label(*y))
-        .label_style((FONT, 16).into_font().color(&AXIS_TEXT))
-        .axis_desc_style((FONT, 17).into_font().color(&AXIS_TEXT))
+        .label_style((FONT, font).into_font().color(&AXIS_TEXT))
+        .axis_desc_style((FONT, font + 1).into_font().color(&AXIS_TEXT))
         .bold_line_style(GRID)
         .light_line_style(WHITE)
         .draw()
@@ -502,50 +736,68 @@ fn time_chart<'a, 'b>(
 
 /// A chart of one value per interval over time, one stepped line per run, events shaded.
 pub(crate) struct OverTime<'a> {
-    pub id: &'static str,
-    pub title: &'static str,
+    pub id: String,
+    pub title: String,
     pub y_desc: &'static str,
     pub curves: &'a [Curve],
     /// Horizontal reference lines: (label, y).
     pub references: &'a [(String, f64)],
     pub spans: &'a [Span],
     pub x_max: f64,
+    /// The y axis's top; `None` fits this chart's own data.
+    pub y_max: Option<f64>,
+    pub size: Size,
 }
 
 pub(crate) fn over_time(c: &OverTime) -> Result<String, ReportError> {
-    let data_max = c
-        .curves
+    let y_max = c.y_max.unwrap_or_else(|| over_time_ceiling(c.curves, c.references));
+    let references: Vec<Curve> = c
+        .references
         .iter()
-        .flat_map(|k| k.points.iter().map(|p| p.1))
-        .chain(c.references.iter().map(|r| r.1))
-        .fold(0.0, f64::max);
-    let y_max = nice_ceiling(data_max * 1.1);
-    svg(c.id, c.title, (1000, 330), |root| {
-        let mut chart = time_chart(root, c.title, c.y_desc, c.x_max, y_max)?;
-        shade(&mut chart, c.spans, (0.0, y_max))?;
-        let grey = GREY;
-        for (label, y) in c.references {
-            let look = Look {
-                color: grey,
+        .map(|(label, y)| Curve {
+            label: label.clone(),
+            look: Look {
+                color: GREY,
                 line: LineKind::Dotted,
                 marker: Marker::Square,
-            };
-            let reference = Curve {
-                label: label.clone(),
-                look,
-                points: vec![(0.0, *y), (c.x_max, *y)],
-                marks: vec![],
-                width: 1,
-                legend_marker: false,
-            };
-            draw_curve(&mut chart, &reference, true)?;
+            },
+            points: vec![(0.0, *y), (c.x_max, *y)],
+            marks: vec![],
+            width: 1,
+            legend_marker: false,
+        })
+        .collect();
+    let entries: Vec<Entry> = references
+        .iter()
+        .chain(c.curves)
+        .map(Curve::entry)
+        .collect();
+    svg(&c.id, &c.title, c.size, plot_height(c.size), &entries, |root| {
+        let axes = TimeAxes {
+            title: &c.title,
+            y_desc: c.y_desc,
+            x_max: c.x_max,
+            y_max,
+            size: c.size,
+        };
+        let mut chart = time_chart(root, &axes)?;
+        shade(&mut chart, c.spans, (0.0, y_max))?;
+        for curve in references.iter().chain(c.curves) {
+            draw_curve(&mut chart, curve)?;
         }
-        for curve in c.curves {
-            draw_curve(&mut chart, curve, true)?;
-        }
-        legend(&mut chart, SeriesLabelPosition::LowerRight)
+        Ok(())
     })
-    .map_err(fail(c.id))
+    .map_err(fail("over time"))
+}
+
+/// A round top for a chart over time that holds every curve and reference line.
+pub(crate) fn over_time_ceiling(curves: &[Curve], references: &[(String, f64)]) -> f64 {
+    let data_max = curves
+        .iter()
+        .flat_map(|k| k.points.iter().map(|p| p.1))
+        .chain(references.iter().map(|r| r.1))
+        .fold(0.0, f64::max);
+    nice_ceiling(data_max * 1.1)
 }
 
 /// Round multiples of a power of ten that make readable axis ends.
@@ -561,16 +813,6 @@ pub(crate) fn nice_ceiling(v: f64) -> f64 {
         .map(|m| m * decade)
         .find(|x| *x >= v * (1.0 - 1e-12))
         .unwrap_or(10.0 * decade)
-}
-
-/// The largest round number at or below `v` (for positive `v`).
-fn nice_floor(v: f64) -> f64 {
-    let decade = 10f64.powf(v.log10().floor());
-    NICE.into_iter()
-        .rev()
-        .map(|m| m * decade)
-        .find(|x| *x <= v * (1.0 + 1e-12))
-        .unwrap_or(decade)
 }
 
 /// A chart against the offered rate (the sweep's x axis), spans shaded.
@@ -596,7 +838,8 @@ pub(crate) fn rate_chart(c: &RateChart) -> Result<String, ReportError> {
     } else {
         0.0
     };
-    svg(c.id, c.title, (1000, 330), |root| {
+    let entries: Vec<Entry> = c.curves.iter().map(Curve::entry).collect();
+    svg(c.id, c.title, Size::Full, 300, &entries, |root| {
         let mut chart = ChartBuilder::on(root)
             .caption(c.title, (FONT, 18).into_font().color(&AXIS_TEXT))
             .margin(16)
@@ -633,9 +876,9 @@ pub(crate) fn rate_chart(c: &RateChart) -> Result<String, ReportError> {
             .map_err(text)?;
         shade(&mut chart, c.spans, (y_min, c.y_max))?;
         for curve in c.curves {
-            draw_curve(&mut chart, curve, true)?;
+            draw_curve(&mut chart, curve)?;
         }
-        legend(&mut chart, SeriesLabelPosition::UpperLeft)
+        Ok(())
     })
     .map_err(fail(c.id))
 }
@@ -674,8 +917,6 @@ mod tests {
             1000.0,
             "a round value is its own ceiling"
         );
-        assert_eq!(nice_floor(8.0), 8.0);
-        assert_eq!(nice_floor(7.9), 6.0);
         assert_eq!(nice_ceiling_any(0.013), 0.015);
     }
 }

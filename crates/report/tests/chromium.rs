@@ -1,6 +1,8 @@
 //! The HTML report in a real browser: headless Chromium renders the checked-in hiccup results
 //! (open and closed loop), and the page must have its charts, no console errors, and a
-//! screenshot that is not blank.
+//! screenshot that is not blank. A suite of 14 and of 16 runs must read at a glance at 1280 px:
+//! no sideways scroll, no legend over data, a distinct look per run, and the verdict board
+//! whole on the first screen.
 //!
 //! Chromium is `$SOJOURN_CHROMIUM`, or `chromium` on PATH. Without it the test fails under
 //! CI=true (.ci/run installs it) and is skipped with a line on stdout elsewhere. Set
@@ -8,10 +10,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use sojourn_report::html::{render, HtmlOptions, ReportRun};
+use sojourn_testkit::browser::{layout, run_chromium};
 
 /// Writes the checked-in fixtures again. Run after a change to the result format:
 /// `cargo test -p sojourn-report --test chromium -- --ignored regenerate`.
@@ -47,57 +48,6 @@ fn chromium() -> Option<PathBuf> {
         );
     }
     found
-}
-
-/// Runs Chromium headless on `page` with `extra` flags, killing it after 90 s.
-fn run_chromium(chromium: &Path, profile: &Path, page: &Path, extra: &[String]) -> Output {
-    let mut cmd = Command::new(chromium);
-    cmd.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-    ])
-    .args([
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-    ])
-    .args(["--enable-logging=stderr", "--v=0", "--hide-scrollbars"])
-    .arg(format!("--user-data-dir={}", profile.display()))
-    .args(extra)
-    .arg(format!("file://{}", page.display()))
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("start chromium");
-    // Drain both pipes while waiting: a full pipe would block Chromium forever.
-    let drain = |mut pipe: Box<dyn std::io::Read + Send>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let _ = pipe.read_to_end(&mut bytes);
-            bytes
-        })
-    };
-    let stdout = drain(Box::new(child.stdout.take().unwrap()));
-    let stderr = drain(Box::new(child.stderr.take().unwrap()));
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("chromium did not finish within 90 s");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    Output {
-        status,
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-    }
 }
 
 fn report_in(dir: &Path) -> PathBuf {
@@ -229,4 +179,62 @@ fn assert_screenshot_has_content(path: &Path) {
         "only {} distinct colours: the charts are missing",
         colours.len()
     );
+}
+
+/// A suite page of `n` synthetic runs, written into `dir`.
+fn suite_page(n: usize, dir: &Path) -> PathBuf {
+    let runs: Vec<ReportRun> = common::suite_runs(n)
+        .into_iter()
+        .map(|result| ReportRun {
+            source: format!("{}.json", result.label),
+            result,
+            samples: Vec::new(),
+        })
+        .collect();
+    let html = render(
+        &runs,
+        &HtmlOptions {
+            title: Some("sojourn suite: hiccup — every tool against the model".into()),
+        },
+    )
+    .unwrap();
+    let page = dir.join(format!("suite-{n}.html"));
+    std::fs::write(&page, html).unwrap();
+    page
+}
+
+#[test]
+fn a_sixteen_run_suite_reads_at_a_glance_at_1280_px() {
+    let Some(chromium) = chromium() else { return };
+    let dir = std::env::temp_dir().join(format!("sojourn-report-suite-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let page = suite_page(16, &dir);
+    let seen = layout(&chromium, &page, (1280, 800), &dir);
+    assert_eq!(seen.inner_width, 1280.0, "the window is 1280 px wide");
+    assert_eq!(seen.faults(16), Vec::<String>::new());
+    let ids: Vec<&str> = seen.charts.iter().map(|c| c.id.as_str()).collect();
+    // Beyond five runs, the spectrum is small multiples: one chart per run but the model.
+    assert_eq!(
+        ids.iter().filter(|id| id.starts_with("spectrum-")).count(),
+        15,
+        "{ids:?}"
+    );
+    assert!(!ids.contains(&"spectrum"), "no combined spectrum of 16 curves");
+    assert_eq!(seen.board_rows, 16);
+
+    // The same suite of 14 runs, as a full suite with every peer installed gives: its board is
+    // whole on the first screen.
+    let page = suite_page(14, &dir);
+    let seen = layout(&chromium, &page, (1280, 800), &dir);
+    assert_eq!(seen.faults(14), Vec::<String>::new());
+    assert_eq!(seen.board_rows, 14);
+    let bottom = seen.board_bottom.expect("the page opens with the board");
+    assert!(
+        bottom <= 800.0,
+        "the board ends {bottom:.0} px down: below the first 800 px"
+    );
+    if let Some(keep) = std::env::var_os("SOJOURN_SCREENSHOT_DIR") {
+        std::fs::copy(&page, Path::new(&keep).join("suite-14.html")).unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -2,6 +2,8 @@
 //! the rule for when one is missing. A dev-dependency only; nothing ships with it.
 #![forbid(unsafe_code)]
 
+pub mod browser;
+
 use std::path::PathBuf;
 
 /// A program on PATH, found the way a shell (and `.ci/run`'s `command -v`) finds it.

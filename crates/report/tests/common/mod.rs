@@ -132,3 +132,54 @@ pub fn closed_run() -> (RunResult, Vec<Sample>) {
     r.scenario = Some(serde_json::to_value(&s).unwrap());
     (r, samples)
 }
+
+/// The peers a full suite runs, each with its loop, the banner its version command prints,
+/// and what its importer would note. Several share notes, as real suites' runs do.
+const SUITE_TOOLS: [(&str, Mode, &str, &[&str]); 15] = [
+    ("sojourn open", Mode::Open, "0.1.0", &[]),
+    ("sojourn closed", Mode::Closed, "0.1.0", &[]),
+    ("sojourn paced", Mode::Paced, "0.1.0", &[]),
+    ("wrk", Mode::Closed, "wrk debian/4.1.0-3+b2 [epoll] Copyright (C) 2012 Will Glozer", &["summary only: service time and send lag are unknown", "wrk has no rate: it is a closed loop"]),
+    ("wrk2 -R", Mode::Open, "wrk 4.0.0 [epoll] Copyright (C) 2012 Will Glozer", &["summary only: service time and send lag are unknown"]),
+    ("ab", Mode::Closed, "This is ApacheBench, Version 2.3 <$Revision$>", &["summary only: service time and send lag are unknown", "ab speaks HTTP/1.0 (keep-alive with -k)"]),
+    ("hey", Mode::Closed, "v0.1.5", &["each request is due when the tool stamped it: any lateness before its own stamp is invisible"]),
+    ("hey -q", Mode::Paced, "v0.1.5", &["each request is due when the tool stamped it: any lateness before its own stamp is invisible"]),
+    ("vegeta", Mode::Open, "v12.12.0", &["each request is due when the tool stamped it: any lateness before its own stamp is invisible"]),
+    ("k6", Mode::Closed, "k6 v0.49.0 (go1.21.6, linux/amd64)", &["k6 constant-vus has no rate: each VU is a closed loop"]),
+    ("k6 constant-arrival-rate", Mode::Open, "k6 v0.49.0 (go1.21.6, linux/amd64)", &["k6's http_req_duration leaves out waiting for and opening a connection"]),
+    ("oha", Mode::Closed, "oha 1.4.5", &["oha's CSV leaves out requests that ended in an error"]),
+    ("oha -q", Mode::Open, "oha 1.4.5", &["oha's CSV leaves out requests that ended in an error"]),
+    ("oha -q --latency-correction", Mode::Open, "oha 1.4.5", &["oha's CSV leaves out requests that ended in an error"]),
+    ("fortio -qps", Mode::Paced, "1.63.0 h1:abc= go1.21.6 amd64 linux", &["summary only: service time and send lag are unknown"]),
+];
+
+/// A suite of `n` runs (2 to 16): the model first, then sojourn's loops and the peers, each an
+/// open or closed run of the hiccup scenario relabelled as that tool would be.
+pub fn suite_runs(n: usize) -> Vec<RunResult> {
+    assert!((2..=16).contains(&n), "the table has 15 tools and the model");
+    let (open, _) = open_run();
+    let (closed, _) = closed_run();
+    let mut model = open.clone();
+    model.label = "model".into();
+    let mut runs = vec![model];
+    for (label, mode, version, notes) in SUITE_TOOLS.iter().take(n - 1) {
+        let mut r = if *mode == Mode::Closed {
+            closed.clone()
+        } else {
+            open.clone()
+        };
+        r.label = (*label).into();
+        r.mode = *mode;
+        r.tool.name = label.split(' ').next().unwrap().into();
+        r.tool.version = (*version).into();
+        if !notes.is_empty() {
+            r.import = Some(sojourn_core::result::ImportInfo {
+                detail: sojourn_core::result::Detail::Summary,
+                source: vec![format!("{label}.txt")],
+                notes: notes.iter().map(|s| s.to_string()).collect(),
+            });
+        }
+        runs.push(r);
+    }
+    runs
+}
