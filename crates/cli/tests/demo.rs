@@ -3,7 +3,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use common::*;
 
@@ -116,7 +115,9 @@ fn hiccup_splits_the_loops_and_the_healthy_control_does_not() {
     assert!(stdout.contains("agree here"), "{stdout}");
 }
 
-/// Headless Chromium renders the report; the spectrum has both loops in it.
+/// Headless Chromium renders the report; the spectrum has both loops in it. At 1280 px the
+/// page does not scroll sideways, no legend covers data, each run has its own look, and the
+/// verdict board opens the page with all three runs.
 fn assert_report_shows_both_curves(report: &Path, dir: &Path) {
     let Some(chromium) = sojourn_testkit::chromium() else {
         sojourn_testkit::skip(
@@ -124,24 +125,12 @@ fn assert_report_shows_both_curves(report: &Path, dir: &Path) {
         );
         return;
     };
-    let out = Command::new("timeout")
-        .arg("90")
-        .arg(&chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--dump-dom",
-        ])
-        .arg(format!("--user-data-dir={}", dir.join("profile").display()))
-        .arg(format!("file://{}", report.display()))
-        .output()
-        .expect("running chromium");
+    let out = sojourn_testkit::browser::run_chromium(
+        &chromium,
+        &dir.join("profile"),
+        report,
+        &["--dump-dom".into()],
+    );
     let dom = String::from_utf8_lossy(&out.stdout);
     let spectrum = dom
         .split("id=\"spectrum\"")
@@ -151,5 +140,13 @@ fn assert_report_shows_both_curves(report: &Path, dir: &Path) {
     assert!(
         spectrum.contains("closed loop") && spectrum.contains("open loop"),
         "both curves are labelled in the spectrum"
+    );
+    let seen = sojourn_testkit::browser::layout(&chromium, report, (1280, 800), dir);
+    assert_eq!(seen.faults(3), Vec::<String>::new());
+    assert_eq!(seen.board_rows, 3, "model, open and paced on the board");
+    assert!(
+        seen.board_bottom.is_some_and(|b| b <= 800.0),
+        "the board is on the first screen: {:?}",
+        seen.board_bottom
     );
 }

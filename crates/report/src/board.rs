@@ -25,13 +25,16 @@ pub(crate) fn board_section(page: &mut String, views: &[RunView]) {
     rows.sort_by_key(|(_, _, verdict)| verdict.rank());
     page.push_str(
         "<section id=\"board\">\n<h2>Which runs hide the stall?</h2>\n<table class=\"board\">\n\
-         <colgroup><col style=\"width: 18%\"><col style=\"width: 6%\"><col style=\"width: 8%\">\
-         <col style=\"width: 8%\"><col style=\"width: 8%\"><col style=\"width: 15%\">\
+         <colgroup><col style=\"width: 16%\"><col style=\"width: 6%\"><col style=\"width: 9%\">\
+         <col style=\"width: 9%\"><col style=\"width: 9%\"><col style=\"width: 13%\">\
          <col style=\"width: 13%\"><col></colgroup>\n<thead><tr><th>run</th><th>loop</th>",
     );
     for (p, name) in BOARD_PERCENTILES {
         let model_value = value_at(model, p).map_or("—".into(), |(v, lb)| latency(v, lb));
-        let _ = write!(page, "<th>{name}<br><small>model {model_value}</small></th>");
+        let _ = write!(
+            page,
+            "<th>{name}<br><small>model {model_value}</small></th>"
+        );
     }
     page.push_str(
         "<th>p99 vs model</th><th class=\"verdict\">verdict</th><th>what it cannot show</th></tr></thead>\n<tbody>\n",
@@ -66,11 +69,11 @@ fn board_row(page: &mut String, v: &RunView, ratio: Option<f64>, verdict: Verdic
     let (caveat, bad) = caveat(r, verdict);
     let _ = writeln!(
         page,
-        "<td class=\"bar\">{}</td><td class=\"verdict\"><span class=\"badge {}\">{}</span></td><td class=\"caveat\" title=\"{caveat}\"><div{}>{caveat}</div></td></tr>",
+        "<td class=\"bar\">{}</td><td class=\"verdict\"><span class=\"badge {}\">{}</span></td><td class=\"caveat{}\" title=\"{caveat}\">{caveat}</td></tr>",
         ratio_bar(ratio),
         verdict_class(verdict),
         badge(verdict),
-        if bad { " class=\"bad\"" } else { "" },
+        if bad { " bad" } else { "" },
         caveat = escape(&caveat)
     );
 }
@@ -123,7 +126,7 @@ fn ratio_bar(ratio: Option<f64>) -> String {
         format!("{x:.2}×")
     };
     format!(
-        "<svg class=\"bar\" width=\"80\" height=\"12\" viewBox=\"0 0 100 12\" aria-hidden=\"true\">\
+        "<svg class=\"bar\" width=\"60\" height=\"12\" viewBox=\"0 0 100 12\" aria-hidden=\"true\">\
          <rect x=\"0\" y=\"5\" width=\"100\" height=\"2\" fill=\"#e4e4e4\"/>\
          <rect x=\"{from:.1}\" y=\"2\" width=\"{:.1}\" height=\"8\" fill=\"{colour}\"/>\
          <rect x=\"49.5\" y=\"0\" width=\"1\" height=\"12\" fill=\"#222\"/></svg> {text}",
@@ -153,7 +156,9 @@ pub(crate) fn caveat(r: &RunResult, verdict: Verdict) -> (String, bool) {
             false,
         );
     }
-    if r.histograms.backfilled.is_some() || verdict == Verdict::CorrectedAfterTheFact {
+    // A back-filled curve beside a measurement is labelled in the charts; only a run whose
+    // reported numbers are the estimate gets this caveat.
+    if verdict == Verdict::CorrectedAfterTheFact {
         return (
             "back-filled after the run: an estimate, not a measurement".into(),
             false,
@@ -162,8 +167,7 @@ pub(crate) fn caveat(r: &RunResult, verdict: Verdict) -> (String, bool) {
     let line = match r.mode {
         Mode::Closed => Some("closed loop: sends nothing new while its connections wait".into()),
         Mode::Paced => Some(
-            "paced closed loop: a connection sends its next slot only after its last answer"
-                .into(),
+            "paced closed loop: a connection sends its next slot only after its last answer".into(),
         ),
         _ => None,
     };
@@ -285,7 +289,14 @@ fn run_notes(r: &RunResult) -> Vec<String> {
         .map(str::to_string)
         .collect::<Vec<_>>();
     let mut out: Vec<String> = Vec::new();
-    for n in r.checks.notes.iter().cloned().chain(imported).chain(statistics) {
+    for n in r
+        .checks
+        .notes
+        .iter()
+        .cloned()
+        .chain(imported)
+        .chain(statistics)
+    {
         if !out.contains(&n) {
             out.push(n);
         }
@@ -308,7 +319,11 @@ mod tests {
     #[test]
     fn versions_are_cut_from_the_banners_tools_print() {
         let rows = [
-            ("ab", "This is ApacheBench, Version 2.3 <$Revision$>", "ab 2.3"),
+            (
+                "ab",
+                "This is ApacheBench, Version 2.3 <$Revision$>",
+                "ab 2.3",
+            ),
             (
                 "wrk",
                 "wrk debian/4.1.0-3+b2 [epoll] Copyright (C) 2012 Will Glozer",

@@ -145,7 +145,11 @@ fn lede(runs: &[ReportRun]) -> String {
     let scenario = runs
         .iter()
         .find_map(|r| r.result.scenario.as_ref().and_then(scenario_name));
-    let target = runs.iter().find_map(|r| r.result.config.target.clone());
+    // The model's target names the simulator; a measured run's names the server.
+    let targets = || runs.iter().filter_map(|r| r.result.config.target.clone());
+    let target = targets()
+        .find(|t| !t.starts_with("sim:"))
+        .or_else(|| targets().next());
     let mut parts = vec![format!(
         "{} run{}",
         runs.len(),
@@ -214,15 +218,14 @@ footer { margin-top: 40px; color: #777; font-size: 13px; }
 svg.swatch { width: 14px; height: 14px; margin-right: 6px; vertical-align: -2px; }
 .grid { display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: 8px 12px; }
 .grid svg { max-width: 100%; height: auto; display: block; }
-table.board { table-layout: fixed; width: 100%; font-size: 14px; }
+table.board { table-layout: fixed; width: 100%; font-size: 13px; }
 table.board td, table.board th { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; padding: 3px 6px; vertical-align: middle; }
 table.board thead th { white-space: normal; vertical-align: bottom; }
 table.board small { color: #666; font-weight: normal; }
 table.board td.caveat { text-align: left; font-size: 13px; color: #444; }
-table.board td.caveat div { white-space: normal; line-height: 1.2; display: -webkit-box; -webkit-line-clamp: 2; -webkit-box-orient: vertical; overflow: hidden; }
 table.board td.verdict, table.board th.verdict { text-align: center; } table.board td.bar { text-align: left; }
 #board h2 { margin-top: 16px; }
-.badge { display: inline-block; padding: 1px 7px; border-radius: 9px; font-size: 12px; font-weight: 600; color: #fff; }
+.badge { display: inline-block; padding: 1px 6px; border-radius: 9px; font-size: 11px; font-weight: 600; color: #fff; }
 .v-model { background: #555; } .v-honest { background: #1b6e20; } .v-hides { background: #b00020; }
 .v-overstates { background: #a85a00; } .v-corrected { background: #6a3d9a; } .v-nodata { background: #999; }
 details { margin: 4px 0; } details > summary { cursor: pointer; } details ul { margin: 4px 0 8px; }
@@ -401,12 +404,7 @@ fn compact_summary(page: &mut String, views: &[RunView]) {
     }
     page.push_str("</tr></thead>\n<tbody>\n");
     for v in views {
-        let _ = write!(
-            page,
-            "<tr><th>{}{}</th>",
-            swatch(v.look),
-            escape(&v.name())
-        );
+        let _ = write!(page, "<tr><th>{}{}</th>", swatch(v.look), escape(&v.name()));
         for (_, cell) in &rows {
             let _ = write!(page, "<td>{}</td>", cell(v.r()));
         }

@@ -249,8 +249,11 @@ fn legend_group(size: Size, entries: &[Entry], top: u32) -> Result<(String, u32)
         let frame = [(left as i32, gap as i32), (right as i32, height as i32 - 2)];
         area.draw(&Rectangle::new(frame, WHITE.filled()))
             .map_err(text)?;
-        area.draw(&Rectangle::new(frame, RGBColor(160, 160, 160).stroke_width(1)))
-            .map_err(text)?;
+        area.draw(&Rectangle::new(
+            frame,
+            RGBColor(160, 160, 160).stroke_width(1),
+        ))
+        .map_err(text)?;
         let label_style = (FONT, font)
             .into_font()
             .color(&AXIS_TEXT)
@@ -278,7 +281,11 @@ fn legend_group(size: Size, entries: &[Entry], top: u32) -> Result<(String, u32)
 }
 
 /// Draws the glyph of a legend line, 24 px wide from `at`.
-fn draw_glyph(area: &DrawingArea<SVGBackend, Shift>, e: &Entry, at: (i32, i32)) -> Result<(), String> {
+fn draw_glyph(
+    area: &DrawingArea<SVGBackend, Shift>,
+    e: &Entry,
+    at: (i32, i32),
+) -> Result<(), String> {
     match e.glyph {
         Glyph::Dot => area
             .draw(&Circle::new((at.0 + 12, at.1), 3, e.look.color.filled()))
@@ -286,8 +293,11 @@ fn draw_glyph(area: &DrawingArea<SVGBackend, Shift>, e: &Entry, at: (i32, i32)) 
         Glyph::Line { marker } => {
             let s = style(e.look, e.width.min(3));
             for (a, b) in legend_spans(e.look.line).into_iter().filter(|(a, b)| a < b) {
-                area.draw(&PathElement::new(vec![(at.0 + a, at.1), (at.0 + b, at.1)], s))
-                    .map_err(text)?;
+                area.draw(&PathElement::new(
+                    vec![(at.0 + a, at.1), (at.0 + b, at.1)],
+                    s,
+                ))
+                .map_err(text)?;
             }
             if marker {
                 let mark = EmptyElement::at(at)
@@ -750,7 +760,9 @@ pub(crate) struct OverTime<'a> {
 }
 
 pub(crate) fn over_time(c: &OverTime) -> Result<String, ReportError> {
-    let y_max = c.y_max.unwrap_or_else(|| over_time_ceiling(c.curves, c.references));
+    let y_max = c
+        .y_max
+        .unwrap_or_else(|| over_time_ceiling(c.curves, c.references));
     let references: Vec<Curve> = c
         .references
         .iter()
@@ -772,21 +784,28 @@ pub(crate) fn over_time(c: &OverTime) -> Result<String, ReportError> {
         .chain(c.curves)
         .map(Curve::entry)
         .collect();
-    svg(&c.id, &c.title, c.size, plot_height(c.size), &entries, |root| {
-        let axes = TimeAxes {
-            title: &c.title,
-            y_desc: c.y_desc,
-            x_max: c.x_max,
-            y_max,
-            size: c.size,
-        };
-        let mut chart = time_chart(root, &axes)?;
-        shade(&mut chart, c.spans, (0.0, y_max))?;
-        for curve in references.iter().chain(c.curves) {
-            draw_curve(&mut chart, curve)?;
-        }
-        Ok(())
-    })
+    svg(
+        &c.id,
+        &c.title,
+        c.size,
+        plot_height(c.size),
+        &entries,
+        |root| {
+            let axes = TimeAxes {
+                title: &c.title,
+                y_desc: c.y_desc,
+                x_max: c.x_max,
+                y_max,
+                size: c.size,
+            };
+            let mut chart = time_chart(root, &axes)?;
+            shade(&mut chart, c.spans, (0.0, y_max))?;
+            for curve in references.iter().chain(c.curves) {
+                draw_curve(&mut chart, curve)?;
+            }
+            Ok(())
+        },
+    )
     .map_err(fail("over time"))
 }
 

@@ -204,7 +204,7 @@ fn suite_page(n: usize, dir: &Path) -> PathBuf {
 }
 
 #[test]
-fn a_sixteen_run_suite_reads_at_a_glance_at_1280_px() {
+fn suites_of_14_16_and_22_runs_read_at_a_glance_at_1280_px() {
     let Some(chromium) = chromium() else { return };
     let dir = std::env::temp_dir().join(format!("sojourn-report-suite-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -219,22 +219,70 @@ fn a_sixteen_run_suite_reads_at_a_glance_at_1280_px() {
         15,
         "{ids:?}"
     );
-    assert!(!ids.contains(&"spectrum"), "no combined spectrum of 16 curves");
+    assert!(
+        !ids.contains(&"spectrum"),
+        "no combined spectrum of 16 curves"
+    );
     assert_eq!(seen.board_rows, 16);
 
-    // The same suite of 14 runs, as a full suite with every peer installed gives: its board is
-    // whole on the first screen.
-    let page = suite_page(14, &dir);
+    // Rows scale past twenty tools without a sideways scroll.
+    let page = suite_page(22, &dir);
     let seen = layout(&chromium, &page, (1280, 800), &dir);
-    assert_eq!(seen.faults(14), Vec::<String>::new());
-    assert_eq!(seen.board_rows, 14);
-    let bottom = seen.board_bottom.expect("the page opens with the board");
-    assert!(
-        bottom <= 800.0,
-        "the board ends {bottom:.0} px down: below the first 800 px"
-    );
+    assert_eq!(seen.faults(22), Vec::<String>::new());
+    assert_eq!(seen.board_rows, 22);
+
+    // Fourteen runs, as a suite with the usual peers installed gives, and seventeen, as every
+    // peer and variant here gives: the board is whole on the first screen.
+    for n in [14, 17] {
+        let page = suite_page(n, &dir);
+        let seen = layout(&chromium, &page, (1280, 800), &dir);
+        assert_eq!(seen.faults(n), Vec::<String>::new());
+        assert_eq!(seen.board_rows, n);
+        let bottom = seen.board_bottom.expect("the page opens with the board");
+        assert!(
+            bottom <= 800.0,
+            "{n} runs: the board ends {bottom:.0} px down, below the first 800 px"
+        );
+    }
+    let page = dir.join("suite-14.html");
     if let Some(keep) = std::env::var_os("SOJOURN_SCREENSHOT_DIR") {
         std::fs::copy(&page, Path::new(&keep).join("suite-14.html")).unwrap();
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_sweep_page_keeps_its_legends_off_the_data() {
+    use sojourn_core::sweep::Status;
+    use sojourn_report::sweep_plot::{Cliffs, SweepPoint};
+    let Some(chromium) = chromium() else { return };
+    let dir = std::env::temp_dir().join(format!("sojourn-report-sweep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A sweep whose latency climbs into the upper left, where a legend used to sit.
+    let points: Vec<SweepPoint> = [
+        (1000.0, 1000.0, 900.0, 2000.0, Status::Ok),
+        (2000.0, 2000.0, 950.0, 2500.0, Status::Ok),
+        (3000.0, 2600.0, 1500.0, 4000.0, Status::Saturated),
+        (4000.0, 2700.0, 3000.0, 8000.0, Status::Saturated),
+    ]
+    .into_iter()
+    .map(|(offered, achieved, p50_ms, p99_ms, status)| SweepPoint {
+        offered,
+        achieved,
+        p50_ms,
+        p99_ms,
+        status,
+    })
+    .collect();
+    let cliffs = Cliffs {
+        measured: Some((2000.0, 3000.0)),
+        model: None,
+    };
+    let html = sojourn_report::html::sweep_page("sweep", "the table", &points, cliffs).unwrap();
+    let page = dir.join("sweep.html");
+    std::fs::write(&page, html).unwrap();
+    let seen = layout(&chromium, &page, (1280, 800), &dir);
+    assert_eq!(seen.charts.len(), 2, "{:?}", seen.charts);
+    assert_eq!(seen.faults(0), Vec::<String>::new());
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -135,7 +135,10 @@ pub fn layout(chromium: &Path, page: &Path, (width, height): (u32, u32), dir: &P
         chromium,
         &dir.join(format!("profile-probe-{width}x{height}")),
         &probed,
-        &["--dump-dom".into(), format!("--window-size={width},{height}")],
+        &[
+            "--dump-dom".into(),
+            format!("--window-size={width},{height}"),
+        ],
     );
     assert!(
         out.status.success(),
@@ -147,8 +150,17 @@ pub fn layout(chromium: &Path, page: &Path, (width, height): (u32, u32), dir: &P
         .split("<pre id=\"sojourn-probe\">")
         .nth(1)
         .and_then(|s| s.split("</pre>").next())
-        .unwrap_or_else(|| panic!("the probe did not run: {}", String::from_utf8_lossy(&out.stderr)));
-    let json = json.replace("&quot;", "\"").replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">");
+        .unwrap_or_else(|| {
+            panic!(
+                "the probe did not run: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    let json = json
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">");
     parse(&serde_json::from_str(&json).expect("the probe wrote JSON"))
 }
 
@@ -202,7 +214,10 @@ impl Layout {
                 out.push(format!("chart {} has {} legends", c.id, c.legends.len()));
             }
             if c.legends.iter().any(|(w, h)| *w < 20.0 || *h < 10.0) {
-                out.push(format!("chart {}: a legend box is not drawn: {:?}", c.id, c.legends));
+                out.push(format!(
+                    "chart {}: a legend box is not drawn: {:?}",
+                    c.id, c.legends
+                ));
             }
             if c.points == 0 {
                 out.push(format!("chart {} has no points to check", c.id));
