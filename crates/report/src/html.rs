@@ -146,10 +146,12 @@ fn lede(runs: &[ReportRun]) -> String {
         .iter()
         .find_map(|r| r.result.scenario.as_ref().and_then(scenario_name));
     // The model's target names the simulator; a measured run's names the server.
-    let targets = || runs.iter().filter_map(|r| r.result.config.target.clone());
-    let target = targets()
-        .find(|t| !t.starts_with("sim:"))
-        .or_else(|| targets().next());
+    let target_of = |r: &ReportRun| r.result.config.target.clone();
+    let target = runs
+        .iter()
+        .filter(|r| !sojourn_core::verdict::is_model(&r.result))
+        .find_map(target_of)
+        .or_else(|| runs.iter().find_map(target_of));
     let mut parts = vec![format!(
         "{} run{}",
         runs.len(),
