@@ -39,8 +39,11 @@ pub struct CompareArgs {
     #[arg(long = "header", short = 'H', value_parser = args::header)]
     pub headers: Vec<(String, String)>,
     /// Skip TLS certificate verification (self-signed test servers).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "cacert")]
     pub insecure: bool,
+    /// Trust only the CA certificates in this PEM file for https (a private CA).
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
     /// Where to write the HTML report.
     #[arg(long, default_value = "compare.html")]
     pub report: PathBuf,
@@ -86,6 +89,7 @@ fn run_args(a: &CompareArgs, closed: bool) -> RunArgs {
         body: None,
         body_file: None,
         insecure: a.insecure,
+        cacert: a.cacert.clone(),
         json: a
             .json_dir
             .as_ref()

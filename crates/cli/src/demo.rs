@@ -9,7 +9,7 @@ use std::time::Duration;
 use std::convert::Infallible;
 
 use sojourn_core::{Arrival, End, Rate, RequestSample, RunResult, Schedule};
-use sojourn_engine::{HttpRequest, HttpTransport, Load, Plan};
+use sojourn_engine::{HttpRequest, HttpTransport, Load, Plan, Trust};
 use sojourn_report::html::MAX_DOTS;
 use sojourn_report::samples::{downsample, Sample};
 use sojourn_scenario::truth::TruthRecord;
@@ -215,7 +215,7 @@ pub fn against_fresh_server(
         headers: Vec::new(),
         body: Vec::new(),
     };
-    let transport = rt.block_on(HttpTransport::new(&request, false))?;
+    let transport = rt.block_on(HttpTransport::new(&request, &Trust::PublicRoots))?;
     // Every finished request streams to a thread that keeps a bounded, tail-preserving subset.
     let (tx, rx) = std::sync::mpsc::channel::<RequestSample>();
     let dots = std::thread::spawn(move || {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use sojourn_core::{End, RunResult};
-use sojourn_engine::{HttpRequest, HttpTransport, Load, Plan, Progress};
+use sojourn_engine::{HttpRequest, HttpTransport, Load, Plan, Progress, Trust};
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
@@ -68,8 +68,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub body_file: Option<PathBuf>,
     /// Skip TLS certificate verification (self-signed test servers).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "cacert")]
     pub insecure: bool,
+    /// Trust only the CA certificates in this PEM file for https (a private CA), instead of
+    /// the public roots.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
     /// Write the result document (JSON, schema sojourn.result/1) here.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -127,7 +131,7 @@ pub struct RunArgs {
 pub struct Validated {
     pub plan: Plan,
     pub request: HttpRequest,
-    pub insecure: bool,
+    pub trust: Trust,
     pub json: Option<PathBuf>,
     pub outputs: Outputs,
     pub label: String,
@@ -181,7 +185,7 @@ pub fn validate(a: RunArgs) -> anyhow::Result<Validated> {
             samples: None,
         },
         request,
-        insecure: a.insecure,
+        trust: trust(a.insecure, a.cacert.as_deref())?,
         outputs: Outputs {
             hgrm: a.hgrm,
             hlog: a.hlog,
@@ -192,6 +196,15 @@ pub fn validate(a: RunArgs) -> anyhow::Result<Validated> {
         label: a.label.unwrap_or_else(|| default_label.into()),
         strict: a.strict,
         warmup: a.warmup,
+    })
+}
+
+/// Which certificates an https target may present.
+fn trust(insecure: bool, cacert: Option<&std::path::Path>) -> anyhow::Result<Trust> {
+    Ok(match cacert {
+        Some(path) => Trust::from_pem_file(path).map_err(|e| bad_input!("--cacert: {e}"))?,
+        None if insecure => Trust::AnyCertificate,
+        None => Trust::PublicRoots,
     })
 }
 
@@ -344,19 +357,23 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 /// before the run rather than a run full of connect failures.
 pub async fn connectable(v: &Validated) -> anyhow::Result<HttpTransport> {
     let url = v.request.url.as_str();
-    let transport = HttpTransport::new(&v.request, v.insecure)
+    let transport = HttpTransport::new(&v.request, &v.trust)
         .await
-        .map_err(|e| bad_input!("URL: {url}: {e}"))?;
-    let probe = tokio::time::timeout(
-        v.plan.timeout.min(Duration::from_secs(5)),
-        sojourn_engine::Transport::connect(&transport),
-    )
-    .await;
+        .map_err(|e| match e {
+            sojourn_engine::TargetError::TrustAnchor(_) => bad_input!("--cacert: {e}"),
+            _ => bad_input!("URL: {url}: {e}"),
+        })?;
+    let probe =
+        tokio::time::timeout(v.plan.timeout.min(Duration::from_secs(5)), transport.open()).await;
+    let addr = transport.addr();
     match probe {
-        Ok(Ok(_)) => Ok(transport),
-        Ok(Err(_)) => Err(bad_input!(
-            "URL: cannot connect to {url} ({}): is the server running and the port right?",
-            transport.addr()
+        Ok(Ok(())) => Ok(transport),
+        Ok(Err(e)) if e.class == sojourn_core::FailureClass::Tls => Err(bad_input!(
+            "URL: TLS handshake with {url} ({addr}): {e}; for a private CA give \
+             --cacert FILE, for a self-signed test server --insecure"
+        )),
+        Ok(Err(e)) => Err(bad_input!(
+            "URL: cannot connect to {url} ({addr}): {e}; is the server running and the port right?"
         )),
         Err(_) => Err(bad_input!(
             "URL: connecting to {url} ({}) timed out: is the host reachable?",

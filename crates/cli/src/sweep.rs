@@ -81,8 +81,11 @@ pub struct SweepArgs {
     #[arg(long = "header", short = 'H', value_parser = args::header)]
     pub headers: Vec<(String, String)>,
     /// Skip TLS certificate verification (self-signed test servers).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "cacert")]
     pub insecure: bool,
+    /// Trust only the CA certificates in this PEM file for https (a private CA).
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
     /// Write the sweep (every step's figures, verdict and whole result) as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -495,6 +498,7 @@ fn run_args(a: &SweepArgs, config: &Config, rate: Rate) -> RunArgs {
         body: None,
         body_file: None,
         insecure: a.insecure,
+        cacert: a.cacert.clone(),
         json: None,
         interval: config.interval,
         label: Some(format!("sweep {} req/s", rate_text(rate.get()))),

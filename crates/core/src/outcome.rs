@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 pub enum FailureClass {
     /// No response within `--timeout`. Its response time is a lower bound (censored).
     Timeout,
-    /// The connection could not be opened (refused, unreachable, TLS handshake failed).
+    /// The connection could not be opened (refused, unreachable).
     Connect,
     /// The connection broke mid-exchange: reset, or closed before the response was complete.
     Io,
@@ -24,10 +24,14 @@ pub enum FailureClass {
     HttpOther,
     /// An in-process call (sojourn as a library) returned an error.
     Error,
+    /// The TCP connection opened but the TLS handshake failed: the certificate was rejected
+    /// (expired, wrong name, unknown issuer) or client and server share no protocol version.
+    /// Kept apart from `connect` because the fix is on the certificate, not the network.
+    Tls,
 }
 
 impl FailureClass {
-    pub const ALL: [FailureClass; 8] = [
+    pub const ALL: [FailureClass; 9] = [
         FailureClass::Timeout,
         FailureClass::Connect,
         FailureClass::Io,
@@ -36,6 +40,7 @@ impl FailureClass {
         FailureClass::Http5xx,
         FailureClass::HttpOther,
         FailureClass::Error,
+        FailureClass::Tls,
     ];
 
     /// The class of a non-2xx HTTP status, or `None` for success.
@@ -58,6 +63,7 @@ impl FailureClass {
             FailureClass::Http5xx => "http_5xx",
             FailureClass::HttpOther => "http_other",
             FailureClass::Error => "error",
+            FailureClass::Tls => "tls",
         }
     }
 
@@ -81,7 +87,7 @@ impl Outcome {
 
 /// Failures counted per class.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FailureCounts([u64; 8]);
+pub struct FailureCounts([u64; FailureClass::ALL.len()]);
 
 impl FailureCounts {
     pub fn add(&mut self, class: FailureClass) {

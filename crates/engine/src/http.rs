@@ -3,14 +3,16 @@
 //! The request is encoded once; each exchange writes the same bytes and reads one response,
 //! framed by Content-Length, chunked encoding, or connection close. Headers are parsed by
 //! `httparse`; bodies are skipped, never buffered whole, so memory per connection is one read
-//! buffer.
+//! buffer. That buffer is bounded whatever the server sends: a response head longer than
+//! [`MAX_HEAD_BYTES`] (or with more than [`MAX_HEADERS`] fields), a chunk-size line longer than
+//! [`MAX_CHUNK_LINE`] or trailers longer than [`MAX_HEAD_BYTES`] fail as `protocol`.
 use std::cell::Cell;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
-use rustls::pki_types::ServerName;
+use rustls::pki_types::{CertificateDer, ServerName};
 use sojourn_core::{FailureClass, Outcome};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -20,6 +22,45 @@ use tokio_rustls::TlsConnector;
 use url::Url;
 
 use crate::transport::{Connection, ExchangeError, Transport};
+
+/// The longest response head (status line and header fields) read before the answer is
+/// called malformed. Real servers send a few hundred bytes; 64 KiB is hyper's and nginx's
+/// order of magnitude for requests, and keeps a hostile server from growing the buffer.
+pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// The most header fields in one response head.
+pub const MAX_HEADERS: usize = 128;
+/// The longest chunk-size line, extensions included.
+pub const MAX_CHUNK_LINE: usize = 4 * 1024;
+
+/// Which server certificates to trust over https.
+#[derive(Debug, Clone, Default)]
+pub enum Trust {
+    /// The Mozilla root store (webpki-roots): what a browser would accept.
+    #[default]
+    PublicRoots,
+    /// Only certificates that chain to these (`--cacert`): a private CA.
+    Roots(Vec<CertificateDer<'static>>),
+    /// Any certificate (`--insecure`), for self-signed test servers. The handshake's
+    /// signature is still checked.
+    AnyCertificate,
+}
+
+impl Trust {
+    /// The certificates in a PEM file as the only roots (`--cacert`).
+    pub fn from_pem_file(path: &std::path::Path) -> Result<Trust, TargetError> {
+        use rustls::pki_types::pem::PemObject;
+        let shown = path.display();
+        let certs = CertificateDer::pem_file_iter(path)
+            .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| TargetError::TrustAnchor(format!("reading {shown}: {e}")))?;
+        if certs.is_empty() {
+            return Err(TargetError::TrustAnchor(format!(
+                "{shown} holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
+            )));
+        }
+        Ok(Trust::Roots(certs))
+    }
+}
 
 /// What to send, validated.
 #[derive(Debug, Clone)]
@@ -45,6 +86,10 @@ pub enum TargetError {
     /// A header name or value contains characters HTTP forbids (line breaks, colons in names).
     #[error("header {0:?} is not a valid HTTP header")]
     Header(String),
+    /// The `--cacert` file cannot be read, holds no PEM certificate, or holds one that cannot
+    /// be a trust anchor.
+    #[error("CA certificates: {0}")]
+    TrustAnchor(String),
 }
 
 #[derive(Clone)]
@@ -63,9 +108,9 @@ pub struct HttpTransport {
 }
 
 impl HttpTransport {
-    /// Resolves the target and encodes the request. `insecure` skips TLS certificate checks
-    /// (for self-signed test servers).
-    pub async fn new(req: &HttpRequest, insecure: bool) -> Result<HttpTransport, TargetError> {
+    /// Resolves the target and encodes the request. `trust` says which certificates an https
+    /// target may present.
+    pub async fn new(req: &HttpRequest, trust: &Trust) -> Result<HttpTransport, TargetError> {
         let scheme = req.url.scheme();
         if scheme != "http" && scheme != "https" {
             return Err(TargetError::Scheme(scheme.to_string()));
@@ -84,7 +129,7 @@ impl HttpTransport {
                 source,
             })?;
         let tls = if scheme == "https" {
-            Some(tls_config(bare, insecure)?)
+            Some(tls_config(bare, trust)?)
         } else {
             None
         };
@@ -101,23 +146,32 @@ impl HttpTransport {
     }
 }
 
-fn tls_config(host: &str, insecure: bool) -> Result<Tls, TargetError> {
+fn tls_config(host: &str, trust: &Trust) -> Result<Tls, TargetError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .expect("ring supports the default protocol versions");
-    let mut config = if insecure {
-        builder
+    let roots = |store: rustls::RootCertStore| builder.clone().with_root_certificates(store);
+    let mut config = match trust {
+        Trust::AnyCertificate => builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(crate::insecure::AcceptAnyCert::new(
                 provider,
             )))
-            .with_no_client_auth()
-    } else {
-        let roots = rustls::RootCertStore {
+            .with_no_client_auth(),
+        Trust::PublicRoots => roots(rustls::RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-        };
-        builder.with_root_certificates(roots).with_no_client_auth()
+        })
+        .with_no_client_auth(),
+        Trust::Roots(certs) => {
+            let mut store = rustls::RootCertStore::empty();
+            for cert in certs {
+                store
+                    .add(cert.clone())
+                    .map_err(|e| TargetError::TrustAnchor(e.to_string()))?;
+            }
+            roots(store).with_no_client_auth()
+        }
     };
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     let name = ServerName::try_from(host.to_string()).map_err(|_| TargetError::NoHost)?;
@@ -171,25 +225,47 @@ enum Stream {
     Tls(Box<TlsStream<TcpStream>>),
 }
 
-impl Transport for HttpTransport {
-    type Conn = HttpConnection;
+/// Why a connection could not be opened, with the system's or rustls's own words.
+#[derive(Debug, thiserror::Error)]
+#[error("{source}")]
+pub struct ConnectError {
+    pub class: FailureClass,
+    #[source]
+    pub source: io::Error,
+}
 
-    async fn connect(&self) -> Result<HttpConnection, FailureClass> {
+impl HttpTransport {
+    /// Opens one connection and says why not: for the check before a run, where the reason
+    /// (refused, certificate expired) is what the user needs. The hot path uses only the class.
+    pub async fn open(&self) -> Result<(), ConnectError> {
+        self.stream().await.map(drop)
+    }
+
+    async fn stream(&self) -> Result<Stream, ConnectError> {
+        let failed = |class| move |source| ConnectError { class, source };
         let tcp = TcpStream::connect(self.addr)
             .await
-            .map_err(|_| FailureClass::Connect)?;
+            .map_err(failed(FailureClass::Connect))?;
         let _ = tcp.set_nodelay(true);
-        let stream = match &self.tls {
+        Ok(match &self.tls {
             None => Stream::Plain(tcp),
             Some(tls) => {
                 let s = tls
                     .connector
                     .connect(tls.name.clone(), tcp)
                     .await
-                    .map_err(|_| FailureClass::Connect)?;
+                    .map_err(failed(FailureClass::Tls))?;
                 Stream::Tls(Box::new(s))
             }
-        };
+        })
+    }
+}
+
+impl Transport for HttpTransport {
+    type Conn = HttpConnection;
+
+    async fn connect(&self) -> Result<HttpConnection, FailureClass> {
+        let stream = self.stream().await.map_err(|e| e.class)?;
         Ok(HttpConnection {
             stream,
             buf: BytesMut::with_capacity(8 * 1024),
@@ -279,6 +355,12 @@ where
             head.framing
         };
         skip_body(s, buf, framing).await?;
+        // Bytes past the end of the answer mean its framing lied (a Content-Length shorter
+        // than the body): the next answer on this connection would be read from the middle of
+        // this one.
+        if !buf.is_empty() {
+            return Err(Broken::Protocol);
+        }
         return Ok(Head {
             status: head.status,
             keep_alive: head.keep_alive && framing != Framing::UntilClose,
@@ -309,13 +391,16 @@ async fn read_head<S: AsyncRead + Unpin>(
             buf.advance(len);
             return Ok(head);
         }
+        if buf.len() >= MAX_HEAD_BYTES {
+            return Err(Broken::Protocol);
+        }
         fill(s, buf, buf.is_empty()).await?;
     }
 }
 
 /// Parses a response head if `buf` holds a whole one: `(bytes used, head)`.
 fn parse_head(buf: &[u8]) -> Result<Option<(usize, ParsedHead)>, Broken> {
-    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut res = httparse::Response::new(&mut headers);
     let len = match res.parse(buf) {
         Ok(httparse::Status::Complete(len)) => len,
@@ -418,8 +503,10 @@ async fn skip_chunked<S: AsyncRead + Unpin>(s: &mut S, buf: &mut BytesMut) -> Re
         let (used, size) = loop {
             match httparse::parse_chunk_size(buf) {
                 Ok(httparse::Status::Complete(found)) => break found,
-                Ok(httparse::Status::Partial) => fill(s, buf, false).await?,
-                Err(_) => return Err(Broken::Protocol),
+                Ok(httparse::Status::Partial) if buf.len() < MAX_CHUNK_LINE => {
+                    fill(s, buf, false).await?
+                }
+                Ok(httparse::Status::Partial) | Err(_) => return Err(Broken::Protocol),
             }
         };
         buf.advance(used);
@@ -430,15 +517,23 @@ async fn skip_chunked<S: AsyncRead + Unpin>(s: &mut S, buf: &mut BytesMut) -> Re
     }
 }
 
-/// After the last chunk: optional trailer lines, then an empty line.
+/// After the last chunk: optional trailer lines, then an empty line. At most
+/// [`MAX_HEAD_BYTES`] of them, like a head.
 async fn skip_trailers<S: AsyncRead + Unpin>(s: &mut S, buf: &mut BytesMut) -> Result<(), Broken> {
+    let mut skipped = 0;
     loop {
+        if skipped + buf.len() > MAX_HEAD_BYTES {
+            return Err(Broken::Protocol);
+        }
         match buf.windows(2).position(|w| w == b"\r\n") {
             Some(0) => {
                 buf.advance(2);
                 return Ok(());
             }
-            Some(end) => buf.advance(end + 2),
+            Some(end) => {
+                skipped += end + 2;
+                buf.advance(end + 2);
+            }
             None => fill(s, buf, false).await?,
         }
     }
@@ -488,12 +583,20 @@ mod tests {
 
     /// Plays a canned server script over an in-memory pipe and checks each exchange.
     async fn exchange_with(script: &'static [u8], n: usize) -> Vec<Result<(u16, bool), String>> {
+        exchange_with_buffer(script.to_vec(), n, &mut BytesMut::new()).await
+    }
+
+    async fn exchange_with_buffer(
+        script: Vec<u8>,
+        n: usize,
+        buf: &mut BytesMut,
+    ) -> Vec<Result<(u16, bool), String>> {
         let (mut client, mut server) = duplex(64 * 1024);
         tokio::spawn(async move {
             let mut sink = [0u8; 1024];
             let _ = server.read(&mut sink).await;
             // Dribble the answer a few bytes at a time to exercise partial parses.
-            for chunk in script.chunks(7) {
+            for chunk in script.chunks(7 + script.len() / 1000) {
                 if server.write_all(chunk).await.is_err() {
                     return;
                 }
@@ -501,11 +604,10 @@ mod tests {
             // End of script: the server closes, as a real one would after its last answer.
             let _ = server.shutdown().await;
         });
-        let mut buf = BytesMut::new();
         let mut out = Vec::new();
         for _ in 0..n {
             out.push(
-                match round_trip(&mut client, b"GET / HTTP/1.1\r\n\r\n", &mut buf, false).await {
+                match round_trip(&mut client, b"GET / HTTP/1.1\r\n\r\n", buf, false).await {
                     Ok(h) => Ok((h.status, h.keep_alive)),
                     Err(Broken::BeforeAnswer) => Err("before".into()),
                     Err(Broken::Io) => Err("io".into()),
@@ -558,5 +660,70 @@ mod tests {
         );
         let r = exchange_with(b"NOT HTTP AT ALL\r\n\r\n", 1).await;
         assert_eq!(r, vec![Err("protocol".into())]);
+    }
+
+    #[tokio::test]
+    async fn interim_answers_of_any_kind_are_skipped() {
+        let r = exchange_with(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n", 1).await;
+        assert_eq!(r, vec![Ok((204, true))]);
+    }
+
+    #[tokio::test]
+    async fn a_body_longer_than_its_content_length_is_a_protocol_failure() {
+        let r = exchange_with(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello world",
+            1,
+        )
+        .await;
+        assert_eq!(r, vec![Err("protocol".into())]);
+    }
+
+    /// A hostile server cannot grow the connection's buffer past the limits: the answer fails
+    /// as `protocol` once a limit is crossed, with the buffer a few reads above it.
+    #[tokio::test]
+    async fn endless_heads_chunk_lines_and_trailers_stop_at_their_limits() {
+        let endless = |prefix: &str, filler: u8| {
+            let mut v = prefix.as_bytes().to_vec();
+            v.resize(prefix.len() + (1 << 20), filler);
+            v
+        };
+        let cases = [
+            (
+                "1 MB header line",
+                endless("HTTP/1.1 200 OK\r\nX-Big: ", b'a'),
+            ),
+            (
+                "1 MB chunk extension",
+                endless(
+                    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=",
+                    b'a',
+                ),
+            ),
+            (
+                "1 MB trailer",
+                endless(
+                    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: ",
+                    b'a',
+                ),
+            ),
+        ];
+        for (name, script) in cases {
+            let mut buf = BytesMut::new();
+            let r = exchange_with_buffer(script, 1, &mut buf).await;
+            assert_eq!(r, vec![Err("protocol".into())], "{name}");
+            assert!(
+                buf.capacity() <= 2 * MAX_HEAD_BYTES,
+                "{name}: the buffer grew to {} bytes",
+                buf.capacity()
+            );
+        }
+        let many: String = (0..=MAX_HEADERS).map(|i| format!("X-{i}: v\r\n")).collect();
+        let script = format!("HTTP/1.1 200 OK\r\n{many}Content-Length: 0\r\n\r\n");
+        let r = exchange_with_buffer(script.into_bytes(), 1, &mut BytesMut::new()).await;
+        assert_eq!(
+            r,
+            vec![Err("protocol".into())],
+            "more than MAX_HEADERS fields"
+        );
     }
 }

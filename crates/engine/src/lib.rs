@@ -25,7 +25,7 @@ pub mod sleeper;
 pub mod transport;
 pub mod worker;
 
-pub use http::{HttpRequest, HttpTransport, TargetError};
+pub use http::{ConnectError, HttpRequest, HttpTransport, TargetError, Trust};
 pub use progress::{Progress, ProgressSnapshot};
 pub use run::{execute, Load, Plan, RunReport, Slack, HICCUP_TICK};
 pub use sojourn_timer::DEFAULT_MAX_SPIN;

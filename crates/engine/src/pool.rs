@@ -95,7 +95,12 @@ async fn run<T: Transport>(worker: Rc<Worker<T>>, slot: Rc<Slot>, lane: usize) {
         }
         let outcome = attempt(&worker, &mut conn, &slot, deadline.as_mut()).await;
         worker.finish(&slot, outcome);
-        if worker.is_closed_loop() && outcome == Outcome::Failed(FailureClass::Connect) {
+        if worker.is_closed_loop()
+            && matches!(
+                outcome,
+                Outcome::Failed(FailureClass::Connect | FailureClass::Tls)
+            )
+        {
             tokio::time::sleep(CONNECT_BACKOFF).await;
         }
     }

@@ -34,6 +34,30 @@ fn refused_connections_fail_as_connect_open_and_closed() {
     assert_eq!(m.tally.failed.get(FailureClass::Connect), report.scheduled);
 }
 
+/// An https URL on a plain HTTP port: the TCP connection opens, the handshake cannot. Each
+/// request fails as `tls`, apart from `connect`, so the user looks at certificates and ports
+/// rather than at the network.
+#[test]
+fn failed_handshakes_fail_as_tls() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            // What a plain server says to a ClientHello.
+            let mut hello = [0u8; 512];
+            if matches!(stream.read(&mut hello), Ok(n) if n > 0) {
+                let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n");
+            }
+        }
+    });
+    let url = format!("https://{addr}/");
+    let report = run(&open_plan(100.0, ms(500), 8), transport(&url), None);
+    let m = assert_nothing_lost(&report);
+    assert_eq!(report.scheduled, 50);
+    assert_eq!(m.tally.failed.get(FailureClass::Tls), 50, "{:?}", m.tally);
+}
+
 #[test]
 fn resets_fail_as_io_and_every_request_gets_its_own_attempt() {
     let server = TestServer::start(Behaviour::Reset);

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sojourn_core::{Arrival, End, Measurements, Rate, Schedule};
-use sojourn_engine::{HttpRequest, HttpTransport, Load, Plan, Progress, RunReport};
+use sojourn_engine::{HttpRequest, HttpTransport, Load, Plan, Progress, RunReport, Trust};
 use tokio_util::sync::CancellationToken;
 
 /// How a test server treats each request it reads.
@@ -157,7 +157,8 @@ pub fn transport(url: &str) -> HttpTransport {
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(HttpTransport::new(&request, false)).unwrap()
+    rt.block_on(HttpTransport::new(&request, &Trust::PublicRoots))
+        .unwrap()
 }
 
 /// Runs `plan` against `url`, cancelling it after `cancel_after` when given.
