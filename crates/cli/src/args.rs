@@ -47,17 +47,100 @@ pub fn schedule(
         .map_err(|e| bad_input!("--arrival ramp: {e}; give --duration"))
 }
 
-/// Parses a duration such as `10s`, `500ms`, `2m` or `1m30s`.
+/// The longest duration any flag takes: a month-long soak is a serious run; a longer figure
+/// is a typo, and would overflow the clock arithmetic.
+pub const MAX_DURATION: Duration = Duration::from_secs(30 * 24 * 3600);
+/// The highest rate any flag takes, requests per second: far beyond one machine, so only a
+/// typo reaches it.
+pub const MAX_RATE: f64 = 1e8;
+/// The most requests a run may be asked for.
+pub const MAX_REQUESTS: u64 = 1_000_000_000_000;
+/// The most connections: beyond what one process can hold open.
+pub const MAX_CONNECTIONS: u64 = 1_000_000;
+/// The most worker threads.
+pub const MAX_THREADS: u64 = 1024;
+
+/// Parses a duration such as `10s`, `500ms`, `2m` or `1m30s`; zero allowed.
 pub fn duration(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text.trim())
-        .map_err(|_| format!("expected a duration like 10s, 500ms or 2m, got {text:?}"))
+    let accepted = "expected a duration like 10s, 500ms or 2m, at most 30 days";
+    match humantime::parse_duration(text.trim()) {
+        Ok(d) if d <= MAX_DURATION => Ok(d),
+        _ => Err(accepted.into()),
+    }
 }
 
-/// Parses a positive duration.
+/// Parses a duration longer than zero.
 pub fn positive_duration(text: &str) -> Result<Duration, String> {
-    match duration(text)? {
-        d if d.is_zero() => Err(format!("must be longer than zero, got {text:?}")),
-        d => Ok(d),
+    match duration(text) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        _ => Err(
+            "expected a duration longer than zero like 10s, 500ms or 2m, at most 30 days".into(),
+        ),
+    }
+}
+
+/// A rate in requests per second: above zero, at most [`MAX_RATE`].
+pub fn rate(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(r) if r > 0.0 && r <= MAX_RATE => Ok(r),
+        _ => Err(format!(
+            "expected requests per second above 0 and at most {MAX_RATE:e}, e.g. 1000 or 0.5"
+        )),
+    }
+}
+
+/// A whole number in `min..=max`.
+fn whole<T: TryFrom<u64>>(text: &str, min: u64, max: u64) -> Result<T, String> {
+    let accepted = || format!("expected a whole number from {min} to {max}");
+    match text.trim().parse::<u64>() {
+        Ok(n) if (min..=max).contains(&n) => T::try_from(n).map_err(|_| accepted()),
+        _ => Err(accepted()),
+    }
+}
+
+/// A number of requests, at least 1.
+pub fn requests(text: &str) -> Result<u64, String> {
+    whole(text, 1, MAX_REQUESTS)
+}
+
+/// A number of connections, at least 1.
+pub fn connections(text: &str) -> Result<usize, String> {
+    whole(text, 1, MAX_CONNECTIONS)
+}
+
+/// A number of worker threads, at least 1.
+pub fn threads(text: &str) -> Result<usize, String> {
+    whole(text, 1, MAX_THREADS)
+}
+
+/// A random seed: any whole number that fits in 64 bits.
+pub fn seed(text: &str) -> Result<u64, String> {
+    whole(text, 0, u64::MAX)
+}
+
+/// A small count (steps, probes): 1 to 1,000.
+pub fn steps(text: &str) -> Result<usize, String> {
+    whole(text, 1, 1000)
+}
+
+/// A confidence level: 0.5 to 0.999.
+pub fn level(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(l) if (0.5..=0.999).contains(&l) => Ok(l),
+        _ => Err("expected a confidence level from 0.5 to 0.999, e.g. 0.95".into()),
+    }
+}
+
+/// Bootstrap replicates: 100 to 1,000,000.
+pub fn draws(text: &str) -> Result<usize, String> {
+    whole(text, 100, 1_000_000)
+}
+
+/// A share of requests: above 0, at most 1.
+pub fn fraction(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(f) if f > 0.0 && f <= 1.0 => Ok(f),
+        _ => Err("expected a share above 0 and at most 1, e.g. 0.1".into()),
     }
 }
 
@@ -107,6 +190,27 @@ mod tests {
         assert!(positive_duration("0s")
             .unwrap_err()
             .contains("longer than zero"));
+        assert_eq!(duration("30days"), Ok(MAX_DURATION));
+        assert!(duration("31days").is_err(), "past the ceiling");
+        assert!(duration("-1s").is_err());
+    }
+
+    #[test]
+    fn numbers_keep_to_their_ranges() {
+        assert_eq!(rate("0.5"), Ok(0.5));
+        for bad in ["0", "-5", "NaN", "inf", "1e400", "2e8", "ten"] {
+            assert!(rate(bad).is_err(), "--rate {bad}");
+        }
+        assert_eq!(connections("1"), Ok(1));
+        assert_eq!(connections("1000000"), Ok(1_000_000));
+        for bad in ["0", "-1", "1000001", "1.5", "99999999999999999999999"] {
+            assert!(connections(bad).is_err(), "--connections {bad}");
+        }
+        assert_eq!(seed("0"), Ok(0));
+        assert_eq!(seed("18446744073709551615"), Ok(u64::MAX));
+        assert!(seed("18446744073709551616").is_err());
+        assert_eq!(fraction("1"), Ok(1.0));
+        assert!(fraction("0").is_err() && fraction("1.01").is_err());
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! The command tree. Each subcommand owns its arguments in its own module.
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use std::any::TypeId;
+use std::time::Duration;
+
+use clap::{Arg, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// sojourn: a load generator that measures every request from the moment it was due.
 #[derive(Parser, Debug)]
@@ -34,6 +37,44 @@ pub enum Command {
     Diff(Box<crate::diff::DiffArgs>),
 }
 
+/// Parses the command line. Number and duration flags take values that start with a hyphen,
+/// so that `--rate -5` is answered by the flag's own parser ("expected requests per second
+/// above 0") rather than by clap's "unexpected argument '-5'".
+pub fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let mut command = command();
+    let matches = command.try_get_matches_from_mut(args)?;
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
+}
+
+/// The command tree, with hyphen values allowed for every number and duration flag.
+pub fn command() -> clap::Command {
+    Cli::command().mut_subcommands(|sub| {
+        sub.mut_args(|arg| {
+            let numeric = takes_number(&arg);
+            arg.allow_hyphen_values(numeric)
+        })
+    })
+}
+
+/// Whether a flag's value is a number or a duration (what its parser produces).
+pub fn takes_number(arg: &Arg) -> bool {
+    let numeric = [
+        TypeId::of::<f64>(),
+        TypeId::of::<u64>(),
+        TypeId::of::<usize>(),
+        TypeId::of::<u32>(),
+        TypeId::of::<Duration>(),
+        TypeId::of::<sojourn_engine::Slack>(),
+        TypeId::of::<sojourn_core::result::WarmupRequest>(),
+    ];
+    let produced = arg.get_value_parser().type_id();
+    !arg.is_positional() && numeric.iter().any(|t| produced == *t)
+}
+
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Demo(args) => crate::demo::run(*args),
@@ -45,5 +86,190 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sweep(args) => crate::sweep::run(*args),
         Command::Diff(args) => crate::diff::run(*args),
         Command::Suite(args) => crate::suite::run(*args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::error::ErrorKind;
+
+    /// What a flag accepts, and so which values it must refuse.
+    #[derive(Clone, Copy, Debug)]
+    enum Kind {
+        Rate,
+        Whole,
+        Seed,
+        /// Zero allowed.
+        Duration,
+        PositiveDuration,
+        Fraction,
+        Level,
+        /// `auto` or a duration, zero allowed.
+        Slack,
+        /// `auto` or a positive duration.
+        Warmup,
+    }
+
+    use Kind::*;
+
+    /// Every number and duration flag of every command. The test below fails if a flag is
+    /// added without a row here, so none escapes the bad-value checks.
+    const FLAGS: &[(&str, &str, Kind)] = &[
+        ("demo", "--rate", Rate),
+        ("demo", "--duration", PositiveDuration),
+        ("demo", "--connections", Whole),
+        ("compare", "--rate", Rate),
+        ("compare", "--duration", PositiveDuration),
+        ("compare", "--connections", Whole),
+        ("compare", "--threads", Whole),
+        ("compare", "--timeout", PositiveDuration),
+        ("run", "--rate", Rate),
+        ("run", "--ramp-to", Rate),
+        ("run", "--seed", Seed),
+        ("run", "--duration", PositiveDuration),
+        ("run", "--requests", Whole),
+        ("run", "--connections", Whole),
+        ("run", "--threads", Whole),
+        ("run", "--timeout", PositiveDuration),
+        ("run", "--interval", PositiveDuration),
+        ("run", "--warmup", Warmup),
+        ("run", "--sample-ratio", Fraction),
+        ("run", "--timer-spin", Duration),
+        ("run", "--timer-slack", Slack),
+        ("sim", "--rate", Rate),
+        ("sim", "--ramp-to", Rate),
+        ("sim", "--seed", Seed),
+        ("sim", "--duration", PositiveDuration),
+        ("sim", "--requests", Whole),
+        ("sim", "--connections", Whole),
+        ("sim", "--closed-connections", Whole),
+        ("sim", "--threads", Whole),
+        ("sim", "--timeout", PositiveDuration),
+        ("sim", "--rtt", Duration),
+        ("sim", "--interval", PositiveDuration),
+        ("sim", "--rates", Rate),
+        ("sim", "--from", Rate),
+        ("sim", "--to", Rate),
+        ("sim", "--steps", Whole),
+        ("sim", "--step", PositiveDuration),
+        ("sim", "--settle", Duration),
+        ("sim", "--resolution", Rate),
+        ("sim", "--max-probes", Whole),
+        ("sweep", "--rates", Rate),
+        ("sweep", "--from", Rate),
+        ("sweep", "--to", Rate),
+        ("sweep", "--steps", Whole),
+        ("sweep", "--step", PositiveDuration),
+        ("sweep", "--settle", Duration),
+        ("sweep", "--resolution", Rate),
+        ("sweep", "--max-probes", Whole),
+        ("sweep", "--connections", Whole),
+        ("sweep", "--threads", Whole),
+        ("sweep", "--timeout", PositiveDuration),
+        ("suite", "--duration", PositiveDuration),
+        ("suite", "--rate", Rate),
+        ("diff", "--level", Level),
+        ("diff", "--draws", Whole),
+        ("diff", "--seed", Seed),
+    ];
+
+    /// Zero, negative, non-numeric and absurdly large, as each kind understands them.
+    fn bad_values(kind: Kind) -> &'static [&'static str] {
+        const DURATION: &[&str] = &["-1s", "-5", "ten", "5", "99999999h"];
+        match kind {
+            Rate => &["0", "-5", "-0.5", "abc", "NaN", "inf", "1e400", "1e12"],
+            Whole => &["0", "-5", "abc", "1.5", "99999999999999999999999"],
+            Seed => &["-5", "abc", "1.5", "99999999999999999999999"],
+            Duration | Slack => DURATION,
+            PositiveDuration | Warmup => &["0s", "-1s", "-5", "ten", "5", "99999999h"],
+            Fraction => &["0", "-0.5", "abc", "1.5", "1e400"],
+            Level => &["0", "-0.95", "abc", "1", "1e400"],
+        }
+    }
+
+    /// The command line up to the flag: a placeholder for each required positional.
+    fn base(command: &clap::Command, name: &str) -> Vec<String> {
+        let sub = command.find_subcommand(name).expect(name);
+        let mut args = vec!["sojourn".to_string(), name.to_string()];
+        for p in sub.get_positionals().filter(|p| p.is_required_set()) {
+            args.push(format!("http://127.0.0.1:9/{}", p.get_id()));
+        }
+        args
+    }
+
+    #[test]
+    fn every_number_and_duration_flag_has_a_row() {
+        let command = command();
+        let mut found = Vec::new();
+        for sub in command.get_subcommands() {
+            for arg in sub.get_arguments().filter(|a| takes_number(a)) {
+                let long = format!("--{}", arg.get_long().expect("numeric flags are long"));
+                found.push((sub.get_name().to_string(), long));
+            }
+        }
+        let listed: Vec<(String, String)> = FLAGS
+            .iter()
+            .map(|(c, f, _)| (c.to_string(), f.to_string()))
+            .collect();
+        let missing: Vec<_> = found.iter().filter(|f| !listed.contains(f)).collect();
+        let stale: Vec<_> = listed.iter().filter(|f| !found.contains(f)).collect();
+        assert!(
+            missing.is_empty(),
+            "flags without a row in FLAGS: {missing:?}"
+        );
+        assert!(
+            stale.is_empty(),
+            "rows for flags that do not exist: {stale:?}"
+        );
+    }
+
+    /// Each bad value exits 2 (clap's usage error) with one line that names the flag, the value
+    /// given, and what is accepted.
+    #[test]
+    fn bad_values_name_the_flag_the_value_and_what_is_accepted() {
+        let command = command();
+        let mut checked = 0;
+        for &(name, flag, kind) in FLAGS {
+            for value in bad_values(kind) {
+                let mut args = base(&command, name);
+                args.extend([flag.to_string(), value.to_string()]);
+                let e = match parse_from(&args) {
+                    Ok(_) => panic!("{name} {flag} {value}: accepted"),
+                    Err(e) => e,
+                };
+                assert!(e.use_stderr(), "{name} {flag} {value}: exits 2");
+                assert!(
+                    matches!(e.kind(), ErrorKind::ValueValidation),
+                    "{name} {flag} {value}: {:?}: {}",
+                    e.kind(),
+                    e.render()
+                );
+                let line = crate::exit::one_line(&e).expect("a value error has one line");
+                let named = line.contains(&format!("'{flag} <"));
+                let given = line.contains(&format!("'{value}'"));
+                let accepted = line.contains("expected");
+                assert!(named && given && accepted, "{name} {flag} {value}: {line}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 250, "{checked} cases");
+    }
+
+    #[test]
+    fn good_values_still_parse() {
+        let command = command();
+        for (name, flag, value) in [
+            ("run", "--rate", "0.5"),
+            ("run", "--timer-spin", "0s"),
+            ("run", "--timer-slack", "auto"),
+            ("run", "--seed", "0"),
+            ("run", "--timeout", "30days"),
+            ("diff", "--level", "0.999"),
+        ] {
+            let mut args = base(&command, name);
+            args.extend([flag.to_string(), value.to_string()]);
+            assert!(parse_from(&args).is_ok(), "{name} {flag} {value}");
+        }
     }
 }

@@ -17,7 +17,7 @@ pub struct CompareArgs {
     /// The target, e.g. http://127.0.0.1:8080/api
     pub url: String,
     /// Both loops' rate, in requests per second (the unpaced closed loop has none).
-    #[arg(long)]
+    #[arg(long, value_parser = args::rate)]
     pub rate: f64,
     /// The closed loop: paced (each connection sends at its share of --rate, or when its answer
     /// arrives if later) or unpaced (each sends as soon as it has its answer).
@@ -27,10 +27,10 @@ pub struct CompareArgs {
     #[arg(long, value_parser = args::positive_duration, default_value = "20s")]
     pub duration: Duration,
     /// Connections of the closed loop (a paced loop gives each rate/N of the slots).
-    #[arg(long, short = 'c', default_value_t = 10)]
+    #[arg(long, short = 'c', value_parser = args::connections, default_value_t = 10)]
     pub connections: usize,
     /// Worker threads for each loop. [default: the number of CPUs]
-    #[arg(long)]
+    #[arg(long, value_parser = args::threads)]
     pub threads: Option<usize>,
     /// Longest wait for one answer.
     #[arg(long, value_parser = args::positive_duration, default_value = "10s")]

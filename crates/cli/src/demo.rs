@@ -32,7 +32,7 @@ pub struct DemoArgs {
     pub set: Vec<String>,
     /// Requests per second for the open loop. [default: 1000; 450 for every-nth and 20 for
     /// bimodal, as in their seeds: their one-worker servers cannot take 1000]
-    #[arg(long)]
+    #[arg(long, value_parser = args::rate)]
     pub rate: Option<f64>,
     /// How long each loop runs.
     #[arg(long, value_parser = args::positive_duration, default_value = "20s")]
@@ -42,7 +42,7 @@ pub struct DemoArgs {
     /// up after a stall); unpaced, 10 as in seed 001; 1 for one-worker scenarios (every-nth,
     /// bimodal), as in their seeds: more would queue behind the one worker and measure the
     /// client's own contention]
-    #[arg(long)]
+    #[arg(long, value_parser = args::connections)]
     pub connections: Option<usize>,
     /// The closed loop: paced at --rate (hey -q, bombardier -r) or unpaced (ab, wrk).
     #[arg(long, value_enum, default_value_t = ClosedMode::Paced)]

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use sojourn_core::diff::{diff, Diff, DiffOptions, Method};
 use sojourn_core::format_ns;
 
+use crate::args;
 use crate::bad_input;
 
 #[derive(clap::Args, Debug)]
@@ -19,13 +20,13 @@ pub struct DiffArgs {
     #[arg(long)]
     pub force: bool,
     /// Confidence level of the intervals, between 0.5 and 0.999.
-    #[arg(long, default_value_t = 0.95)]
+    #[arg(long, value_parser = args::level, default_value_t = 0.95)]
     pub level: f64,
     /// Bootstrap replicates per percentile.
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, value_parser = args::draws, default_value_t = 2000)]
     pub draws: usize,
     /// Seed of the bootstrap, so that a comparison can be repeated exactly.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, value_parser = args::seed, default_value_t = 1)]
     pub seed: u64,
     /// Also write the comparison as JSON (schema sojourn.diff/1).
     #[arg(long)]
@@ -33,18 +34,6 @@ pub struct DiffArgs {
 }
 
 pub fn run(a: DiffArgs) -> anyhow::Result<ExitCode> {
-    if !(0.5..=0.999).contains(&a.level) {
-        return Err(bad_input!(
-            "--level: must be between 0.5 and 0.999, got {}",
-            a.level
-        ));
-    }
-    if !(100..=1_000_000).contains(&a.draws) {
-        return Err(bad_input!(
-            "--draws: must be between 100 and 1000000, got {}",
-            a.draws
-        ));
-    }
     let ra = load(&a.a, "A")?;
     let rb = load(&a.b, "B")?;
     let options = DiffOptions {

@@ -54,12 +54,35 @@ pub fn report(result: anyhow::Result<ExitCode>) -> ExitCode {
 }
 
 pub fn clap_error(e: clap::Error) -> ExitCode {
-    let _ = e.print();
-    if e.use_stderr() {
-        ExitCode::from(BAD_INPUT)
-    } else {
-        ExitCode::SUCCESS
+    if !e.use_stderr() {
+        // --help and --version.
+        let _ = e.print();
+        return ExitCode::SUCCESS;
     }
+    match one_line(&e) {
+        Some(line) => eprintln!("{line}"),
+        None => {
+            let _ = e.print();
+        }
+    }
+    ExitCode::from(BAD_INPUT)
+}
+
+/// A bad flag value, or two flags that conflict, as one line: clap's first line already names
+/// the flag, the value given and (from our parsers) what is accepted; the usage and "For more
+/// information" footer add nothing.
+pub fn one_line(e: &clap::Error) -> Option<String> {
+    use clap::error::ErrorKind;
+    matches!(
+        e.kind(),
+        ErrorKind::ValueValidation | ErrorKind::InvalidValue | ErrorKind::ArgumentConflict
+    )
+    .then(|| {
+        // The first paragraph: for an enum it goes on with "[possible values: …]".
+        let text = e.render().to_string();
+        let lines: Vec<&str> = text.lines().take_while(|l| !l.trim().is_empty()).collect();
+        lines.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ")
+    })
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

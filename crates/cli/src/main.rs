@@ -22,10 +22,8 @@ mod sweep;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
-    match cli::Cli::try_parse() {
+    match cli::parse_from(std::env::args_os()) {
         Ok(cli) => exit::report(cli::dispatch(cli)),
         Err(e) => exit::clap_error(e),
     }

@@ -20,31 +20,31 @@ pub struct RunArgs {
     /// The target, e.g. http://127.0.0.1:8080/api
     pub url: String,
     /// Open loop: requests per second, due on a schedule whatever the responses do.
-    #[arg(long)]
+    #[arg(long, value_parser = args::rate)]
     pub rate: Option<f64>,
     /// How arrivals are spaced: constant, poisson (seeded), or ramp (from --rate to --ramp-to).
     #[arg(long, value_enum, default_value_t = ArrivalKind::Constant)]
     pub arrival: ArrivalKind,
     /// With --arrival ramp: the rate at the end of the run.
-    #[arg(long)]
+    #[arg(long, value_parser = args::rate)]
     pub ramp_to: Option<f64>,
     /// With --arrival poisson: the random seed.
-    #[arg(long)]
+    #[arg(long, value_parser = args::seed)]
     pub seed: Option<u64>,
     /// How long to send for (default 10s).
     #[arg(long, value_parser = args::positive_duration, conflicts_with = "requests")]
     pub duration: Option<Duration>,
     /// Send this many requests in all, instead of a duration.
-    #[arg(long)]
+    #[arg(long, value_parser = args::requests)]
     pub requests: Option<u64>,
     /// Open loop: the most connections to open (lazily; due requests queue FIFO for a free one).
     /// Closed loop: the number of looping connections. [default: 2048 open, 10 closed]
-    #[arg(long, short = 'c')]
+    #[arg(long, short = 'c', value_parser = args::connections)]
     pub connections: Option<usize>,
     /// Worker threads, each with its own connections and slice of the schedule.
     /// [default: closed loop, the number of CPUs; open loop, one per 50,000 req/s of peak
     /// rate, up to the number of CPUs]
-    #[arg(long)]
+    #[arg(long, value_parser = args::threads)]
     pub threads: Option<usize>,
     /// Longest wait for one answer; also the longest drain after the schedule ends.
     #[arg(long, value_parser = args::positive_duration, default_value = "10s")]
@@ -106,7 +106,7 @@ pub struct RunArgs {
     pub samples: Option<PathBuf>,
     /// With --samples: keep this share of requests, chosen uniformly (seeded), to keep long
     /// runs small.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, value_parser = args::fraction, default_value_t = 1.0)]
     pub sample_ratio: f64,
     /// The most the pacer spins before one due time. It learns how late the kernel's wake-ups
     /// come, arms its timer that much early (up to this cap) and spins the rest, so requests
@@ -161,12 +161,6 @@ pub fn validate(a: RunArgs) -> anyhow::Result<Validated> {
         open_load(&a, end)?
     };
     let (connections, threads) = pool(&a, &load)?;
-    if !(a.sample_ratio > 0.0 && a.sample_ratio <= 1.0) {
-        return Err(bad_input!(
-            "--sample-ratio: must be in (0, 1], got {}",
-            a.sample_ratio
-        ));
-    }
     let default_label = match load {
         Load::Open(_) => "open",
         Load::Closed(_) => "closed",

@@ -33,29 +33,29 @@ pub struct SimArgs {
     #[arg(long, value_enum, default_value_t = ClientKind::Both)]
     client: ClientKind,
     /// Requests per second of the open loop's (or tracking client's) schedule. [default: 1000]
-    #[arg(long)]
+    #[arg(long, value_parser = args::rate)]
     rate: Option<f64>,
     /// How arrivals are spaced: constant, poisson (seeded), or ramp (from --rate to --ramp-to).
     #[arg(long, value_enum, default_value_t = ArrivalKind::Constant)]
     arrival: ArrivalKind,
     /// With --arrival ramp: the rate at the end of the run.
-    #[arg(long)]
+    #[arg(long, value_parser = args::rate)]
     ramp_to: Option<f64>,
     /// With --arrival poisson: the random seed.
-    #[arg(long)]
+    #[arg(long, value_parser = args::seed)]
     seed: Option<u64>,
     /// How long the schedule runs (virtual time). [default: 60s]
     #[arg(long, value_parser = args::positive_duration, conflicts_with = "requests")]
     duration: Option<Duration>,
     /// This many requests in all, instead of a duration.
-    #[arg(long)]
+    #[arg(long, value_parser = args::requests)]
     requests: Option<u64>,
     /// Open loop: the most connections (due requests queue FIFO for one). Closed loop: the number
     /// of looping connections. [default: 2048 open, 10 closed]
-    #[arg(long, short = 'c')]
+    #[arg(long, short = 'c', value_parser = args::connections)]
     connections: Option<usize>,
     /// With --client both: the closed loop's connections, when they differ from the open pool.
-    #[arg(long)]
+    #[arg(long, value_parser = args::connections)]
     closed_connections: Option<usize>,
     /// With --duration: stop the closed loop at the duration, or after as many requests as the
     /// open schedule has (rate × duration, like the seeds' iteration-counted tools).
@@ -63,7 +63,7 @@ pub struct SimArgs {
     closed_until: ClosedUntil,
     /// Lanes, as the engine's worker threads: each has its slice of the schedule and its share of
     /// the connections. Give a run's --threads to reproduce its Poisson arrivals exactly.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, value_parser = args::threads, default_value_t = 1)]
     threads: usize,
     /// Longest wait for one answer; also the longest drain after the schedule ends.
     #[arg(long, value_parser = args::positive_duration, default_value = "10s")]

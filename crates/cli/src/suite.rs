@@ -47,7 +47,7 @@ pub struct SuiteArgs {
     #[arg(long, value_parser = args::positive_duration)]
     pub duration: Option<Duration>,
     /// Override the profile's rate (one-worker scenarios keep their seeds' lower rates).
-    #[arg(long)]
+    #[arg(long, value_parser = args::rate)]
     pub rate: Option<f64>,
     /// Where the results, per-tool outputs and reports go.
     #[arg(long, default_value = "suite")]

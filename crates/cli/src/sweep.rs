@@ -24,16 +24,16 @@ use crate::run::RunArgs;
 #[derive(clap::Args, Debug, Clone)]
 pub struct SweepFlags {
     /// Offered rates, comma-separated, in requests per second: --rates 5,10,20,30.
-    #[arg(long, value_delimiter = ',', conflicts_with_all = ["from", "to", "steps"])]
-    pub rates: Option<Vec<String>>,
+    #[arg(long, value_parser = args::rate, value_delimiter = ',', conflicts_with_all = ["from", "to", "steps"])]
+    pub rates: Option<Vec<f64>>,
     /// The lowest rate (with --to and --steps, or with --search).
-    #[arg(long)]
+    #[arg(long, value_parser = args::rate)]
     pub from: Option<f64>,
     /// The highest rate; --search never offers more.
-    #[arg(long)]
+    #[arg(long, value_parser = args::rate)]
     pub to: Option<f64>,
     /// How many evenly spaced rates from --from to --to.
-    #[arg(long)]
+    #[arg(long, value_parser = args::steps)]
     pub steps: Option<usize>,
     /// How long each step offers its rate, settle included.
     #[arg(long, value_parser = args::positive_duration, default_value = "20s")]
@@ -50,10 +50,10 @@ pub struct SweepFlags {
     #[arg(long)]
     pub search: bool,
     /// With --search: stop once the bracket is this many requests per second wide.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, value_parser = args::rate, default_value_t = 1.0)]
     pub resolution: f64,
     /// With --search: the most steps it may run.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, value_parser = args::steps, default_value_t = 16)]
     pub max_probes: usize,
     /// Write an HTML report here: the table, offered vs achieved rate, and response
     /// percentiles against the offered rate, with the cliff shaded.
@@ -68,10 +68,10 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub sweep: SweepFlags,
     /// The most connections to open (due requests queue FIFO for a free one).
-    #[arg(long, short = 'c', default_value_t = 2048)]
+    #[arg(long, short = 'c', value_parser = args::connections, default_value_t = 2048)]
     pub connections: usize,
     /// Worker threads. [default: the number of CPUs]
-    #[arg(long)]
+    #[arg(long, value_parser = args::threads)]
     pub threads: Option<usize>,
     /// Longest wait for one answer, and the drain after each step: requests still unanswered
     /// then are censored, which marks the step saturated.
@@ -152,15 +152,6 @@ impl SweepFlags {
         if !self.search {
             return Ok(Offer::Rates(rates));
         }
-        if !(self.resolution.is_finite() && self.resolution > 0.0) {
-            return Err(bad_input!(
-                "--resolution: must be a positive number of requests per second, got {}",
-                self.resolution
-            ));
-        }
-        if self.max_probes == 0 {
-            return Err(bad_input!("--max-probes: must be at least 1, got 0"));
-        }
         let lowest = rates
             .iter()
             .copied()
@@ -182,21 +173,7 @@ impl SweepFlags {
         let flag_rate =
             |flag: &str, v: f64| Rate::per_second(v).map_err(|e| bad_input!("{flag}: {e}"));
         if let Some(list) = &self.rates {
-            let list: Vec<&String> = list.iter().filter(|s| !s.trim().is_empty()).collect();
-            if list.is_empty() {
-                return Err(bad_input!(
-                    "--rates: the list is empty; give rates like --rates 5,10,20"
-                ));
-            }
-            return list
-                .iter()
-                .map(|s| {
-                    let v: f64 = s.trim().parse().map_err(|_| {
-                        bad_input!("--rates: {s:?} is not a number of requests per second")
-                    })?;
-                    flag_rate("--rates", v)
-                })
-                .collect();
+            return list.iter().map(|&v| flag_rate("--rates", v)).collect();
         }
         let (Some(from), Some(to)) = (self.from, self.to) else {
             return Err(bad_input!(
@@ -212,7 +189,6 @@ impl SweepFlags {
             ));
         }
         match (self.steps, self.search) {
-            (Some(0), _) => Err(bad_input!("--steps: must be at least 1, got 0")),
             (Some(n), _) => Ok(sweep::linear_rates(from, to, n)),
             (None, true) => Ok(vec![from, to]),
             (None, false) => Err(bad_input!(

@@ -270,6 +270,24 @@ fn bad_input_names_the_flag_and_exits_2() {
         (&["run", "ftp://127.0.0.1/", "--rate", "10"], "URL"),
         (&["run", "http://127.0.0.1:9/", "--rate", "0"], "--rate"),
         (&["run", "http://127.0.0.1:9/", "--rate=-5"], "--rate"),
+        // Negative values after a space reach the flag's parser, not clap's "unexpected
+        // argument".
+        (&["run", "http://127.0.0.1:9/", "--rate", "-5"], "--rate"),
+        (
+            &[
+                "run",
+                "http://127.0.0.1:9/",
+                "--rate",
+                "10",
+                "--timeout",
+                "-1s",
+            ],
+            "--timeout",
+        ),
+        (
+            &["sweep", "http://127.0.0.1:9/", "--rates", "5,-1"],
+            "--rates",
+        ),
         (&["run", "http://127.0.0.1:9/"], "--rate"),
         (
             &[
@@ -347,6 +365,7 @@ fn bad_input_names_the_flag_and_exits_2() {
             stderr.contains(flag),
             "{args:?} should name {flag}: {stderr}"
         );
+        assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
     }
 }
 
