@@ -540,6 +540,10 @@ async fn skip_trailers<S: AsyncRead + Unpin>(s: &mut S, buf: &mut BytesMut) -> R
 }
 
 #[cfg(test)]
+#[path = "http_props.rs"]
+mod props;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use tokio::io::duplex;
