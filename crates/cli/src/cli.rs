@@ -24,6 +24,14 @@ pub enum Command {
     /// Drive HTTP load on a schedule (open loop) or from N looping connections (--closed).
     Run(Box<crate::run::RunArgs>),
     /// Serve a misbehaving scenario over HTTP on 127.0.0.1.
+    ///
+    /// Limits, so that no client can hold the server: a request head must arrive whole within
+    /// --header-timeout (which also closes connections that send nothing, new or kept alive)
+    /// and be at most 32 KiB; a request body is read and discarded up to 1 MiB. A body declared
+    /// longer is answered 413 unread; a chunked one is read no further and its connection
+    /// closed. Such abuse (slow or oversized heads, idle connections, malformed requests,
+    /// oversized bodies) is counted by kind in the summary printed at exit; the first of each
+    /// kind is logged on stderr with the client's address.
     Serve(crate::serve::ServeArgs),
     /// Simulate a scenario × client model in virtual time: the ground truth, in milliseconds.
     Sim(Box<crate::sim::SimArgs>),

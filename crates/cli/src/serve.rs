@@ -4,10 +4,11 @@ use std::io::{BufWriter, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context;
 use sojourn_scenario::{builtins, Scenario};
-use sojourn_server::{serve, ServeOptions};
+use sojourn_server::{serve, AbuseNote, ServeOptions};
 
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
@@ -34,6 +35,12 @@ pub struct ServeArgs {
     #[arg(long)]
     control: bool,
 
+    /// How long a client may take to send a whole request head, counted from when the
+    /// server starts waiting for one; then its connection is closed. Stops slowloris clients,
+    /// and also closes connections idle that long (new, or kept alive between requests).
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
+    header_timeout: String,
+
     /// List the built-in scenarios and their parameters, then exit.
     #[arg(long)]
     list: bool,
@@ -59,6 +66,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             args.listen
         )
     })?;
+    let header_timeout = crate::args::positive_duration(&args.header_timeout)
+        .map_err(|e| crate::bad_input!("--header-timeout: {e}"))?;
     let truth = match &args.truth {
         Some(path) => Some(truth_file(path)?),
         None => None,
@@ -66,6 +75,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let options = ServeOptions {
         truth,
         control: args.control,
+        header_timeout,
+        on_first_abuse: Some(Box::new(|note: AbuseNote| eprintln!("{note}"))),
         ..ServeOptions::default()
     };
     // 10k connections need 10k descriptors; the default soft limit is often 1024.
@@ -100,7 +111,7 @@ async fn serve_on(
     let listener =
         sojourn_server::bind(addr).with_context(|| format!("--listen {addr}: cannot listen"))?;
     let local = listener.local_addr().context("reading the bound address")?;
-    announce(local, &scenario, args)?;
+    announce(local, &scenario, args, options.header_timeout)?;
     let summary = serve(listener, scenario, options, shutdown_signal()).await?;
     eprintln!("stopped: {summary}");
     if summary.cut_off > 0 {
@@ -113,7 +124,12 @@ async fn serve_on(
 }
 
 /// The stdout line scripts parse, then the human context on stderr.
-fn announce(local: SocketAddr, scenario: &Scenario, args: &ServeArgs) -> anyhow::Result<()> {
+fn announce(
+    local: SocketAddr,
+    scenario: &Scenario,
+    args: &ServeArgs,
+    header_timeout: Duration,
+) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "listening on http://{local}")?;
     out.flush()?;
@@ -125,6 +141,12 @@ fn announce(local: SocketAddr, scenario: &Scenario, args: &ServeArgs) -> anyhow:
     if let Some(path) = &args.truth {
         eprintln!("  truth log: {}", path.display());
     }
+    eprintln!(
+        "  limits: request head {} KiB within {}, body {} MiB; abuse is counted, the first of each kind logged",
+        sojourn_server::MAX_HEAD >> 10,
+        humantime::format_duration(header_timeout),
+        sojourn_server::MAX_BODY >> 20
+    );
     if !local.ip().is_loopback() {
         eprintln!(
             "  warning: listening on {} is reachable from the network",

@@ -120,6 +120,14 @@ fn bad_input_names_the_flag_and_exits_2() {
             &["--listen", "localhost"],
             "error: --listen: expected an address like 127.0.0.1:8080",
         ),
+        (
+            &["--header-timeout", "soon"],
+            "error: --header-timeout: expected a duration like 10s, 500ms or 2m, got \"soon\"",
+        ),
+        (
+            &["--header-timeout", "0s"],
+            "error: --header-timeout: must be longer than zero, got \"0s\"",
+        ),
     ];
     for (args, want) in rows {
         let out = sojourn().arg("serve").args(*args).output().unwrap();

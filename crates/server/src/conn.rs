@@ -1,6 +1,7 @@
 //! Accepting connections and serving HTTP/1.1 on each, with keep-alive.
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -9,11 +10,13 @@ use std::time::Duration;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::service::{route, ConnFlags, State};
+use crate::abuse::AbuseKind;
+use crate::service::{route, ConnState, State};
+use crate::MAX_HEAD;
 
 /// How long to back off when the process is out of file descriptors: the accept would fail
 /// again at once, and spinning on it would starve the connections that could free some.
@@ -31,8 +34,8 @@ pub(crate) async fn accept_until(
         tokio::select! {
             _ = &mut shutdown => return,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    state.tracker.spawn(connection(state.clone(), stream));
+                Ok((stream, peer)) => {
+                    state.tracker.spawn(connection(state.clone(), stream, peer));
                 }
                 Err(e) if is_out_of_descriptors(&e) => tokio::time::sleep(FD_BACKOFF).await,
                 Err(_) => {}
@@ -46,49 +49,109 @@ fn is_out_of_descriptors(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(23 | 24 | 105 | 12))
 }
 
-async fn connection(state: Arc<State>, stream: TcpStream) {
+async fn connection(state: Arc<State>, stream: TcpStream, peer: SocketAddr) {
     let counts = &state.counts;
     counts.connections.fetch_add(1, Relaxed);
     let live = counts.live.fetch_add(1, Relaxed) + 1;
     counts.peak.fetch_max(live, Relaxed);
     // Latency is the product: never let Nagle hold a response back.
     let _ = stream.set_nodelay(true);
-    let flags = Arc::new(ConnFlags::default());
+    let shared = Arc::new(ConnState::new(peer));
     let io = TokioIo::new(Socket {
         inner: stream,
-        flags: flags.clone(),
+        conn: shared.clone(),
     });
     let handler_state = state.clone();
-    let service = service_fn(move |req| route(handler_state.clone(), flags.clone(), req));
-    let conn = http1::Builder::new()
-        .keep_alive(true)
-        .serve_connection(io, service);
+    let handler_conn = shared.clone();
+    let service = service_fn(move |req| route(handler_state.clone(), handler_conn.clone(), req));
+    let conn = builder(state.header_timeout).serve_connection(io, service);
     tokio::pin!(conn);
-    // Errors here are the client's (reset, garbage, hung up): nothing to do but close.
-    tokio::select! {
-        _ = conn.as_mut() => {}
+    let ended = tokio::select! {
+        ended = conn.as_mut() => ended,
         _ = state.draining.cancelled() => {
             conn.as_mut().graceful_shutdown();
             tokio::select! {
-                _ = conn.as_mut() => {}
-                _ = state.kill.cancelled() => {}
+                ended = conn.as_mut() => ended,
+                _ = state.kill.cancelled() => Ok(()),
             }
+        }
+    };
+    // A connection that ended badly: abuse is counted by kind; a client that hung up or reset
+    // needs nothing but the close.
+    if let Err(e) = ended {
+        match classify(&e, &shared) {
+            Ended::Abuse(kind) => state.abuse.note(kind, peer),
+            Ended::IdleKeepAlive => {
+                counts.idle_keep_alive_closed.fetch_add(1, Relaxed);
+            }
+            Ended::HungUp => {}
         }
     }
     counts.live.fetch_sub(1, Relaxed);
 }
 
-/// The TCP stream, plus the ability to close it with a RST when a `reset` fault asks.
+/// HTTP/1.1 with keep-alive, and bounds on what one connection may hold: its request head
+/// (size, and time to arrive) and its buffers. Bodies are bounded by the handler.
+fn builder(header_timeout: Duration) -> http1::Builder {
+    let mut b = http1::Builder::new();
+    b.keep_alive(true)
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .max_header_size(MAX_HEAD)
+        // The read buffer only ever needs to hold one head; body frames are cut to fit it.
+        .max_buf_size(MAX_HEAD);
+    b
+}
+
+/// Why a connection ended with an error.
+enum Ended {
+    Abuse(AbuseKind),
+    /// The header timeout closed a keep-alive connection that had been answered and then
+    /// sent nothing: ordinary housekeeping.
+    IdleKeepAlive,
+    /// Reset, hung up mid-request, or any other failure of the client's side.
+    HungUp,
+}
+
+fn classify(e: &hyper::Error, conn: &ConnState) -> Ended {
+    if e.is_timeout() {
+        if conn.unanswered_bytes.load(Relaxed) {
+            Ended::Abuse(AbuseKind::SlowHeaders)
+        } else if conn.requests.load(Relaxed) == 0 {
+            Ended::Abuse(AbuseKind::Idle)
+        } else {
+            Ended::IdleKeepAlive
+        }
+    } else if e.is_parse_too_large() {
+        Ended::Abuse(AbuseKind::OversizedHead)
+    } else if e.is_parse() {
+        Ended::Abuse(AbuseKind::Malformed)
+    } else {
+        Ended::HungUp
+    }
+}
+
+/// The TCP stream, plus what its connection shares with the handler: whether a `reset` fault
+/// asked for a RST, and whether bytes of a request are waiting for an answer.
 struct Socket {
     inner: TcpStream,
-    flags: Arc<ConnFlags>,
+    conn: Arc<ConnState>,
 }
 
 impl Drop for Socket {
     fn drop(&mut self) {
-        if self.flags.reset.load(Relaxed) {
+        if self.conn.reset.load(Relaxed) {
             // Linger zero turns the close into a RST: the client sees "connection reset".
             let _ = self.inner.set_zero_linger();
+        }
+    }
+}
+
+impl Socket {
+    /// An answer (or part of one) went out: the request it answers is no longer pending.
+    fn note_written(&self, written: &Poll<io::Result<usize>>) {
+        if matches!(written, Poll::Ready(Ok(n)) if *n > 0) {
+            self.conn.unanswered_bytes.store(false, Relaxed);
         }
     }
 }
@@ -99,7 +162,12 @@ impl AsyncRead for Socket {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let read = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.conn.unanswered_bytes.store(true, Relaxed);
+        }
+        read
     }
 }
 
@@ -109,7 +177,9 @@ impl AsyncWrite for Socket {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let written = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.note_written(&written);
+        written
     }
 
     fn poll_write_vectored(
@@ -117,7 +187,9 @@ impl AsyncWrite for Socket {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        let written = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.note_written(&written);
+        written
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -129,7 +201,7 @@ impl AsyncWrite for Socket {
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if self.flags.reset.load(Relaxed) {
+        if self.conn.reset.load(Relaxed) {
             // No FIN before the RST: the client should see a reset, not an orderly close.
             return Poll::Ready(Ok(()));
         }

@@ -16,8 +16,25 @@
 //!
 //! Delays are slept with `sojourn_timer` (timerfd, tens of microseconds) rather than tokio's
 //! 1 ms timer wheel, and a stall releases all its waiters from one precise timer.
+//!
+//! # Limits
+//!
+//! Whoever can reach the server can misbehave, so what one connection can hold is bounded:
+//!
+//! - **Header timeout** ([`ServeOptions::header_timeout`], 60 s by default): a request head must
+//!   arrive whole within it, counted from the first moment the server waits for one — so it
+//!   also closes a connection that sends nothing, at first or between keep-alive requests.
+//! - **Request head** at most [`MAX_HEAD`] bytes (request line and headers, answered 431), and
+//!   hyper's 100 headers; the connection's read buffer is capped at the same size.
+//! - **Request body** read and discarded a frame at a time, at most [`MAX_BODY`] bytes. A body
+//!   declared longer is answered 413 without being read; a chunked one that grows past the cap
+//!   is read no further and its connection is closed after the answer.
+//!
+//! Each breach is counted by kind ([`AbuseKind`], [`ServeSummary::abuse`]), and the first of
+//! each kind is handed to [`ServeOptions::on_first_abuse`] with the peer's address.
 #![forbid(unsafe_code)]
 
+mod abuse;
 mod admission;
 mod conn;
 mod gate;
@@ -31,12 +48,23 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use abuse::{AbuseKind, AbuseNote, AbuseSink};
 pub use service::INDEX_HEADER;
 pub use sojourn_scenario::Scenario;
 use tokio::net::TcpListener;
 
+use crate::abuse::AbuseLog;
 use crate::service::State;
 use crate::truthlog::TruthLog;
+
+/// The longest request head (request line and headers) accepted, in bytes: the 32 KiB that
+/// nginx's default `large_client_header_buffers` allows, room for big cookies and tokens.
+pub const MAX_HEAD: usize = 32 << 10;
+/// Request bodies are read (so keep-alive survives a POST) but not kept, up to this much.
+pub const MAX_BODY: u64 = 1 << 20;
+/// The default [`ServeOptions::header_timeout`]: common servers give a client about a minute
+/// to send its request head (nginx's `client_header_timeout`, Apache's `RequestReadTimeout`).
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How the server runs, beyond the scenario.
 pub struct ServeOptions {
@@ -48,6 +76,14 @@ pub struct ServeOptions {
     /// After shutdown is asked for, how long requests in hand may take to finish before they
     /// are answered 503 and logged as `shutdown`.
     pub grace: Duration,
+    /// How long a client may take to send a whole request head, counted from when the server
+    /// starts waiting for it: on a new connection, and after each answer on a keep-alive one.
+    /// Past it the connection is closed, so slowloris clients and idle connections cannot
+    /// hold the server's descriptors and memory forever.
+    pub header_timeout: Duration,
+    /// Called with the first abuse of each kind (the rest are only counted). `None`: counted
+    /// only.
+    pub on_first_abuse: Option<AbuseSink>,
 }
 
 impl Default for ServeOptions {
@@ -56,6 +92,8 @@ impl Default for ServeOptions {
             truth: None,
             control: false,
             grace: Duration::from_secs(2),
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            on_first_abuse: None,
         }
     }
 }
@@ -77,6 +115,43 @@ impl OutcomeCounts {
     }
 }
 
+/// Misbehaving clients, by [`AbuseKind`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AbuseCounts {
+    pub slow_headers: u64,
+    pub idle: u64,
+    pub malformed: u64,
+    pub oversized_head: u64,
+    pub oversized_body: u64,
+}
+
+impl AbuseCounts {
+    pub fn get(&self, kind: AbuseKind) -> u64 {
+        match kind {
+            AbuseKind::SlowHeaders => self.slow_headers,
+            AbuseKind::Idle => self.idle,
+            AbuseKind::Malformed => self.malformed,
+            AbuseKind::OversizedHead => self.oversized_head,
+            AbuseKind::OversizedBody => self.oversized_body,
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        AbuseKind::ALL.iter().map(|&k| self.get(k)).sum()
+    }
+}
+
+impl fmt::Display for AbuseCounts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut sep = "";
+        for kind in AbuseKind::ALL {
+            write!(f, "{sep}{} {}", self.get(kind), kind.plural())?;
+            sep = ", ";
+        }
+        Ok(())
+    }
+}
+
 /// What the server did, reported when it stops.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ServeSummary {
@@ -90,6 +165,11 @@ pub struct ServeSummary {
     pub truth_records: u64,
     /// Connections and requests still running when the grace period ended (then cut off).
     pub cut_off: u64,
+    /// Misbehaving clients, by kind.
+    pub abuse: AbuseCounts,
+    /// Keep-alive connections closed by the header timeout after serving requests: not abuse
+    /// (clients keep pools), but each costs its client a reconnect.
+    pub idle_keep_alive_closed: u64,
 }
 
 impl fmt::Display for ServeSummary {
@@ -109,7 +189,18 @@ impl fmt::Display for ServeSummary {
             self.healthy,
             self.connections,
             self.peak_connections
-        )
+        )?;
+        if self.idle_keep_alive_closed > 0 {
+            write!(
+                f,
+                ", {} idle keep-alive connections closed",
+                self.idle_keep_alive_closed
+            )?;
+        }
+        if self.abuse.total() > 0 {
+            write!(f, "; abuse: {}", self.abuse)?;
+        }
+        Ok(())
     }
 }
 
@@ -149,7 +240,14 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> Result<ServeSummary, ServeError> {
     let truth = options.truth.map_or_else(TruthLog::none, TruthLog::csv);
-    let state = Arc::new(State::new(scenario, truth, options.control));
+    let abuse = AbuseLog::new(options.on_first_abuse, options.header_timeout);
+    let state = Arc::new(State::new(
+        scenario,
+        truth,
+        options.control,
+        options.header_timeout,
+        abuse,
+    ));
     let stop_gate = tokio_util::sync::CancellationToken::new();
     let releases = tokio::spawn(state.gate.clone().run_releases(stop_gate.clone()));
 
@@ -172,6 +270,8 @@ pub async fn serve(
         control_stalls: c.control_stalls.load(Relaxed),
         truth_records: written.map_err(ServeError::Truth)?,
         cut_off,
+        abuse: state.abuse.counts(),
+        idle_keep_alive_closed: c.idle_keep_alive_closed.load(Relaxed),
     })
 }
 

@@ -1,13 +1,14 @@
 //! What each path does. `/api` is the system under test; the rest are for people and tests.
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CONTENT_TYPE};
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Body, Incoming};
+use hyper::header::{HeaderValue, CONNECTION, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 use sojourn_scenario::truth::{Outcome, TruthRecord};
 use sojourn_scenario::Scenario;
@@ -16,13 +17,12 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::abuse::{AbuseKind, AbuseLog};
 use crate::admission::{Admit, Arrival, Front, Permit};
 use crate::gate::Gate;
 use crate::truthlog::TruthLog;
-use crate::OutcomeCounts;
+use crate::{OutcomeCounts, MAX_BODY};
 
-/// Request bodies are read (so keep-alive survives a POST) but not kept, up to this much.
-const MAX_BODY: usize = 1 << 20;
 /// The longest stall the control endpoint accepts.
 const MAX_CONTROL_STALL: Duration = Duration::from_secs(3600);
 /// The response header that tells a client which truth-log line is its request.
@@ -51,6 +51,8 @@ pub(crate) struct State {
     pub gate: Arc<Gate>,
     pub truth: TruthLog,
     pub control: bool,
+    pub header_timeout: Duration,
+    pub abuse: AbuseLog,
     /// Connections and in-flight work, so shutdown can wait for both.
     pub tracker: TaskTracker,
     /// Stop taking new requests; finish what is in hand.
@@ -71,6 +73,7 @@ pub(crate) struct Counts {
     pub live: AtomicU64,
     pub peak: AtomicU64,
     pub control_stalls: AtomicU64,
+    pub idle_keep_alive_closed: AtomicU64,
 }
 
 fn slot(o: Outcome) -> usize {
@@ -99,7 +102,13 @@ impl Counts {
 }
 
 impl State {
-    pub(crate) fn new(scenario: Scenario, truth: TruthLog, control: bool) -> State {
+    pub(crate) fn new(
+        scenario: Scenario,
+        truth: TruthLog,
+        control: bool,
+        header_timeout: Duration,
+        abuse: AbuseLog,
+    ) -> State {
         let scenario = Arc::new(scenario);
         let origin = OnceLock::new();
         if scenario.clock() == sojourn_scenario::ClockOrigin::ServerStart {
@@ -112,6 +121,8 @@ impl State {
             origin,
             truth,
             control,
+            header_timeout,
+            abuse,
             tracker: TaskTracker::new(),
             draining: CancellationToken::new(),
             abort: CancellationToken::new(),
@@ -122,11 +133,28 @@ impl State {
     }
 }
 
-/// Per-connection flags shared by the handler and the socket wrapper.
-#[derive(Default)]
-pub(crate) struct ConnFlags {
+/// What one connection's handler and its socket wrapper share.
+pub(crate) struct ConnState {
+    pub peer: SocketAddr,
     /// Set when a `reset` fault picked a request: close with RST instead of FIN.
     pub reset: AtomicBool,
+    /// Request heads handed over on this connection.
+    pub requests: AtomicU64,
+    /// Bytes arrived since the server last wrote: a request (head) is under way. Cleared by
+    /// writing, as an answer follows a whole request; a pipelined request that arrived before
+    /// the previous answer is not seen, which only matters if it then stalls.
+    pub unanswered_bytes: AtomicBool,
+}
+
+impl ConnState {
+    pub(crate) fn new(peer: SocketAddr) -> ConnState {
+        ConnState {
+            peer,
+            reset: AtomicBool::new(false),
+            requests: AtomicU64::new(0),
+            unanswered_bytes: AtomicBool::new(false),
+        }
+    }
 }
 
 /// Routes a request. For `/api` the request is numbered and its work started right here, as
@@ -134,13 +162,24 @@ pub(crate) struct ConnFlags {
 /// future unpolled if the client hangs up at once, and such a request still arrived.
 pub(crate) fn route(
     state: Arc<State>,
-    conn: Arc<ConnFlags>,
+    conn: Arc<ConnState>,
     req: Request<Incoming>,
 ) -> impl Future<Output = Reply> {
-    let started = (req.uri().path() == "/api").then(|| start_api(&state));
+    conn.requests.fetch_add(1, Relaxed);
+    // A body declared too long is refused at the door, unread and unnumbered: it is not a
+    // request to the system under test.
+    let too_long = req.body().size_hint().lower() > MAX_BODY;
+    let started = (!too_long && req.uri().path() == "/api").then(|| start_api(&state));
     async move {
+        if too_long {
+            state.abuse.note(AbuseKind::OversizedBody, conn.peer);
+            return Ok(closing(text(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "request body too large: at most 1 MiB\n",
+            )));
+        }
         if let Some(started) = started {
-            return finish_api(started, conn, req).await;
+            return finish_api(&state, started, conn, req).await;
         }
         match (req.method(), req.uri().path()) {
             (&Method::GET | &Method::HEAD, "/healthy") => Ok(healthy(&state).await),
@@ -189,17 +228,42 @@ fn start_api(state: &Arc<State>) -> Started {
     }
 }
 
-async fn finish_api(started: Started, conn: Arc<ConnFlags>, req: Request<Incoming>) -> Reply {
-    // Read (and drop) any body so the connection can be reused; past the limit hyper closes it.
-    let _ = Limited::new(req.into_body(), MAX_BODY).collect().await;
+async fn finish_api(
+    state: &State,
+    started: Started,
+    conn: Arc<ConnState>,
+    req: Request<Incoming>,
+) -> Reply {
+    let within_cap = discard_body(req.into_body()).await;
+    if !within_cap {
+        state.abuse.note(AbuseKind::OversizedBody, conn.peer);
+    }
     let Started { index, work, _gone } = started;
     match work.await {
-        Ok(Some(status)) => Ok(answer(status, index)),
+        Ok(Some(status)) if within_cap => Ok(answer(status, index)),
+        // The rest of the body is still on its way: the connection cannot carry another request.
+        Ok(Some(status)) => Ok(closing(answer(status, index))),
         Ok(None) | Err(_) => {
             conn.reset.store(true, Relaxed);
             Err(Dropped)
         }
     }
+}
+
+/// Reads a body and drops it frame by frame, so the connection can be reused after a POST
+/// while holding no more than one frame. Returns `false` if it went past [`MAX_BODY`]: the rest
+/// is left unread (hyper then closes the connection after the answer). A client that hangs up
+/// mid-body is not abuse: `true`.
+async fn discard_body(mut body: Incoming) -> bool {
+    let mut read = 0u64;
+    while let Some(frame) = body.frame().await {
+        let Ok(frame) = frame else { return true };
+        read += frame.data_ref().map_or(0, |d| d.len() as u64);
+        if read > MAX_BODY {
+            return false;
+        }
+    }
+    true
 }
 
 /// One request's life from the door to departure. Returns the status to answer, or `None` to
@@ -382,6 +446,13 @@ fn answer(status: u16, index: u64) -> Response<Full<Bytes>> {
     let mut r = text(code, body);
     r.headers_mut()
         .insert(INDEX_HEADER, HeaderValue::from(index));
+    r
+}
+
+/// Tells the client this connection ends with this answer.
+fn closing(mut r: Response<Full<Bytes>>) -> Response<Full<Bytes>> {
+    r.headers_mut()
+        .insert(CONNECTION, HeaderValue::from_static("close"));
     r
 }
 

@@ -130,7 +130,8 @@ impl Client {
         self.read_reply().await
     }
 
-    async fn read_reply(&mut self) -> io::Result<Reply> {
+    /// Reads one whole answer. An error means the connection was closed or reset first.
+    pub async fn read_reply(&mut self) -> io::Result<Reply> {
         let mut line = String::new();
         if self.stream.read_line(&mut line).await? == 0 {
             return Err(io::ErrorKind::UnexpectedEof.into());
