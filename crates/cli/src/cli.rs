@@ -180,6 +180,7 @@ mod tests {
         ("diff", "--level", Level),
         ("diff", "--draws", Whole),
         ("diff", "--seed", Seed),
+        ("serve", "--header-timeout", PositiveDuration),
     ];
 
     /// Zero, negative, non-numeric and absurdly large, as each kind understands them.

@@ -38,8 +38,8 @@ pub struct ServeArgs {
     /// How long a client may take to send a whole request head, counted from when the
     /// server starts waiting for one; then its connection is closed. Stops slowloris clients,
     /// and also closes connections idle that long (new, or kept alive between requests).
-    #[arg(long, value_name = "DURATION", default_value = "60s")]
-    header_timeout: String,
+    #[arg(long, value_name = "DURATION", value_parser = crate::args::positive_duration, default_value = "60s")]
+    header_timeout: std::time::Duration,
 
     /// List the built-in scenarios and their parameters, then exit.
     #[arg(long)]
@@ -66,8 +66,6 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             args.listen
         )
     })?;
-    let header_timeout = crate::args::positive_duration(&args.header_timeout)
-        .map_err(|e| crate::bad_input!("--header-timeout: {e}"))?;
     let truth = match &args.truth {
         Some(path) => Some(truth_file(path)?),
         None => None,
@@ -75,7 +73,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let options = ServeOptions {
         truth,
         control: args.control,
-        header_timeout,
+        header_timeout: args.header_timeout,
         on_first_abuse: Some(Box::new(|note: AbuseNote| eprintln!("{note}"))),
         ..ServeOptions::default()
     };

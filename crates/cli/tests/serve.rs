@@ -122,11 +122,11 @@ fn bad_input_names_the_flag_and_exits_2() {
         ),
         (
             &["--header-timeout", "soon"],
-            "error: --header-timeout: expected a duration like 10s, 500ms or 2m, got \"soon\"",
+            "error: invalid value 'soon' for '--header-timeout <DURATION>': expected a duration",
         ),
         (
             &["--header-timeout", "0s"],
-            "error: --header-timeout: must be longer than zero, got \"0s\"",
+            "error: invalid value '0s' for '--header-timeout <DURATION>': expected a duration longer than zero",
         ),
     ];
     for (args, want) in rows {
