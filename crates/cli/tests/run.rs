@@ -288,6 +288,28 @@ fn bad_input_names_the_flag_and_exits_2() {
             &["sweep", "http://127.0.0.1:9/", "--rates", "5,-1"],
             "--rates",
         ),
+        (
+            &[
+                "run",
+                "https://127.0.0.1:9/",
+                "--rate",
+                "10",
+                "--cacert",
+                "/nonexistent.pem",
+            ],
+            "--cacert",
+        ),
+        (
+            &[
+                "run",
+                "https://127.0.0.1:9/",
+                "--rate",
+                "10",
+                "--cacert",
+                "/dev/null",
+            ],
+            "no PEM certificate",
+        ),
         (&["run", "http://127.0.0.1:9/"], "--rate"),
         (
             &[
