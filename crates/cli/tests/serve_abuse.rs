@@ -674,14 +674,15 @@ fn check_on_time(p: &Phases) {
         b.service[0] >= SERVICE && a.service[0] >= SERVICE,
         "the truth log shows the scenario's service time"
     );
-    let service = [1.1, 2.0, 10.0];
+    let service = [1.1, 3.0, 10.0];
     for (i, factor) in service.into_iter().enumerate() {
         within("truth-log service", i, &a.service, &b.service, factor);
     }
     // What the client saw, fresh connects included. Its slowest answer also waited for this
     // very process, busy opening 10,000 connections; it only has to be far from the wait
-    // behind an abuser (a header timeout) or a dropped SYN (a second).
-    let latency = [1.5, 3.0];
+    // behind an abuser (a header timeout) or a dropped SYN (a second). Its tail shares two
+    // cores with those connects, so it is judged loosely here and strictly below.
+    let latency = [1.5, 5.0];
     for (i, factor) in latency.into_iter().enumerate() {
         within("client latency", i, &a.latency, &b.latency, factor);
     }
