@@ -185,7 +185,7 @@ pub fn diff(a: &RunResult, b: &RunResult, o: DiffOptions) -> Diff {
                 percentile: percentile_key(p),
                 a: va.value,
                 b: vb.value,
-                delta: vb.value as i64 - va.value as i64,
+                delta: signed_difference(va.value, vb.value),
                 interval: None,
                 verdict: DiffVerdict::NoInterval,
             };
@@ -222,13 +222,19 @@ pub fn diff(a: &RunResult, b: &RunResult, o: DiffOptions) -> Diff {
     }
 }
 
+/// `b − a`, clamped to what an `i64` holds (values from a file may be anything up to u64::MAX).
+fn signed_difference(a: u64, b: u64) -> i64 {
+    let d = i128::from(b) - i128::from(a);
+    d.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+}
+
 /// The central `level` share of the replicate differences b − a (paired by draw; the two
 /// sides were drawn independently).
 fn percentile_interval(a: &[u64], b: &[u64], level: f64) -> (i64, i64) {
     let mut d: Vec<i64> = a
         .iter()
         .zip(b)
-        .map(|(x, y)| *y as i64 - *x as i64)
+        .map(|(x, y)| signed_difference(*x, *y))
         .collect();
     d.sort_unstable();
     let tail = (1.0 - level) / 2.0;
@@ -238,6 +244,10 @@ fn percentile_interval(a: &[u64], b: &[u64], level: f64) -> (i64, i64) {
 
 /// Fewer intervals than this and a block bootstrap has too little to resample.
 pub const MIN_BLOCK_INTERVALS: usize = 10;
+
+/// A timeline longer than this (55 hours at 1 s) is compared by the i.i.d. bootstrap instead:
+/// each block-bootstrap replicate walks the whole timeline, so the cost is slots × draws.
+pub const MAX_BLOCK_SLOTS: usize = 200_000;
 
 /// A moving-block bootstrap over a run's timeline (Künsch 1989). Each replicate strings
 /// together randomly chosen runs of `block` consecutive intervals until it is as long as the
@@ -256,26 +266,45 @@ pub struct BlockBootstrap {
 impl BlockBootstrap {
     /// From a result's timeline, after any trimmed warm-up (the summary the point values
     /// come from left it out too). Intervals in which nothing finished are kept as empty ones,
-    /// so blocks are stretches of time. `None` with fewer than [`MIN_BLOCK_INTERVALS`].
+    /// so blocks are stretches of time. `None` with fewer than [`MIN_BLOCK_INTERVALS`], or
+    /// more than [`MAX_BLOCK_SLOTS`], or a timeline out of order (a damaged file).
     pub fn of(r: &RunResult) -> Option<BlockBootstrap> {
         let from = r.statistics.warmup.map_or(0, |w| w.until_ns);
         let kept: Vec<_> = r.intervals.iter().filter(|i| i.start_ns >= from).collect();
         let first = kept.first()?;
         let width = first.duration_ns.max(1);
-        let slot = |start: u64| ((start - first.start_ns) / width) as usize;
-        let mut hists = vec![crate::record::new_histogram(); slot(kept.last()?.start_ns) + 1];
-        for i in &kept {
-            hists[slot(i.start_ns)] = decode_base64(&i.response_hdr).ok()?;
+        let slot = |start: u64| Some((start.checked_sub(first.start_ns)? / width) as usize);
+        let slots = slot(kept.last()?.start_ns)? + 1;
+        if slots > MAX_BLOCK_SLOTS {
+            return None;
         }
-        BlockBootstrap::new(&hists)
+        let decoded = kept
+            .iter()
+            .map(|i| {
+                let at = slot(i.start_ns).filter(|&s| s < slots)?;
+                Some((at, decode_base64(&i.response_hdr).ok()?))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let mut hists = vec![None; slots];
+        for (at, h) in &decoded {
+            hists[*at] = Some(h);
+        }
+        BlockBootstrap::from_slots(&hists)
     }
 
     pub fn new(hists: &[Histogram<u64>]) -> Option<BlockBootstrap> {
-        if hists.len() < MIN_BLOCK_INTERVALS {
+        let slots: Vec<Option<&Histogram<u64>>> = hists.iter().map(Some).collect();
+        BlockBootstrap::from_slots(&slots)
+    }
+
+    /// As [`BlockBootstrap::new`], with `None` for an interval in which nothing finished: no
+    /// histogram is held for it, so a long gap in a timeline costs a few bytes a slot.
+    fn from_slots(slots: &[Option<&Histogram<u64>>]) -> Option<BlockBootstrap> {
+        if slots.len() < MIN_BLOCK_INTERVALS {
             return None;
         }
-        let mut grid: Vec<u64> = hists
-            .iter()
+        let hists = || slots.iter().flatten();
+        let mut grid: Vec<u64> = hists()
             .flat_map(|h| {
                 h.iter_recorded()
                     .map(|v| h.highest_equivalent(v.value_iterated_to()))
@@ -283,19 +312,20 @@ impl BlockBootstrap {
             .collect();
         grid.sort_unstable();
         grid.dedup();
-        let intervals = hists
+        let on_grid = |h: &Histogram<u64>| -> Vec<(usize, u64)> {
+            h.iter_recorded()
+                .map(|v| {
+                    let value = h.highest_equivalent(v.value_iterated_to());
+                    let index = grid.binary_search(&value).expect("value is on the grid");
+                    (index, v.count_at_value())
+                })
+                .collect()
+        };
+        let intervals = slots
             .iter()
-            .map(|h| {
-                h.iter_recorded()
-                    .map(|v| {
-                        let value = h.highest_equivalent(v.value_iterated_to());
-                        let index = grid.binary_search(&value).expect("value is on the grid");
-                        (index, v.count_at_value())
-                    })
-                    .collect()
-            })
+            .map(|h| h.map(on_grid).unwrap_or_default())
             .collect();
-        let block = (hists.len() as f64).cbrt().round().max(1.0) as usize;
+        let block = (slots.len() as f64).cbrt().round().max(1.0) as usize;
         Some(BlockBootstrap {
             grid,
             intervals,
@@ -327,7 +357,8 @@ impl BlockBootstrap {
             let start = rng.random_range(0..starts);
             for interval in &self.intervals[start..start + self.block] {
                 for &(i, c) in interval {
-                    counts[i] += c;
+                    // Saturating: a damaged file's counts may be anything.
+                    counts[i] = counts[i].saturating_add(c);
                 }
             }
             taken += self.block;

@@ -85,13 +85,20 @@ impl Outcome {
     }
 }
 
-/// Failures counted per class.
+/// Failures counted per class. Counts saturate rather than overflow: they also come from files
+/// (results, peer tools' reports), and a damaged one may hold any number.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FailureCounts([u64; FailureClass::ALL.len()]);
 
 impl FailureCounts {
     pub fn add(&mut self, class: FailureClass) {
-        self.0[class.slot()] += 1;
+        self.add_n(class, 1);
+    }
+
+    /// `n` failures of one class, as a tool reports them: one step, however many.
+    pub fn add_n(&mut self, class: FailureClass, n: u64) {
+        let slot = &mut self.0[class.slot()];
+        *slot = slot.saturating_add(n);
     }
 
     pub fn get(&self, class: FailureClass) -> u64 {
@@ -99,12 +106,17 @@ impl FailureCounts {
     }
 
     pub fn total(&self) -> u64 {
-        self.0.iter().sum()
+        self.0.iter().fold(0, |sum, &n| sum.saturating_add(n))
+    }
+
+    /// The exact total, which may exceed `u64::MAX` when the counts came from a damaged file.
+    pub fn total_wide(&self) -> u128 {
+        self.0.iter().map(|&n| u128::from(n)).sum()
     }
 
     pub fn merge(&mut self, other: &FailureCounts) {
         for (a, b) in self.0.iter_mut().zip(other.0) {
-            *a += b;
+            *a = a.saturating_add(b);
         }
     }
 

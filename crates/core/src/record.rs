@@ -102,11 +102,15 @@ fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) {
 }
 
 fn record_ns(h: &mut Histogram<u64>, d: Duration) {
+    record_ns_n(h, d, 1);
+}
+
+fn record_ns_n(h: &mut Histogram<u64>, d: Duration, n: u64) {
     let v = nanos(d);
-    // `record` grows an auto-resizing histogram; `saturating_record` would clamp to its current
-    // (small) ceiling instead. Saturate only if growing is impossible.
-    if h.record(v).is_err() {
-        h.saturating_record(v);
+    // `record_n` grows an auto-resizing histogram; `saturating_record_n` would clamp to its
+    // current (small) ceiling instead. Saturate only if growing is impossible.
+    if h.record_n(v, n).is_err() {
+        h.saturating_record_n(v, n);
     }
 }
 
@@ -125,7 +129,10 @@ pub struct Tally {
 
 impl Tally {
     pub fn accounted(&self) -> u64 {
-        self.completed + self.failed.total() + self.censored + self.never_sent
+        self.completed
+            .saturating_add(self.failed.total())
+            .saturating_add(self.censored)
+            .saturating_add(self.never_sent)
     }
 
     fn merge(&mut self, other: &Tally) {
@@ -401,12 +408,35 @@ impl Recorder {
 
     /// A request due at `intended` but never sent before the run ended at `end`.
     pub fn record_never_sent(&mut self, intended: Duration, dispatched: Duration, end: Duration) {
-        record_ns(
+        self.record_never_sent_n(intended, dispatched, end, 1);
+    }
+
+    /// `n` requests due at `intended` and never sent (a peer tool's count of dropped ones).
+    /// The histograms hold at most [`crate::result::MAX_COUNT`] values in all.
+    pub fn record_never_sent_n(
+        &mut self,
+        intended: Duration,
+        dispatched: Duration,
+        end: Duration,
+        n: u64,
+    ) {
+        if n == 0 {
+            return;
+        }
+        record_ns_n(
             &mut self.hist.dispatch_lag,
             dispatched.saturating_sub(intended),
+            n,
         );
-        self.tally.never_sent += 1;
-        self.censor(intended, end);
+        self.tally.never_sent = self.tally.never_sent.saturating_add(n);
+        let bound = end.saturating_sub(intended);
+        for h in [
+            &mut self.hist.response,
+            &mut self.unfinished,
+            &mut self.censored,
+        ] {
+            record_ns_n(h, bound, n);
+        }
     }
 
     fn record_send(&mut self, s: &Stamps) {

@@ -121,9 +121,13 @@ pub struct Counts {
 
 impl Counts {
     /// Scheduled requests not accounted for by any outcome. Zero in every honest result.
+    /// Summed wide: a loaded file's counts may be anything.
     pub fn unaccounted(&self) -> i128 {
-        self.scheduled as i128
-            - (self.completed + self.failed.total() + self.censored + self.never_sent) as i128
+        let accounted = u128::from(self.completed)
+            + self.failed.total_wide()
+            + u128::from(self.censored)
+            + u128::from(self.never_sent);
+        i128::from(self.scheduled) - accounted as i128
     }
 }
 
@@ -170,12 +174,23 @@ impl<'de> Deserialize<'de> for Percentiles {
         let map = BTreeMap::<String, u64>::deserialize(d)?;
         let mut out = Vec::with_capacity(map.len());
         for (k, v) in map {
-            let p: f64 = k.parse().map_err(|_| {
-                serde::de::Error::custom(format!("percentile key {k:?} is not a number"))
+            // NaN would not even equal itself; beyond 0–100 is no percentile.
+            let p = k.parse::<f64>().ok().filter(|p| (0.0..=100.0).contains(p));
+            let p = p.ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "percentile key {k:?} is not a percentile from 0 to 100"
+                ))
             })?;
-            out.push((p, v));
+            out.push((p.abs(), v));
         }
         out.sort_by(|a, b| a.0.total_cmp(&b.0));
+        // "99" and "99.0" are one percentile: which value would be meant?
+        if let Some(w) = out.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(serde::de::Error::custom(format!(
+                "percentile {} is given twice",
+                percentile_key(w[0].0)
+            )));
+        }
         Ok(Percentiles(out))
     }
 }
@@ -270,6 +285,10 @@ pub enum HdrDecodeError {
     /// The bytes are not an HdrHistogram V2 histogram: the file was edited or truncated.
     #[error("hdr field is not an HdrHistogram V2 histogram: {0}")]
     Histogram(#[from] hdrhistogram::serialization::DeserializeError),
+    /// The histogram declares more data than it carries, or inflates beyond any histogram
+    /// sojourn writes: the file was edited or damaged. Regenerate it.
+    #[error("hdr field is not an HdrHistogram V2 histogram: {0}")]
+    Damaged(String),
 }
 
 pub fn encode_base64(h: &Histogram<u64>) -> String {
@@ -282,7 +301,121 @@ pub fn encode_base64(h: &Histogram<u64>) -> String {
 
 pub fn decode_base64(text: &str) -> Result<Histogram<u64>, HdrDecodeError> {
     let bytes = base64::engine::general_purpose::STANDARD.decode(text.trim())?;
-    Ok(Deserializer::new().deserialize(&mut std::io::Cursor::new(bytes))?)
+    let v2 = checked_v2(&bytes)?;
+    let h: Histogram<u64> = Deserializer::new().deserialize(&mut std::io::Cursor::new(v2))?;
+    if h.len() > MAX_COUNT {
+        return Err(HdrDecodeError::Damaged(format!(
+            "it counts {} values, more than any run records",
+            h.len()
+        )));
+    }
+    Ok(h)
+}
+
+/// The most values a histogram holds: 2^53 (285 years of a million requests a second).
+/// hdrhistogram ranks a quantile in `f64`, exact only up to 2^53: beyond it the top quantiles
+/// come out as 0 (and beyond 2^63 a histogram cannot be written at all).
+pub const MAX_COUNT: u64 = 1 << 53;
+
+/// The cookies hdrhistogram writes and reads: the reference's V2 cookies (0x1c849303 and
+/// 0x1c849304) with its word-size flag 0x10 set.
+const V2_COOKIE: u32 = 0x1c84_9313;
+const V2_COMPRESSED_COOKIE: u32 = 0x1c84_9314;
+/// A V2 histogram's header: cookie, payload length, normalizing offset, significant digits
+/// (u32 each), lowest and highest trackable value (u64 each), integer-to-double ratio (f64).
+const V2_HEADER: usize = 40;
+/// More than any histogram sojourn writes inflates to (a 3-digit histogram of every value up to
+/// u64::MAX is well under a megabyte of counts, at most 9 bytes each).
+const MAX_INFLATED: u64 = 16 << 20;
+
+/// The uncompressed V2 form of `bytes`, once its declared payload length is checked against
+/// what is there. hdrhistogram allocates whatever a header declares before reading it, so a
+/// damaged header of a few bytes would otherwise ask for gigabytes.
+fn checked_v2(bytes: &[u8]) -> Result<Vec<u8>, HdrDecodeError> {
+    let cookie = |b: &[u8]| {
+        b.get(..4)
+            .map(|c| u32::from_be_bytes(c.try_into().expect("4 bytes")))
+    };
+    let v2 = match cookie(bytes) {
+        Some(V2_COMPRESSED_COOKIE) => inflate(bytes)?,
+        // Anything else is the deserializer's to refuse.
+        _ => bytes.to_vec(),
+    };
+    if cookie(&v2) == Some(V2_COOKIE) {
+        let declared = v2
+            .get(4..8)
+            .map_or(0, |b| u32::from_be_bytes(b.try_into().expect("4 bytes")));
+        let carried = v2.len().saturating_sub(V2_HEADER);
+        if declared as usize > carried {
+            return Err(HdrDecodeError::Damaged(format!(
+                "it declares a {declared}-byte payload but carries {carried} bytes"
+            )));
+        }
+        // A V2 shorter than its header is the deserializer's to refuse.
+        let payload = v2.get(V2_HEADER..V2_HEADER + declared as usize);
+        if payload.is_some_and(holds_min_count) {
+            return Err(HdrDecodeError::Damaged(
+                "it holds a run of 2^63 empty buckets".into(),
+            ));
+        }
+    }
+    Ok(v2)
+}
+
+/// Whether a V2 payload holds the one number hdrhistogram cannot take: -2^63 (a run of empty
+/// buckets), whose negation overflows in its decoder (a panic where overflow is checked, as in
+/// debug builds). The numbers are zig-zag encoded varints as hdrhistogram writes them: seven
+/// bits a byte with a continuation bit, and a ninth byte of eight bits.
+fn holds_min_count(payload: &[u8]) -> bool {
+    let mut bytes = payload.iter();
+    loop {
+        let mut value = 0u64;
+        for shift in (0..=56).step_by(7) {
+            // A varint cut short is the deserializer's to refuse.
+            let Some(&b) = bytes.next() else {
+                return false;
+            };
+            if shift == 56 {
+                value |= u64::from(b) << 56;
+                break;
+            }
+            value |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                break;
+            }
+        }
+        // The zig-zag encoding of i64::MIN.
+        if value == u64::MAX {
+            return true;
+        }
+    }
+}
+
+/// The V2 histogram inside a compressed one: cookie, deflated length, zlib stream.
+fn inflate(bytes: &[u8]) -> Result<Vec<u8>, HdrDecodeError> {
+    use std::io::Read as _;
+    let damaged = |what: String| HdrDecodeError::Damaged(what);
+    let len = bytes
+        .get(4..8)
+        .map(|b| u32::from_be_bytes(b.try_into().expect("4 bytes")) as usize)
+        .ok_or_else(|| damaged("it ends inside its header".into()))?;
+    let stream = bytes.get(8..8 + len).ok_or_else(|| {
+        damaged(format!(
+            "it declares {len} compressed bytes but carries {}",
+            bytes.len() - 8
+        ))
+    })?;
+    let mut out = Vec::new();
+    flate2::read::ZlibDecoder::new(stream)
+        .take(MAX_INFLATED + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| damaged(format!("its compressed bytes do not inflate: {e}")))?;
+    if out.len() as u64 > MAX_INFLATED {
+        return Err(damaged(format!(
+            "it inflates beyond {MAX_INFLATED} bytes, more than any histogram sojourn writes"
+        )));
+    }
+    Ok(out)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -321,6 +454,16 @@ pub struct IntervalSummary {
 }
 
 impl IntervalSummary {
+    /// Where the interval ends. Saturating: a loaded file may hold any numbers.
+    pub fn end_ns(&self) -> u64 {
+        self.start_ns.saturating_add(self.duration_ns)
+    }
+
+    /// The requests that finished in it, completed or failed.
+    pub fn answered(&self) -> u64 {
+        self.completed.saturating_add(self.failed)
+    }
+
     fn of(record: &IntervalRecord, width: Duration) -> IntervalSummary {
         let response = record.response_histogram();
         let send_lag = record.send_lag_histogram();

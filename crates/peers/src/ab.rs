@@ -9,7 +9,7 @@ use sojourn_core::{FailureClass, RunResult};
 
 use crate::build::{self, Latency, Summary};
 use crate::input::Input;
-use crate::parse::{field, percent, time_field, MS, S};
+use crate::parse::{field, percentile, time_field, MS, S};
 use crate::{ImportContext, ImportError, PeerTool};
 
 const TOOL: PeerTool = PeerTool::Ab;
@@ -51,7 +51,7 @@ pub(crate) fn import(inputs: &[Input], ctx: &ImportContext) -> Result<RunResult,
          the connect"
             .to_string()
     });
-    Ok(build::summary(TOOL, s, ctx, &sources))
+    build::summary(TOOL, s, ctx, &sources)
 }
 
 fn parse_csv(input: &Input) -> Result<Vec<(f64, u64)>, ImportError> {
@@ -61,7 +61,7 @@ fn parse_csv(input: &Input) -> Result<Vec<(f64, u64)>, ImportError> {
         let line = Some(*line);
         let p: f64 = field(input, line, "Percentage served", &row[0])?;
         let v = time_field(input, line, "Time in ms", &row[1], MS)?;
-        out.push((percent(p), v));
+        out.push((percentile(input, line, "Percentage served", p)?, v));
     }
     if out.len() != 101 {
         return Err(input.err(
@@ -109,8 +109,10 @@ fn parse_text(input: &Input) -> Result<Summary, ImportError> {
             let (p, v) = l.split_once('%').expect("checked");
             let v = v.split_whitespace().next().unwrap_or("");
             let p: f64 = field(input, line, "percentage", p)?;
-            t.percentiles
-                .push((percent(p), time_field(input, line, "time (ms)", v, MS)?));
+            t.percentiles.push((
+                percentile(input, line, "percentage", p)?,
+                time_field(input, line, "time (ms)", v, MS)?,
+            ));
         }
     }
     let complete = t
@@ -153,12 +155,9 @@ impl Text {
     fn into_summary(self, complete: u64) -> Summary {
         let mut s = Summary::default();
         let [connect, receive, length, exceptions] = self.failed_detail;
-        for _ in 0..connect {
-            s.failed.add(FailureClass::Connect);
-        }
-        for _ in 0..receive + exceptions {
-            s.failed.add(FailureClass::Io);
-        }
+        s.failed.add_n(FailureClass::Connect, connect);
+        s.failed
+            .add_n(FailureClass::Io, receive.saturating_add(exceptions));
         if length > 0 {
             s.notes.push(format!(
                 "ab flagged {length} responses whose length differed from the first one's; that is \
@@ -172,7 +171,9 @@ impl Text {
             self.non_2xx,
             "reports non-2xx responses without their status",
         );
-        let answered_failures = receive + exceptions + self.non_2xx;
+        let answered_failures = receive
+            .saturating_add(exceptions)
+            .saturating_add(self.non_2xx);
         s.completed = complete.saturating_sub(answered_failures);
         s.elapsed = Duration::from_nanos(self.elapsed_ns.unwrap_or(0));
         let ms = |v: f64| (v * 1e6).round() as u64;

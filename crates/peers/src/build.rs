@@ -11,7 +11,7 @@ use sojourn_core::{
     Checks, FailureClass, FailureCounts, Mode, Outcome, Recorder, RunFacts, RunResult, Stamps,
 };
 
-use crate::{ImportContext, PeerTool};
+use crate::{ImportContext, ImportError, PeerTool};
 
 /// One request as the tool logged it. Times are nanoseconds on the tool's own clock (any
 /// epoch); only differences matter.
@@ -42,8 +42,9 @@ impl Sample {
 #[derive(Debug, Default)]
 pub(crate) struct PerRequest {
     pub samples: Vec<Sample>,
-    /// When requests the tool meant to send but dropped were due, on the samples' clock.
-    pub never_sent_at: Vec<u64>,
+    /// Requests the tool meant to send but dropped: when they were due, on the samples' clock,
+    /// and how many were due then.
+    pub never_sent: Vec<(u64, u64)>,
     /// Failures the tool counted without any timing (e.g. hey's transport errors, absent from
     /// its CSV): in the counts, not in the histograms.
     pub untimed_failures: FailureCounts,
@@ -66,7 +67,7 @@ pub(crate) fn per_request(
     mut data: PerRequest,
     ctx: &ImportContext,
     sources: &[PathBuf],
-) -> RunResult {
+) -> Result<RunResult, ImportError> {
     // Sorted by finish time, the recorder's timeline keeps only its newest intervals live.
     data.samples
         .sort_by_key(|s| (s.start_ns.saturating_add(s.latency_ns), s.start_ns));
@@ -74,7 +75,7 @@ pub(crate) fn per_request(
         .samples
         .iter()
         .map(|s| s.start_ns)
-        .chain(data.never_sent_at.iter().copied())
+        .chain(data.never_sent.iter().map(|&(due, _)| due))
         .min()
         .unwrap_or(0);
     let at = |ns: u64| Duration::from_nanos(ns.saturating_sub(origin));
@@ -82,7 +83,7 @@ pub(crate) fn per_request(
         .samples
         .iter()
         .map(|s| at(s.start_ns.saturating_add(s.latency_ns)))
-        .chain(data.never_sent_at.iter().map(|&t| at(t)))
+        .chain(data.never_sent.iter().map(|&(due, _)| at(due)))
         .max()
         .unwrap_or_default();
     let mut recorder = Recorder::new(interval(ctx));
@@ -105,13 +106,18 @@ pub(crate) fn per_request(
             }
         }
     }
-    for &due in &data.never_sent_at {
-        recorder.record_never_sent(at(due), at(due), end);
+    for &(due, n) in &data.never_sent {
+        recorder.record_never_sent_n(at(due), at(due), end, n);
     }
     let mut m = Recorder::merge_all([recorder]);
     m.tally.failed.merge(&data.untimed_failures);
-    m.tally.censored += data.untimed_censored;
-    let scheduled = m.tally.accounted();
+    m.tally.censored = m.tally.censored.saturating_add(data.untimed_censored);
+    let t = &m.tally;
+    let scheduled = checked_total(
+        tool,
+        sources,
+        &[t.completed, t.failed.total(), t.censored, t.never_sent],
+    )?;
     let facts = RunFacts {
         label: ctx.label.clone(),
         mode: ctx.mode,
@@ -141,7 +147,28 @@ pub(crate) fn per_request(
         Detail::PerRequest,
         data.notes,
     );
-    result
+    Ok(result)
+}
+
+/// The number of requests that `counts` (which together account for every request) add up
+/// to, or an error naming the files when the sum does not fit: no run has 2^64 requests, so
+/// the files are damaged. (A count that saturated at `u64::MAX` on the way fails here too.)
+fn checked_total(tool: PeerTool, sources: &[PathBuf], counts: &[u64]) -> Result<u64, ImportError> {
+    let total = counts
+        .iter()
+        .try_fold(0u64, |sum, &n| sum.checked_add(n))
+        .filter(|&t| t < u64::MAX);
+    total.ok_or_else(|| {
+        let names: Vec<String> = sources.iter().map(|p| p.display().to_string()).collect();
+        ImportError::Files {
+            tool,
+            message: format!(
+                "{}: the request counts add up to more than {}; damaged output?",
+                names.join(", "),
+                u64::MAX - 1
+            ),
+        }
+    })
 }
 
 /// An imported run cannot be self-checked: the tool's own lateness is not in its output.
@@ -239,7 +266,7 @@ pub(crate) fn summary(
     mut s: Summary,
     ctx: &ImportContext,
     sources: &[PathBuf],
-) -> RunResult {
+) -> Result<RunResult, ImportError> {
     let facts = RunFacts {
         label: ctx.label.clone(),
         mode: ctx.mode,
@@ -251,9 +278,9 @@ pub(crate) fn summary(
         backfill_interval: None,
     };
     let mut result = RunResult::build(&Recorder::merge_all([]), facts);
-    let answered = s.completed + s.failed.total();
+    let answered = checked_total(tool, sources, &[s.completed, s.failed.total()])?;
     result.counts = Counts {
-        scheduled: answered + s.censored + s.never_sent,
+        scheduled: checked_total(tool, sources, &[answered, s.censored, s.never_sent])?,
         completed: s.completed,
         failed: s.failed,
         censored: s.censored,
@@ -279,7 +306,7 @@ pub(crate) fn summary(
         "summary only: {tool}'s latency is in `response`; service time and send lag are unknown"
     ));
     finish(&mut result, tool, ctx, sources, Detail::Summary, s.notes);
-    result
+    Ok(result)
 }
 
 /// Failures whose cause the tool does not give are counted in one class, with a note saying so.
@@ -293,9 +320,7 @@ pub(crate) fn unknown_cause(
     if n == 0 {
         return;
     }
-    for _ in 0..n {
-        failed.add(FailureClass::HttpOther);
-    }
+    failed.add_n(FailureClass::HttpOther, n);
     notes.push(format!(
         "{tool} {why}: its {n} failed requests are counted as http_other"
     ));

@@ -15,7 +15,7 @@ use sojourn_core::{FailureClass, Outcome, RunResult};
 
 use crate::build::{self, error_class, Latency, PerRequest, Sample, Summary};
 use crate::input::Input;
-use crate::parse::{percent, to_ns, S};
+use crate::parse::{percentile, to_ns, S};
 use crate::{ImportContext, ImportError, PeerTool};
 
 const TOOL: PeerTool = PeerTool::Fortio;
@@ -35,8 +35,8 @@ pub(crate) fn import(inputs: &[Input], ctx: &ImportContext) -> Result<RunResult,
         .map(|r| r.json::<Results>().and_then(|j| j.summary(r)))
         .transpose()?;
     match (logs.first(), summary) {
-        (Some(log), _) => Ok(build::per_request(TOOL, access_log(log)?, ctx, &sources)),
-        (None, Some(s)) => Ok(build::summary(TOOL, s, ctx, &sources)),
+        (Some(log), _) => build::per_request(TOOL, access_log(log)?, ctx, &sources),
+        (None, Some(s)) => build::summary(TOOL, s, ctx, &sources),
         (None, None) => unreachable!("import() is never called without files"),
     }
 }
@@ -115,7 +115,11 @@ impl Results {
         };
         let mut percentiles = Vec::new();
         for p in &h.percentiles {
-            percentiles.push((percent(p.percentile), ns(p.value, "Percentiles")?));
+            let name = "DurationHistogram.Percentiles";
+            percentiles.push((
+                percentile(input, None, name, p.percentile)?,
+                ns(p.value, "Percentiles")?,
+            ));
         }
         s.latency = Latency {
             percentiles,
@@ -133,8 +137,8 @@ impl Results {
                 Err(_) => return Err(input.err(None, format!("RetCodes: {code:?} is not a code"))),
             };
             match outcome {
-                Outcome::Ok => s.completed += n,
-                Outcome::Failed(class) => (0..n).for_each(|_| s.failed.add(class)),
+                Outcome::Ok => s.completed = s.completed.saturating_add(n),
+                Outcome::Failed(class) => s.failed.add_n(class, n),
             }
         }
         s.elapsed = Duration::from_nanos(self.actual_duration);

@@ -11,7 +11,7 @@ use sojourn_core::{FailureCounts, Outcome, RunResult};
 
 use crate::build::{self, error_class, PerRequest, Sample, Summary};
 use crate::input::Input;
-use crate::parse::{field, percent, time_field, S};
+use crate::parse::{field, percentile, time_field, S};
 use crate::{ImportContext, ImportError, PeerTool};
 
 const TOOL: PeerTool = PeerTool::Hey;
@@ -30,8 +30,8 @@ pub(crate) fn import(inputs: &[Input], ctx: &ImportContext) -> Result<RunResult,
     let text = texts.first().map(|t| parse_text(t)).transpose()?;
     let sources: Vec<_> = inputs.iter().map(|i| i.path.clone()).collect();
     match (csvs.first(), text) {
-        (Some(csv), text) => Ok(per_request(csv, text, ctx, &sources)?),
-        (None, Some(text)) => Ok(build::summary(TOOL, text.summary, ctx, &sources)),
+        (Some(csv), text) => per_request(csv, text, ctx, &sources),
+        (None, Some(text)) => build::summary(TOOL, text.summary, ctx, &sources),
         (None, None) => unreachable!("import() is never called without files"),
     }
 }
@@ -75,7 +75,7 @@ fn per_request(
                 .to_string(),
         ),
     }
-    Ok(build::per_request(TOOL, data, ctx, sources))
+    build::per_request(TOOL, data, ctx, sources)
 }
 
 struct Text {
@@ -117,20 +117,22 @@ fn parse_text(input: &Input) -> Result<Text, ImportError> {
             let (p, v) = l.split_once(" in ").expect("checked");
             let p: f64 = field(input, line, "percentile", p.trim_end_matches('%'))?;
             let v = time_field(input, line, "latency", v.trim_end_matches("secs"), S)?;
-            s.latency.percentiles.push((percent(p), v));
+            s.latency
+                .percentiles
+                .push((percentile(input, line, "percentile", p)?, v));
         } else if section == Section::Status && l.starts_with('[') {
             let (code, n) = bracketed(input, line, l)?;
             let code: u16 = field(input, line, "status code", code)?;
             let n: u64 = field(input, line, "responses", n.trim_end_matches("responses"))?;
-            s.latency.count += n;
+            s.latency.count = s.latency.count.saturating_add(n);
             match Outcome::of_status(code) {
-                Outcome::Ok => s.completed += n,
-                Outcome::Failed(class) => (0..n).for_each(|_| s.failed.add(class)),
+                Outcome::Ok => s.completed = s.completed.saturating_add(n),
+                Outcome::Failed(class) => s.failed.add_n(class, n),
             }
         } else if section == Section::Errors && l.starts_with('[') {
             let (n, message) = bracketed(input, line, l)?;
             let n: u64 = field(input, line, "error count", n)?;
-            (0..n).for_each(|_| errors.add(error_class(message)));
+            errors.add_n(error_class(message), n);
         }
     }
     if !saw_total {

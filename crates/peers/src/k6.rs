@@ -9,15 +9,15 @@
 //! `dropped_iterations` counts what a constant-arrival-rate executor wanted to start but had no
 //! free VU for: requests the schedule wanted and k6 never sent. They are counted as never sent.
 use std::path::PathBuf;
-use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
+use sojourn_core::result::MAX_COUNT;
 use sojourn_core::{FailureClass, Outcome, RunResult};
 
 use crate::build::{self, Latency, PerRequest, Sample, Summary};
 use crate::input::{Csv, Input};
-use crate::parse::{field, percent, to_ns, MS};
+use crate::parse::{field, percentile, run_time, to_ns, MS};
 use crate::{ImportContext, ImportError, PeerTool};
 
 const TOOL: PeerTool = PeerTool::K6;
@@ -35,7 +35,7 @@ pub(crate) fn import(inputs: &[Input], ctx: &ImportContext) -> Result<RunResult,
     let sources = [input.path.clone()];
     if input.is_json() {
         let export: Export = input.json()?;
-        Ok(build::summary(TOOL, export.summary(input)?, ctx, &sources))
+        build::summary(TOOL, export.summary(input)?, ctx, &sources)
     } else {
         per_request(input, ctx, &sources)
     }
@@ -72,6 +72,7 @@ fn per_request(
     let cols = Columns::find(&csv, input)?;
     let mut data = PerRequest::default();
     let mut resolution = None;
+    let mut dropped = 0.0;
     for (line, row) in &csv.rows {
         let line = Some(*line);
         let metric = &row[cols.metric];
@@ -82,7 +83,14 @@ fn per_request(
         resolution = resolution.max(Some(unit));
         if metric == "dropped_iterations" {
             let n: f64 = field(input, line, "metric_value", &row[cols.value])?;
-            data.never_sent_at.extend((0..n.round() as u64).map(|_| at));
+            // A count: one per dropped iteration, or the rest of a shared-iterations run. They
+            // go into histograms, which hold at most MAX_COUNT values.
+            dropped += n.round();
+            if !(n >= 0.0 && dropped <= MAX_COUNT as f64) {
+                let why = format!("dropped_iterations: {n} is not a count, or one too many");
+                return Err(input.err(line, why));
+            }
+            data.never_sent.push((at, n.round() as u64));
             continue;
         }
         let ms: f64 = field(input, line, "metric_value", &row[cols.value])?;
@@ -99,7 +107,7 @@ fn per_request(
             .push(Sample::new(start, latency, outcome(&cols, row)));
     }
     notes(&mut data, resolution.unwrap_or(1));
-    Ok(build::per_request(TOOL, data, ctx, sources))
+    build::per_request(TOOL, data, ctx, sources)
 }
 
 fn notes(data: &mut PerRequest, resolution_ns: u64) {
@@ -118,9 +126,12 @@ fn notes(data: &mut PerRequest, resolution_ns: u64) {
     }
     data.notes
         .push("k6's http_req_duration leaves out waiting for and opening a connection".to_string());
-    let dropped = data.never_sent_at.len();
+    let dropped = data
+        .never_sent
+        .iter()
+        .fold(0u64, |sum, &(_, n)| sum.saturating_add(n));
     if dropped > 0 {
-        data.notes.push(dropped_note(dropped as u64));
+        data.notes.push(dropped_note(dropped));
     }
 }
 
@@ -228,7 +239,8 @@ impl Export {
             s.notes.push(dropped_note(s.never_sent));
         }
         // The export has no run time; http_reqs.rate is count / run time.
-        s.elapsed = Duration::from_secs_f64(if rate > 0.0 { count as f64 / rate } else { 0.0 });
+        let secs = if rate > 0.0 { count as f64 / rate } else { 0.0 };
+        s.elapsed = run_time(input, None, "metrics.http_reqs.count / rate", secs)?;
         s.latency = self.latency(input, count)?;
         s.notes.extend([
             "k6's summary export has no run time: it is http_reqs.count / http_reqs.rate"
@@ -259,7 +271,8 @@ impl Export {
                     .and_then(|x| x.parse().ok()),
             };
             if let (Some(p), Some(v)) = (p, value.as_f64().and_then(|v| to_ns(v, MS))) {
-                percentiles.push((percent(p), v));
+                let name = format!("metrics.http_req_duration.{key}");
+                percentiles.push((percentile(input, None, &name, p)?, v));
             }
         }
         if percentiles.is_empty() {

@@ -6,13 +6,12 @@
 //! request. locust keeps response times rounded (1 ms below 100 ms, 10 ms below 1 s, 100 ms
 //! above) and prints whole-millisecond percentiles. Its CSV files are written on a timer, so
 //! the last second of a run can be missing from them (locust issue #1806).
-use std::time::Duration;
 
 use sojourn_core::{FailureClass, FailureCounts, RunResult};
 
 use crate::build::{self, error_class, Latency, Summary};
 use crate::input::{Csv, Input};
-use crate::parse::{field, percent, time_field, MS};
+use crate::parse::{field, percentile, run_time, time_field, MS};
 use crate::{ImportContext, ImportError, PeerTool};
 
 const TOOL: PeerTool = PeerTool::Locust;
@@ -75,7 +74,7 @@ pub(crate) fn import(inputs: &[Input], ctx: &ImportContext) -> Result<RunResult,
         ),
     }
     let sources: Vec<_> = inputs.iter().map(|i| i.path.clone()).collect();
-    Ok(build::summary(TOOL, s, ctx, &sources))
+    build::summary(TOOL, s, ctx, &sources)
 }
 
 fn parse_stats(input: &Input) -> Result<Summary, ImportError> {
@@ -93,12 +92,13 @@ fn parse_stats(input: &Input) -> Result<Summary, ImportError> {
     let rps: f64 = field(input, line, "Requests/s", get("Requests/s")?)?;
     let ms =
         |col: &str| -> Result<u64, ImportError> { time_field(input, line, col, get(col)?, MS) };
+    let secs = if rps > 0.0 { count as f64 / rps } else { 0.0 };
     let mut s = Summary {
         completed: count.saturating_sub(failed),
-        elapsed: Duration::from_secs_f64(if rps > 0.0 { count as f64 / rps } else { 0.0 }),
+        elapsed: run_time(input, line, "Request Count / Requests/s", secs)?,
         ..Summary::default()
     };
-    (0..failed).for_each(|_| s.failed.add(FailureClass::HttpOther));
+    s.failed.add_n(FailureClass::HttpOther, failed);
     s.latency = Latency {
         percentiles: percentiles(input, line, &csv, row)?,
         count,
@@ -133,7 +133,10 @@ fn percentiles(
             continue;
         }
         let p: f64 = field(input, line, h, p)?;
-        out.push((percent(p), time_field(input, line, h, &row[i], MS)?));
+        out.push((
+            percentile(input, line, h, p)?,
+            time_field(input, line, h, &row[i], MS)?,
+        ));
     }
     Ok(out)
 }
@@ -147,7 +150,7 @@ fn classify_failures(input: &Input, expected: u64, s: &mut Summary) -> Result<()
     for (line, row) in &csv.rows {
         let n: u64 = field(input, Some(*line), "Occurrences", &row[occurrences])?;
         let class = locust_error_class(&row[error]);
-        (0..n).for_each(|_| counts.add(class));
+        counts.add_n(class, n);
     }
     if counts.total() != expected {
         s.notes.push(format!(
@@ -155,7 +158,7 @@ fn classify_failures(input: &Input, expected: u64, s: &mut Summary) -> Result<()
              used, as http_other",
             counts.total()
         ));
-        (0..expected).for_each(|_| s.failed.add(FailureClass::HttpOther));
+        s.failed.add_n(FailureClass::HttpOther, expected);
     } else {
         s.failed = counts;
     }
@@ -207,7 +210,7 @@ fn final_tables(input: &Input, s: &mut Summary) -> Result<(), ImportError> {
     if let Some(rate) = rate {
         let rps: f64 = field(input, line, "req/s", rate)?;
         if rps > 0.0 {
-            s.elapsed = Duration::from_secs_f64(count as f64 / rps);
+            s.elapsed = run_time(input, line, "# reqs / req/s", count as f64 / rps)?;
         }
     }
     if let Some(times) = parts.get(1) {
@@ -221,7 +224,7 @@ fn final_tables(input: &Input, s: &mut Summary) -> Result<(), ImportError> {
     }
     s.completed = count.saturating_sub(failed);
     s.failed = FailureCounts::default();
-    (0..failed).for_each(|_| s.failed.add(FailureClass::HttpOther));
+    s.failed.add_n(FailureClass::HttpOther, failed);
     if let Some(p) = final_percentiles(input, &lines)? {
         s.latency.percentiles = p;
     }
@@ -275,7 +278,10 @@ fn final_percentiles(
             continue;
         }
         let p: f64 = field(input, line, name, name.trim_end_matches('%'))?;
-        out.push((percent(p), time_field(input, line, name, value, MS)?));
+        out.push((
+            percentile(input, line, name, p)?,
+            time_field(input, line, name, value, MS)?,
+        ));
     }
     Ok(Some(out))
 }

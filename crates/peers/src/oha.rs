@@ -12,14 +12,13 @@
 //! when durations exceed send-to-first-byte by more than [`QUEUED_NS`].
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use serde::Deserialize;
 use sojourn_core::{FailureCounts, Outcome, RunResult};
 
 use crate::build::{self, error_class, Latency, PerRequest, Sample, Summary};
 use crate::input::Input;
-use crate::parse::{field, percent, time_field, to_ns, S};
+use crate::parse::{field, percentile, run_time, time_field, to_ns, S};
 use crate::{ImportContext, ImportError, PeerTool};
 
 const TOOL: PeerTool = PeerTool::Oha;
@@ -51,9 +50,9 @@ pub(crate) fn import(inputs: &[Input], ctx: &ImportContext) -> Result<RunResult,
             if let Some((_, r)) = report {
                 r.add_untimed(&mut data);
             }
-            Ok(build::per_request(TOOL, data, ctx, &sources))
+            build::per_request(TOOL, data, ctx, &sources)
         }
-        (None, Some((input, r))) => Ok(build::summary(TOOL, r.summary(input)?, ctx, &sources)),
+        (None, Some((input, r))) => build::summary(TOOL, r.summary(input)?, ctx, &sources),
         (None, None) => unreachable!("import() is never called without files"),
     }
 }
@@ -127,9 +126,9 @@ fn errors(distribution: &BTreeMap<String, u64>) -> (FailureCounts, u64) {
     let mut in_flight = 0;
     for (message, &n) in distribution {
         if message.contains(DEADLINE) {
-            in_flight += n;
+            in_flight = n.saturating_add(in_flight);
         } else {
-            (0..n).for_each(|_| failed.add(error_class(message)));
+            failed.add_n(error_class(message), n);
         }
     }
     (failed, in_flight)
@@ -155,15 +154,15 @@ impl Report {
         for (code, &n) in &self.status_code_distribution {
             let code: u16 = field(input, None, "statusCodeDistribution", code)?;
             match Outcome::of_status(code) {
-                Outcome::Ok => s.completed += n,
-                Outcome::Failed(class) => (0..n).for_each(|_| s.failed.add(class)),
+                Outcome::Ok => s.completed = s.completed.saturating_add(n),
+                Outcome::Failed(class) => s.failed.add_n(class, n),
             }
         }
-        let answered = s.completed + s.failed.total();
+        let answered = s.completed.saturating_add(s.failed.total());
         let (errors, in_flight) = errors(&self.error_distribution);
         s.failed.merge(&errors);
         s.censored = in_flight;
-        s.elapsed = Duration::from_secs_f64(self.summary.total.max(0.0));
+        s.elapsed = run_time(input, None, "summary.total", self.summary.total)?;
         s.latency = Latency {
             percentiles: percentiles(input, &self.latency_percentiles)?,
             count: answered,
@@ -219,7 +218,10 @@ fn percentiles(
             .ok_or_else(|| input.err(None, format!("latencyPercentiles: key {key:?}")))?;
         let v = to_ns(*value, S)
             .ok_or_else(|| input.err(None, format!("latencyPercentiles.{key}: {value}")))?;
-        out.push((percent(p), v));
+        out.push((
+            percentile(input, None, &format!("latencyPercentiles.{key}"), p)?,
+            v,
+        ));
     }
     out.sort_by(|a, b| a.0.total_cmp(&b.0));
     Ok(out)

@@ -34,6 +34,20 @@ pub(crate) fn duration_ns(text: &str) -> Option<u64> {
     to_ns(value, unit_ns)
 }
 
+/// A run time of `secs` seconds (what a tool printed, or worked out from its rate), or an
+/// error naming `what` when it is negative, not a number, or longer than a result can hold
+/// (`u64` nanoseconds, 584 years).
+pub(crate) fn run_time(
+    input: &Input,
+    line: Option<u64>,
+    what: &str,
+    secs: f64,
+) -> Result<std::time::Duration, ImportError> {
+    to_ns(secs, S)
+        .map(std::time::Duration::from_nanos)
+        .ok_or_else(|| input.err(line, format!("{what}: {secs} s is not a run time")))
+}
+
 /// Parses a field, or says which field of which line holds what.
 pub(crate) fn field<T: std::str::FromStr>(
     input: &Input,
@@ -63,6 +77,25 @@ pub(crate) fn time_field(
 /// print fractions such as 0.996094).
 pub(crate) fn percent(p: f64) -> f64 {
     (p * 1e6).round() / 1e6
+}
+
+/// A percentile `p` the tool printed, rounded by [`percent`], or an error naming the field and
+/// line when it is not one from 0 to 100 (a damaged file; no tool prints p150).
+pub(crate) fn percentile(
+    input: &Input,
+    line: Option<u64>,
+    name: &str,
+    p: f64,
+) -> Result<f64, ImportError> {
+    if (0.0..=100.0).contains(&p) {
+        // abs: "-0%" passes the range check, and -0 would be a key "-0".
+        Ok(percent(p.abs()))
+    } else {
+        Err(input.err(
+            line,
+            format!("{name}: {p:?} is not a percentile from 0 to 100"),
+        ))
+    }
 }
 
 #[cfg(test)]

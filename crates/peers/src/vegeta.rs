@@ -33,7 +33,7 @@ pub(crate) fn import(inputs: &[Input], ctx: &ImportContext) -> Result<RunResult,
     let sources = [input.path.clone()];
     if input.is_json() {
         let report: Report = input.json()?;
-        Ok(build::summary(TOOL, report.summary(input)?, ctx, &sources))
+        build::summary(TOOL, report.summary(input)?, ctx, &sources)
     } else {
         per_request(input, ctx, &sources)
     }
@@ -67,7 +67,7 @@ fn per_request(
     data.notes.push(
         "vegeta stamps a request when its worker starts it, not at its scheduled tick".to_string(),
     );
-    Ok(build::per_request(TOOL, data, ctx, sources))
+    build::per_request(TOOL, data, ctx, sources)
 }
 
 /// Code 0 means no HTTP answer: the error message says why.
@@ -116,7 +116,7 @@ impl Report {
             mean: Some(l.mean as f64),
             stdev: None,
         };
-        s.elapsed = Duration::from_nanos(self.duration + self.wait);
+        s.elapsed = Duration::from_nanos(self.duration.saturating_add(self.wait));
         s.notes.push(
             "vegeta's percentiles include failed requests (time to failure); it stamps a request \
              when its worker starts it, not at its scheduled tick"
@@ -126,14 +126,14 @@ impl Report {
         for (code, &n) in &self.status_codes {
             let code: u16 = field(input, None, "status_codes", code)?;
             match outcome(code, "") {
-                Outcome::Ok => s.completed += n,
+                Outcome::Ok => s.completed = s.completed.saturating_add(n),
                 Outcome::Failed(class) => {
                     let class = if code == 0 { transport } else { class };
-                    (0..n).for_each(|_| s.failed.add(class));
+                    s.failed.add_n(class, n);
                 }
             }
         }
-        let counted = s.completed + s.failed.total();
+        let counted = s.completed.saturating_add(s.failed.total());
         if counted != self.requests {
             return Err(input.err(
                 None,

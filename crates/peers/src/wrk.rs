@@ -10,7 +10,7 @@ use sojourn_core::{FailureClass, RunResult};
 
 use crate::build::{self, Latency, Summary};
 use crate::input::Input;
-use crate::parse::{duration_ns, field, percent, time_field, MS};
+use crate::parse::{duration_ns, field, percentile, time_field, MS};
 use crate::{ImportContext, ImportError, PeerTool};
 
 pub(crate) fn import(
@@ -26,12 +26,7 @@ pub(crate) fn import(
     };
     let report = parse(tool, input)?;
     let summary = report.into_summary(tool);
-    Ok(build::summary(
-        tool,
-        summary,
-        ctx,
-        std::slice::from_ref(&input.path),
-    ))
+    build::summary(tool, summary, ctx, std::slice::from_ref(&input.path))
 }
 
 /// What wrk prints, in nanoseconds.
@@ -116,7 +111,8 @@ fn body_line(
             let v = duration_ns(v)
                 .ok_or_else(|| input.err(line, format!("latency: cannot read {:?}", v.trim())))?;
             if keep {
-                r.listed.push((percent(p), v));
+                r.listed
+                    .push((percentile(input, line, "percentile", p)?, v));
             }
         }
         Section::Spectrum(keep) => spectrum_line(input, line, t, keep, r)?,
@@ -215,7 +211,8 @@ fn spectrum_line(
     };
     let v = time_field(input, line, "value", value, MS)?;
     let p: f64 = field(input, line, "percentile", fraction)?;
-    r.spectrum.push((percent(p * 100.0), v));
+    r.spectrum
+        .push((percentile(input, line, "percentile", p * 100.0)?, v));
     Ok(())
 }
 
@@ -226,12 +223,8 @@ impl Report {
         let elapsed = Duration::from_nanos(self.elapsed_ns.unwrap_or(0));
         self.notes(tool, requests, elapsed, &mut s.notes);
         let [connect, read, write, _timeout] = self.socket;
-        for _ in 0..connect {
-            s.failed.add(FailureClass::Connect);
-        }
-        for _ in 0..read + write {
-            s.failed.add(FailureClass::Io);
-        }
+        s.failed.add_n(FailureClass::Connect, connect);
+        s.failed.add_n(FailureClass::Io, read.saturating_add(write));
         build::unknown_cause(
             &mut s.failed,
             &mut s.notes,

@@ -105,7 +105,9 @@ pub fn table(columns: &[Column<'_>], ratio: Option<Ratio<'_>>) -> String {
     grid.push(head);
     // What each run sent and never sent, so "the same rate" is seen, not claimed.
     let counts: [(&str, Count); 3] = [
-        ("sent", |r| r.counts.scheduled - r.counts.never_sent),
+        ("sent", |r| {
+            r.counts.scheduled.saturating_sub(r.counts.never_sent)
+        }),
         ("never sent", |r| r.counts.never_sent),
         ("count", |r| r.histograms.response.count),
     ];

@@ -110,10 +110,10 @@ fn result_comments(r: &RunResult, start_known: bool) -> Vec<String> {
         "[Histograms in nanoseconds; Interval_Max in milliseconds. Tags: response = done - intended, send_lag = sent - intended]".into(),
         "[Each request is in the interval in which it finished]".into(),
     ];
-    if r.counts.censored + r.counts.never_sent > 0 {
+    let unfinished = r.counts.censored.saturating_add(r.counts.never_sent);
+    if unfinished > 0 {
         out.push(format!(
-            "[{} censored requests never finished, so they are in no interval (the result file has them)]",
-            r.counts.censored + r.counts.never_sent
+            "[{unfinished} censored requests never finished, so they are in no interval (the result file has them)]"
         ));
     }
     if !start_known {

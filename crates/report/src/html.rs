@@ -62,12 +62,17 @@ impl ReportRun {
 /// Reads and checks a result file: JSON, a sojourn result, and a schema version this build reads.
 pub fn load_result(path: &Path) -> Result<RunResult, ReportError> {
     let text = std::fs::read_to_string(path).map_err(ReportError::io(path))?;
+    parse_result(path, &text)
+}
+
+/// [`load_result`] of a file already read; `path` is the name its errors give.
+pub fn parse_result(path: &Path, text: &str) -> Result<RunResult, ReportError> {
     let not_result = |reason: String| ReportError::NotAResult {
         path: path.to_owned(),
         reason,
     };
     let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| not_result(format!("not JSON: {e}")))?;
+        serde_json::from_str(text).map_err(|e| not_result(format!("not JSON: {e}")))?;
     let schema = value
         .get("schema")
         .and_then(|s| s.as_str())
@@ -84,7 +89,8 @@ pub fn load_result(path: &Path) -> Result<RunResult, ReportError> {
             expected: SCHEMA,
         });
     }
-    serde_json::from_value(value).map_err(|e| not_result(e.to_string()))
+    // From the text, not the value: serde_json then names the line and column of a bad field.
+    serde_json::from_str(text).map_err(|e| not_result(e.to_string()))
 }
 
 /// The samples file that goes with a result file, by convention: `X.json` → `X.samples.csv`
@@ -879,12 +885,7 @@ fn ms(ns: u64) -> f64 {
 fn x_max(views: &[RunView]) -> f64 {
     let end = views
         .iter()
-        .flat_map(|v| {
-            v.r()
-                .intervals
-                .iter()
-                .map(|i| (i.start_ns + i.duration_ns) as f64 / 1e9)
-        })
+        .flat_map(|v| v.r().intervals.iter().map(|i| i.end_ns() as f64 / 1e9))
         .fold(0.0, f64::max);
     let elapsed = views
         .iter()
@@ -896,10 +897,10 @@ fn x_max(views: &[RunView]) -> f64 {
 fn bands(r: &RunResult) -> Vec<Band> {
     r.intervals
         .iter()
-        .filter(|i| i.completed + i.failed > 0)
+        .filter(|i| i.answered() > 0)
         .map(|i| Band {
             start: i.start_ns as f64 / 1e9,
-            end: (i.start_ns + i.duration_ns) as f64 / 1e9,
+            end: i.end_ns() as f64 / 1e9,
             p50: i.p50 as f64 / 1e6,
             p99: i.p99 as f64 / 1e6,
             max: i.max as f64 / 1e6,
@@ -1050,7 +1051,9 @@ fn per_interval_charts(views: &[RunView], c: &PerInterval) -> Result<String, Rep
 
 fn throughput_section(page: &mut String, views: &[RunView]) -> Result<(), ReportError> {
     let mut references: Vec<(String, f64)> = Vec::new();
-    for t in views.iter().filter_map(|v| v.r().rate.target) {
+    // A target that is no rate (a damaged file's -1 or NaN) draws no line.
+    let targets = views.iter().filter_map(|v| v.r().rate.target);
+    for t in targets.filter(|t| t.is_finite() && *t > 0.0) {
         if !references.iter().any(|r| (r.1 - t).abs() < 1e-9) {
             references.push((format!("target {} req/s", num(t)), t));
         }
@@ -1063,7 +1066,7 @@ fn throughput_section(page: &mut String, views: &[RunView]) -> Result<(), Report
             y_desc: "answers per second",
             y_unit: "answers/s",
             references: &references,
-            value: |i| (i.completed + i.failed) as f64 / (i.duration_ns as f64 / 1e9).max(1e-9),
+            value: |i| i.answered() as f64 / (i.duration_ns as f64 / 1e9).max(1e-9),
         },
     )?;
     let _ = write!(
@@ -1110,11 +1113,8 @@ fn rate_curve(v: &RunView, value: fn(&sojourn_core::result::IntervalSummary) -> 
             ]);
         }
         let y = value(i);
-        points.extend([
-            (i.start_ns as f64 / 1e9, y),
-            ((i.start_ns + i.duration_ns) as f64 / 1e9, y),
-        ]);
-        expected_start = i.start_ns + i.duration_ns;
+        points.extend([(i.start_ns as f64 / 1e9, y), (i.end_ns() as f64 / 1e9, y)]);
+        expected_start = i.end_ns();
     }
     Curve {
         label: v.name(),

@@ -91,6 +91,10 @@ pub enum WindowKind {
     Ramp,
 }
 
+/// The most windows one pause gives (a 10 s pause over 27 hours). A pause every few nanoseconds
+/// over a long horizon would otherwise fill memory with windows no chart can show apart.
+pub const MAX_PAUSE_WINDOWS: usize = 10_000;
+
 /// A span of the scenario clock during which a fault acts, for reports to shade timelines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Window {
@@ -169,7 +173,10 @@ impl Fault {
                 first,
             } => {
                 let mut start = first;
-                while start < horizon {
+                for _ in 0..MAX_PAUSE_WINDOWS {
+                    if start >= horizon {
+                        break;
+                    }
                     out.push(Window {
                         kind: WindowKind::Pause,
                         start,
@@ -210,9 +217,11 @@ impl fmt::Display for Fault {
             Fault::Ramp { start, end, scale } => {
                 write!(f, "ramp to x{scale} between {} and {}", h(*start), h(*end))
             }
-            Fault::EveryNth { n, slow } => {
-                write!(f, "every request number {n}, {}, … {slow}", 2 * n)
-            }
+            // The second number is left out when it would not fit (n near u64::MAX).
+            Fault::EveryNth { n, slow } => match n.checked_mul(2) {
+                Some(second) => write!(f, "every request number {n}, {second}, … {slow}"),
+                None => write!(f, "every request number {n} {slow}"),
+            },
             Fault::SlowFraction { percent, slow, .. } => write!(f, "{percent} of requests {slow}"),
             Fault::Cap(Cap { limit, queue }) => match queue {
                 Some(q) => write!(f, "cap {limit} in service, queue {q} then 503"),

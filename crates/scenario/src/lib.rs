@@ -31,7 +31,7 @@ use std::time::Duration;
 
 pub use builtin::{builtins, BuiltinInfo, Override, ParamInfo};
 pub use error::ScenarioError;
-pub use fault::{Cap, Fault, Slowdown, Window, WindowKind};
+pub use fault::{Cap, Fault, Slowdown, Window, WindowKind, MAX_PAUSE_WINDOWS};
 pub use law::{Law, Percent, MAX_SERVICE};
 pub use parse::human;
 
@@ -321,7 +321,7 @@ impl Scenario {
     }
 
     /// Stall, pause and ramp windows that begin before `horizon`, in time order, for reports
-    /// to shade.
+    /// to shade; at most [`MAX_PAUSE_WINDOWS`] of each pause's.
     pub fn windows(&self, horizon: Duration) -> Vec<Window> {
         let mut out = Vec::new();
         for f in &self.faults {

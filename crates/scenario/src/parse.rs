@@ -9,6 +9,10 @@ use crate::law::{Law, Percent};
 use crate::{ClockOrigin, Parts, Scenario, ScenarioError, DEFAULT_SEED};
 
 pub(crate) const DURATION: &str = "a duration like \"10s\" or \"200ms\"";
+/// The longest duration a scenario takes (humantime's 100 years): far beyond any run, and short
+/// enough that clock arithmetic (`at + duration`, a slowdown added to the baseline) cannot
+/// overflow a `Duration`.
+pub(crate) const LONGEST: Duration = Duration::from_secs(100 * 31_557_600);
 const POSITIVE: &str = "a duration above zero, like \"10s\" or \"200ms\"";
 const PERCENT: &str = "a percentage from 0 to 100, like 5 or 0.5";
 const SEED: &str = "a whole number from 0 to 9223372036854775807";
@@ -92,7 +96,11 @@ impl<'a> Fields<'a> {
             return Ok(None);
         };
         match v.as_str().map(|s| humantime::parse_duration(s.trim())) {
-            Some(Ok(d)) => Ok(Some(d)),
+            Some(Ok(d)) if d <= LONGEST => Ok(Some(d)),
+            Some(Ok(_)) => {
+                let expected = format!("{DURATION}, at most {}", human(LONGEST));
+                Err(self.bad(key, &expected, v))
+            }
             _ => Err(self.bad(key, DURATION, v)),
         }
     }

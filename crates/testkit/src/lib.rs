@@ -1,8 +1,10 @@
-//! What the test suites share: finding the tools a test needs (a browser, a peer program), and
-//! the rule for when one is missing. A dev-dependency only; nothing ships with it.
+//! What the test suites share: finding the tools a test needs (a browser, a peer program), the
+//! rule for when one is missing, and hostile input for property tests ([`fuzz`]). A
+//! dev-dependency only; nothing ships with it.
 #![forbid(unsafe_code)]
 
 pub mod browser;
+pub mod fuzz;
 
 use std::path::PathBuf;
 
