@@ -255,8 +255,8 @@ mod tests {
                     e.render()
                 );
                 let line = crate::exit::one_line(&e).expect("a value error has one line");
-                let named = line.contains(&format!("'{flag} <"));
-                let given = line.contains(&format!("'{value}'"));
+                let named = line.starts_with(&format!("error: {flag}: "));
+                let given = line.ends_with(&format!("got {value:?}"));
                 let accepted = line.contains("expected");
                 assert!(named && given && accepted, "{name} {flag} {value}: {line}");
                 checked += 1;

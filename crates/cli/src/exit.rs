@@ -68,21 +68,37 @@ pub fn clap_error(e: clap::Error) -> ExitCode {
     ExitCode::from(BAD_INPUT)
 }
 
-/// A bad flag value, or two flags that conflict, as one line: clap's first line already names
-/// the flag, the value given and (from our parsers) what is accepted; the usage and "For more
-/// information" footer add nothing.
+/// A bad flag value, or two flags that conflict, as one line. A value our own parser refused
+/// reads like every other bad input, `error: --rate: expected …; got "-5"`: the flag, what is
+/// accepted, what was given. Clap's usage and "For more information" footer add nothing.
 pub fn one_line(e: &clap::Error) -> Option<String> {
     use clap::error::ErrorKind;
-    matches!(
-        e.kind(),
-        ErrorKind::ValueValidation | ErrorKind::InvalidValue | ErrorKind::ArgumentConflict
-    )
-    .then(|| {
-        // The first paragraph: for an enum it goes on with "[possible values: …]".
-        let text = e.render().to_string();
-        let lines: Vec<&str> = text.lines().take_while(|l| !l.trim().is_empty()).collect();
-        lines.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ")
-    })
+    match e.kind() {
+        ErrorKind::ValueValidation => refused_value(e).or_else(|| first_paragraph(e)),
+        ErrorKind::InvalidValue | ErrorKind::ArgumentConflict => first_paragraph(e),
+        _ => None,
+    }
+}
+
+fn refused_value(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let text = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.as_str()),
+        _ => None,
+    };
+    // "--rate <RATE>": the flag is the first word.
+    let flag = text(ContextKind::InvalidArg)?.split(' ').next()?;
+    let given = text(ContextKind::InvalidValue)?;
+    let why = std::error::Error::source(e)?;
+    Some(format!("error: {flag}: {why}; got {given:?}"))
+}
+
+/// Clap's own first paragraph on one line: for a choice flag it goes on with "[possible
+/// values: …]".
+fn first_paragraph(e: &clap::Error) -> Option<String> {
+    let text = e.render().to_string();
+    let lines: Vec<&str> = text.lines().take_while(|l| !l.trim().is_empty()).collect();
+    (!lines.is_empty()).then(|| lines.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" "))
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

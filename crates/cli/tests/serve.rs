@@ -122,11 +122,11 @@ fn bad_input_names_the_flag_and_exits_2() {
         ),
         (
             &["--header-timeout", "soon"],
-            "error: invalid value 'soon' for '--header-timeout <DURATION>': expected a duration",
+            "error: --header-timeout: expected a duration longer than zero like 10s, 500ms or 2m, at most 30 days; got \"soon\"",
         ),
         (
             &["--header-timeout", "0s"],
-            "error: invalid value '0s' for '--header-timeout <DURATION>': expected a duration longer than zero",
+            "error: --header-timeout: expected a duration longer than zero like 10s, 500ms or 2m, at most 30 days; got \"0s\"",
         ),
     ];
     for (args, want) in rows {
