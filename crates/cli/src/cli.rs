@@ -1,7 +1,6 @@
 //! The command tree. Each subcommand owns its arguments in its own module.
-use std::process::ExitCode;
-
 use std::any::TypeId;
+use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Arg, CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -62,8 +61,11 @@ where
 pub fn command() -> clap::Command {
     Cli::command().mut_subcommands(|sub| {
         sub.mut_args(|arg| {
-            let numeric = takes_number(&arg);
-            arg.allow_hyphen_values(numeric)
+            if takes_number(&arg) {
+                arg.allow_hyphen_values(true)
+            } else {
+                arg
+            }
         })
     })
 }

@@ -1,5 +1,7 @@
 //! `sojourn serve` as a user runs it: the address line, a truth log, SIGTERM, and bad input.
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -40,18 +42,10 @@ fn serves_on_the_printed_address_logs_truth_and_stops_on_sigterm() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on http://")
-        .expect(&line)
-        .to_owned();
+    let addr = common::listening_addr(&mut child);
     assert!(
         addr.starts_with("127.0.0.1:") && !addr.ends_with(":0"),
-        "{line}"
+        "{addr}"
     );
 
     for _ in 0..4 {

@@ -3,6 +3,8 @@
 //! The server must keep that client on time — judged against a baseline phase measured in the
 //! same run, on the same noisy machine — keep its memory bounded, close every abusive
 //! connection, and say what it saw: one stderr line for the first of each kind, counts at exit.
+mod common;
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -130,16 +132,7 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("listening on http://")
-            .unwrap_or_else(|| panic!("{line}"))
-            .parse()
-            .unwrap();
+        let addr = common::listening_addr(&mut child).parse().unwrap();
         Server {
             child: Some(child),
             addr,

@@ -3,7 +3,6 @@
 //! put the cliff between 30 and 40 req/s.
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
@@ -22,16 +21,9 @@ impl Server {
             .stderr(Stdio::null())
             .spawn()
             .expect("starting sojourn serve");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+        let addr = common::listening_addr(&mut child);
         Server {
-            url: format!("{addr}/api"),
+            url: format!("http://{addr}/api"),
             child,
         }
     }

@@ -148,6 +148,19 @@ pub fn spawn(args: &[&str]) -> std::process::Child {
         .expect("starting sojourn")
 }
 
+/// Reads `sojourn serve`'s first stdout line, `listening on http://ADDR`, and returns ADDR.
+pub fn listening_addr(child: &mut std::process::Child) -> String {
+    use std::io::{BufRead, BufReader};
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout piped"))
+        .read_line(&mut line)
+        .unwrap();
+    line.trim()
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned()
+}
+
 pub fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("sojourn-test-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
