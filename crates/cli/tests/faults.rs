@@ -399,14 +399,11 @@ fn run_watched(args: &[&str], json: &std::path::Path) -> Measured {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let status_file = format!("/proc/{}/status", child.id());
     let mut peak = 0;
     let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
         // VmHWM is the peak so far; the last reading before exit is within 5 ms of the end.
-        if let Ok(text) = std::fs::read_to_string(&status_file) {
-            peak = peak.max(vm_hwm_kib(&text));
-        }
+        peak = peak.max(common::peak_rss_kib(child.id()).unwrap_or(0));
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
@@ -426,14 +423,6 @@ fn run_watched(args: &[&str], json: &std::path::Path) -> Measured {
         peak_rss_kib: peak,
         result: json.exists().then(|| read_result(json)),
     }
-}
-
-fn vm_hwm_kib(status: &str) -> u64 {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
 }
 
 /// Every outcome with a non-zero count, by name.

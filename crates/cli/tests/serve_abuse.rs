@@ -62,10 +62,10 @@ fn survives_slowloris_idle_floods_huge_bodies_and_garbage_and_says_so() {
         std::thread::spawn(move || good_client(addr, &stop))
     };
     std::thread::sleep(BASELINE);
-    let baseline_rss = peak_rss_kib(server.pid());
+    let baseline_rss = common::peak_rss_kib(server.pid()).expect("the server is running");
     let abuse_start = Instant::now();
     let abuse = run_abuse(server.addr);
-    let abuse_rss = peak_rss_kib(server.pid());
+    let abuse_rss = common::peak_rss_kib(server.pid()).expect("the server is running");
     stop.store(true, Relaxed);
     let answers = good.join().unwrap();
     let out = server.stop();
@@ -167,15 +167,6 @@ impl Server {
 }
 
 /// The process's peak resident set so far (`VmHWM`), in KiB.
-fn peak_rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("no VmHWM in:\n{status}"))
-}
-
 fn control_stall_status(addr: SocketAddr) -> u16 {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();

@@ -161,6 +161,15 @@ pub fn listening_addr(child: &mut std::process::Child) -> String {
         .to_owned()
 }
 
+/// A process's peak resident memory so far (`VmHWM`), in KiB; `None` once it has exited.
+pub fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
 pub fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("sojourn-test-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
