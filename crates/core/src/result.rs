@@ -85,6 +85,36 @@ pub struct RunConfig {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub timeout_ns: Option<u64>,
     pub interval_ns: u64,
+    /// A shaped run's stages, in order; absent for a single-rate run.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub stages: Option<Vec<StageConfig>>,
+}
+
+/// One stage of a shaped run as the result records it: where it sits on the run's clock and
+/// the rate at its two ends (equal for a hold). The rate moves linearly in between.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageConfig {
+    /// The name given in a plan file, if any; stages are otherwise known by number (from 1).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub name: Option<String>,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    /// Requests per second at the start of the stage.
+    pub from: f64,
+    /// Requests per second at its end.
+    pub to: f64,
+}
+
+impl StageConfig {
+    /// Where the stage ends on the run's clock. Saturating: a loaded file may hold any numbers.
+    pub fn end_ns(&self) -> u64 {
+        self.start_ns.saturating_add(self.duration_ns)
+    }
+
+    /// How the stage is named in tables and objectives: its name, or its number from 1.
+    pub fn title(&self, index: usize) -> String {
+        self.name.clone().unwrap_or_else(|| (index + 1).to_string())
+    }
 }
 
 impl RunConfig {
