@@ -1,7 +1,7 @@
 //! Value parsers shared by subcommands: one line naming what is accepted.
 use std::time::Duration;
 
-use sojourn_core::{Arrival, End, Rate, Schedule};
+use sojourn_core::{Arrival, End, Rate, Schedule, Stages};
 
 use crate::bad_input;
 
@@ -45,6 +45,34 @@ pub fn schedule(
     };
     Schedule::new(arrival, rate, end)
         .map_err(|e| bad_input!("--arrival ramp: {e}; give --duration"))
+}
+
+/// `--stages` with `--arrival` and `--seed`: arrivals evenly spaced or Poisson along the stages.
+pub fn staged_schedule(
+    stages: &Stages,
+    arrival: ArrivalKind,
+    seed: Option<u64>,
+) -> anyhow::Result<Schedule> {
+    if seed.is_some() && arrival != ArrivalKind::Poisson {
+        return Err(bad_input!("--seed: only applies to --arrival poisson"));
+    }
+    let arrival = match arrival {
+        ArrivalKind::Constant => Arrival::Constant,
+        ArrivalKind::Poisson => Arrival::Poisson {
+            seed: seed.unwrap_or(1),
+        },
+        ArrivalKind::Ramp => {
+            return Err(bad_input!(
+                "--arrival: ramp does not combine with --stages; write the ramp as a stage, e.g. 30s@100..1000"
+            ))
+        }
+    };
+    Schedule::staged(arrival, stages.clone()).map_err(|e| bad_input!("--stages: {e}"))
+}
+
+/// Parses `--stages`: `30s@0..1000,5m@1000,…`.
+pub fn stages(text: &str) -> Result<Stages, String> {
+    Stages::parse(text).map_err(|e| e.to_string())
 }
 
 /// The longest duration any flag takes: a month-long soak is a serious run; a longer figure

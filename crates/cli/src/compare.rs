@@ -78,6 +78,7 @@ fn run_args(a: &CompareArgs, closed: bool) -> RunArgs {
         arrival: ArrivalKind::Constant,
         ramp_to: None,
         seed: None,
+        stages: None,
         duration: Some(a.duration),
         requests: None,
         connections: closed.then_some(a.connections),

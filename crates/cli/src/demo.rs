@@ -154,7 +154,7 @@ pub fn measure(
     // One engine thread: the embedded server has the other core.
     let closed_plan = Plan {
         load: match closed_mode {
-            ClosedMode::Paced => Load::Paced(schedule),
+            ClosedMode::Paced => Load::Paced(schedule.clone()),
             ClosedMode::Unpaced => Load::Closed(End::After(duration)),
         },
         connections,

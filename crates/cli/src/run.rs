@@ -31,6 +31,12 @@ pub struct RunArgs {
     /// With --arrival poisson: the random seed.
     #[arg(long, value_parser = args::seed)]
     pub seed: Option<u64>,
+    /// Shaped load instead of one rate: stages run in order, each holding a rate or moving it
+    /// linearly, e.g. `30s@0..1000,5m@1000,spike=30s@1000..5000,1m@5000` (NAME= is optional).
+    /// Arrivals follow them evenly spaced, or Poisson with --arrival poisson.
+    #[arg(long, value_name = "STAGES", value_parser = args::stages,
+          conflicts_with_all = ["rate", "duration", "requests", "ramp_to"])]
+    pub stages: Option<sojourn_core::Stages>,
     /// How long to send for (default 10s).
     #[arg(long, value_parser = args::positive_duration, conflicts_with = "requests")]
     pub duration: Option<Duration>,
@@ -272,8 +278,7 @@ fn pool(a: &RunArgs, load: &Load) -> anyhow::Result<(usize, usize)> {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
             match load {
                 Load::Open(s) | Load::Paced(s) => {
-                    let peak = s.rate.get().max(a.ramp_to.unwrap_or(0.0));
-                    ((peak / OPEN_RATE_PER_THREAD).ceil() as usize).clamp(1, cpus)
+                    ((s.peak_rate() / OPEN_RATE_PER_THREAD).ceil() as usize).clamp(1, cpus)
                 }
                 Load::Closed(_) => cpus,
             }
@@ -283,6 +288,9 @@ fn pool(a: &RunArgs, load: &Load) -> anyhow::Result<(usize, usize)> {
 }
 
 fn open_load(a: &RunArgs, end: End) -> anyhow::Result<Load> {
+    if let Some(stages) = &a.stages {
+        return Ok(Load::Open(args::staged_schedule(stages, a.arrival, a.seed)?));
+    }
     let rate = a.rate.ok_or_else(|| bad_input!("--rate: required for the open loop, e.g. --rate 1000 (requests per second); or use --closed"))?;
     Ok(Load::Open(args::schedule(
         rate, a.arrival, a.ramp_to, a.seed, end,
@@ -290,6 +298,9 @@ fn open_load(a: &RunArgs, end: End) -> anyhow::Result<Load> {
 }
 
 fn closed_load(a: &RunArgs, end: End) -> anyhow::Result<Load> {
+    if let Some(stages) = &a.stages {
+        return Ok(Load::Paced(args::staged_schedule(stages, a.arrival, a.seed)?));
+    }
     if let Some(rate) = a.rate {
         return Ok(Load::Paced(args::schedule(
             rate, a.arrival, a.ramp_to, a.seed, end,
@@ -297,7 +308,7 @@ fn closed_load(a: &RunArgs, end: End) -> anyhow::Result<Load> {
     }
     if a.arrival != ArrivalKind::Constant || a.ramp_to.is_some() || a.seed.is_some() {
         return Err(bad_input!(
-            "--arrival: an unpaced closed loop has no schedule; give --rate for a paced closed loop, or drop --arrival/--ramp-to/--seed"
+            "--arrival: an unpaced closed loop has no schedule; give --rate or --stages for a paced closed loop, or drop --arrival/--ramp-to/--seed"
         ));
     }
     Ok(Load::Closed(end))

@@ -44,6 +44,11 @@ pub struct SimArgs {
     /// With --arrival poisson: the random seed.
     #[arg(long, value_parser = args::seed)]
     seed: Option<u64>,
+    /// Shaped load instead of one rate, as `sojourn run --stages`: e.g.
+    /// `30s@0..1000,5m@1000,spike=30s@1000..5000,1m@5000`.
+    #[arg(long, value_name = "STAGES", value_parser = args::stages,
+          conflicts_with_all = ["rate", "duration", "requests", "ramp_to", "sweep"])]
+    stages: Option<sojourn_core::Stages>,
     /// How long the schedule runs (virtual time). [default: 60s]
     #[arg(long, value_parser = args::positive_duration, conflicts_with = "requests")]
     duration: Option<Duration>,
@@ -265,19 +270,22 @@ fn validate(a: SimArgs) -> anyhow::Result<Validated> {
     }
     check_client_flags(&a)?;
     let schedule = schedule(&a, end)?;
+    // Stages set their own end; the closed loop stops with them.
+    let end = schedule.end;
     let mut plans = Vec::new();
     if matches!(a.client, ClientKind::Closed | ClientKind::Both) {
         plans.push(("closed", plan(&a, closed(&a, end, &schedule)?)));
     }
     if matches!(a.client, ClientKind::Open | ClientKind::Both) {
         let client = Client::Open {
-            schedule,
+            schedule: schedule.clone(),
             connections: a.connections.unwrap_or(DEFAULT_OPEN_CONNECTIONS),
             threads: a.threads,
         };
         plans.push(("open", plan(&a, client)));
     }
     if a.client == ClientKind::Tracking {
+        let schedule = schedule.clone();
         plans.push(("tracking", plan(&a, Client::Tracking { schedule })));
     }
     if a.client == ClientKind::Paced {
@@ -327,6 +335,9 @@ fn plan(a: &SimArgs, client: Client) -> Plan {
 /// The open schedule (also the tracking client's slots, and the count of a count-bound closed
 /// loop), validated like `run`'s.
 fn schedule(a: &SimArgs, end: End) -> anyhow::Result<Schedule> {
+    if let Some(stages) = &a.stages {
+        return args::staged_schedule(stages, a.arrival, a.seed);
+    }
     args::schedule(
         a.rate.unwrap_or(DEFAULT_RATE),
         a.arrival,
@@ -364,19 +375,19 @@ pub fn model(
     plan: &sojourn_engine::Plan,
     label: &str,
 ) -> anyhow::Result<RunResult> {
-    let client = match plan.load {
+    let client = match &plan.load {
         sojourn_engine::Load::Open(schedule) => Client::Open {
-            schedule,
+            schedule: schedule.clone(),
             connections: plan.connections,
             threads: plan.threads,
         },
         sojourn_engine::Load::Closed(end) => Client::Closed {
-            end,
+            end: *end,
             connections: plan.connections,
             threads: plan.threads,
         },
         sojourn_engine::Load::Paced(schedule) => Client::Paced {
-            schedule,
+            schedule: schedule.clone(),
             connections: plan.connections,
         },
     };

@@ -278,7 +278,7 @@ fn own_runs(
     )
     .map_err(|e| bad_input!("--duration: {e}"))?;
     let open = Plan {
-        load: Load::Open(schedule),
+        load: Load::Open(schedule.clone()),
         connections: 4096,
         threads: 1,
         timeout: Duration::from_secs(10),

@@ -463,6 +463,7 @@ fn run_args(a: &SweepArgs, config: &Config, rate: Rate) -> RunArgs {
         arrival: ArrivalKind::Constant,
         ramp_to: None,
         seed: None,
+        stages: None,
         duration: Some(config.step),
         requests: None,
         connections: Some(a.connections),

@@ -3,6 +3,7 @@
 //! inputs, so the engine (real time) and the simulator (virtual time) share it.
 #![forbid(unsafe_code)]
 
+pub mod by_stage;
 pub mod check;
 pub mod confidence;
 pub mod conformance;
@@ -13,6 +14,7 @@ pub mod record;
 pub mod result;
 pub mod schedule;
 mod spill;
+pub mod stages;
 pub mod stats;
 pub mod steady;
 pub mod sweep;
@@ -24,4 +26,5 @@ pub use outcome::{FailureClass, FailureCounts, Outcome};
 pub use record::{Bound, Measurements, Recorder, RequestSample, Stamps};
 pub use result::{Mode, RunConfig, RunFacts, RunResult};
 pub use schedule::{Arrival, Due, End, Schedule};
+pub use stages::{Stage, Stages};
 pub use units::{format_ns, nanos, Rate};

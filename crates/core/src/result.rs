@@ -127,6 +127,7 @@ impl RunConfig {
             crate::schedule::Arrival::Ramp { to } => self.ramp_to = Some(to.get()),
             crate::schedule::Arrival::Constant => {}
         }
+        self.stages = s.stages.as_ref().map(crate::stages::Stages::configs);
         self.describe_end(s.end);
     }
 
@@ -492,6 +493,18 @@ impl IntervalSummary {
     /// The requests that finished in it, completed or failed.
     pub fn answered(&self) -> u64 {
         self.completed.saturating_add(self.failed)
+    }
+
+    /// The response times of every request that finished in these intervals, in one histogram.
+    pub fn merged_response(
+        intervals: &[&IntervalSummary],
+    ) -> Result<Histogram<u64>, HdrDecodeError> {
+        let mut out = crate::record::new_histogram();
+        for i in intervals {
+            out.add(decode_base64(&i.response_hdr)?)
+                .expect("auto-resizing histograms accept any values");
+        }
+        Ok(out)
     }
 
     fn of(record: &IntervalRecord, width: Duration) -> IntervalSummary {

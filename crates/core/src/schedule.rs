@@ -13,6 +13,7 @@ use rand_distr::{Distribution, Exp};
 use rand_pcg::Pcg64Mcg;
 use serde::{Deserialize, Serialize};
 
+use crate::stages::Stages;
 use crate::units::Rate;
 
 /// One scheduled request: its index in the whole run and when it is due, as an offset from the
@@ -57,11 +58,16 @@ pub enum End {
 }
 
 /// A whole schedule: arrival law, rate, and where it ends.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+///
+/// With `stages`, the rate follows them instead of being constant: `rate` is then their mean
+/// and `end` their total duration, and arrivals are evenly spaced or Poisson along them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Schedule {
     pub arrival: Arrival,
     pub rate: Rate,
     pub end: End,
+    #[serde(skip)]
+    pub stages: Option<Stages>,
 }
 
 /// Why a schedule cannot be built.
@@ -70,6 +76,11 @@ pub enum ScheduleError {
     /// A ramp needs a duration to ramp over: give `--duration`, not `--requests`.
     #[error("a ramp needs a duration to ramp over, not a request count")]
     RampNeedsDuration,
+    /// Stages set the rate themselves: a ramp is one stage (`30s@100..1000`).
+    #[error(
+        "stages set the rate over time themselves; write a ramp as a stage, e.g. 30s@100..1000"
+    )]
+    RampWithStages,
 }
 
 impl Schedule {
@@ -77,13 +88,73 @@ impl Schedule {
         if matches!(arrival, Arrival::Ramp { .. }) && matches!(end, End::Count(_)) {
             return Err(ScheduleError::RampNeedsDuration);
         }
-        Ok(Schedule { arrival, rate, end })
+        Ok(Schedule {
+            arrival,
+            rate,
+            end,
+            stages: None,
+        })
+    }
+
+    /// Arrivals (evenly spaced or Poisson) along `stages`: a shaped run.
+    pub fn staged(arrival: Arrival, stages: Stages) -> Result<Schedule, ScheduleError> {
+        if matches!(arrival, Arrival::Ramp { .. }) {
+            return Err(ScheduleError::RampWithStages);
+        }
+        Ok(Schedule {
+            arrival,
+            rate: Rate::per_second(stages.mean_rate()).expect("stages send something"),
+            end: End::After(stages.total()),
+            stages: Some(stages),
+        })
+    }
+
+    /// The highest rate the schedule reaches.
+    pub fn peak_rate(&self) -> f64 {
+        match (&self.stages, self.arrival) {
+            (Some(stages), _) => stages.peak(),
+            (None, Arrival::Ramp { to }) => self.rate.get().max(to.get()),
+            (None, _) => self.rate.get(),
+        }
+    }
+
+    /// The rate the schedule asks for at `t`.
+    pub fn rate_at(&self, t: Duration) -> f64 {
+        match (&self.stages, self.arrival, self.end) {
+            (Some(stages), _, _) => stages.rate_at(t),
+            (None, Arrival::Ramp { to }, End::After(over)) => {
+                let share = (t.as_secs_f64() / over.as_secs_f64().max(1e-9)).min(1.0);
+                self.rate.get() + (to.get() - self.rate.get()) * share
+            }
+            (None, _, _) => self.rate.get(),
+        }
     }
 
     /// The requests of sender `worker` out of `workers`, in due order.
     pub fn slice(&self, worker: usize, workers: usize) -> Slice {
         let workers = workers.max(1);
-        let law = match self.arrival {
+        let law = match (&self.stages, self.arrival) {
+            (Some(stages), Arrival::Poisson { seed }) => Law::Poisson(PoissonStream::along(
+                stages.clone(),
+                workers,
+                slice_seed(seed, worker),
+            )),
+            (Some(stages), _) => Law::Spaced(Spacing::Staged(stages.clone())),
+            (None, arrival) => self.single_rate_law(arrival, worker, workers),
+        };
+        Slice {
+            law,
+            next: worker as u64,
+            stride: workers as u64,
+            worker: worker as u64,
+            end: self.end,
+            taken: 0,
+            workers: workers as u64,
+        }
+    }
+
+    fn single_rate_law(&self, arrival: Arrival, worker: usize, workers: usize) -> Law {
+        match arrival {
             Arrival::Constant => Law::Spaced(Spacing::Constant(self.rate)),
             Arrival::Ramp { to } => {
                 let End::After(over) = self.end else {
@@ -95,15 +166,6 @@ impl Schedule {
                 self.rate.split(workers),
                 slice_seed(seed, worker),
             )),
-        };
-        Slice {
-            law,
-            next: worker as u64,
-            stride: workers as u64,
-            worker: worker as u64,
-            end: self.end,
-            taken: 0,
-            workers: workers as u64,
         }
     }
 
@@ -120,6 +182,9 @@ impl Schedule {
     /// Λ(t′) − Λ(t) arrivals (divided by the number of senders for one sender's share), which
     /// turns any of these schedules into one of rate 1.
     pub fn expected_by(&self, t: Duration) -> f64 {
+        if let Some(stages) = &self.stages {
+            return stages.expected_by(t);
+        }
         let secs = t.as_secs_f64();
         match (self.arrival, self.end) {
             (Arrival::Ramp { to }, End::After(over)) => {
@@ -148,10 +213,12 @@ impl Schedule {
 }
 
 /// A deterministic spacing law: request `i` is due at `at(i)`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum Spacing {
     Constant(Rate),
     Ramp(Ramp),
+    /// Request `i` is due when Λ reaches `i`; never, once the plan has ended idle.
+    Staged(Stages),
 }
 
 impl Spacing {
@@ -159,6 +226,7 @@ impl Spacing {
         match self {
             Spacing::Constant(rate) => constant_at(*rate, i),
             Spacing::Ramp(ramp) => ramp.at(i),
+            Spacing::Staged(stages) => stages.time_at(i as f64).unwrap_or(Duration::MAX),
         }
     }
 }
@@ -194,11 +262,15 @@ impl Ramp {
     }
 }
 
+/// Exponential gaps. Without stages the stream runs in seconds at its rate; along stages it
+/// runs in units of Λ (expected arrivals), at 1/`workers` per unit for one sender's share, and
+/// each arrival is mapped back to time through Λ⁻¹.
 #[derive(Debug, Clone)]
 struct PoissonStream {
     gaps: Exp<f64>,
     rng: Pcg64Mcg,
-    now_secs: f64,
+    now: f64,
+    along: Option<Stages>,
 }
 
 impl PoissonStream {
@@ -206,14 +278,27 @@ impl PoissonStream {
         PoissonStream {
             gaps: Exp::new(rate.get()).expect("a Rate is positive and finite"),
             rng: Pcg64Mcg::seed_from_u64(seed),
-            now_secs: 0.0,
+            now: 0.0,
+            along: None,
+        }
+    }
+
+    fn along(stages: Stages, workers: usize, seed: u64) -> PoissonStream {
+        PoissonStream {
+            gaps: Exp::new(1.0 / workers.max(1) as f64).expect("positive and finite"),
+            rng: Pcg64Mcg::seed_from_u64(seed),
+            now: 0.0,
+            along: Some(stages),
         }
     }
 
     /// The first arrival is at 0, like the constant schedule's; then exponential gaps.
     fn next_at(&mut self) -> Duration {
-        let at = Duration::from_secs_f64(self.now_secs);
-        self.now_secs += self.gaps.sample(&mut self.rng);
+        let at = match &self.along {
+            None => Duration::from_secs_f64(self.now),
+            Some(stages) => stages.time_at(self.now).unwrap_or(Duration::MAX),
+        };
+        self.now += self.gaps.sample(&mut self.rng);
         at
     }
 }
@@ -517,7 +602,7 @@ mod tests {
         assert_eq!(a, b, "same seed, same arrivals");
         let other = Schedule {
             arrival: Arrival::Poisson { seed: 8 },
-            ..s
+            ..s.clone()
         };
         assert_ne!(
             a,
@@ -549,6 +634,107 @@ mod tests {
         assert!(
             (total as i64 - 9000).abs() < 480,
             "three slices at 300/s give ≈9000, got {total}"
+        );
+    }
+
+    fn staged(arrival: Arrival, text: &str) -> Schedule {
+        Schedule::staged(arrival, Stages::parse(text).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn staged_constant_falls_where_lambda_reaches_each_index() {
+        // Λ: 0→100 over 2 s holds 100, a 1 s pause holds 0, a 1 s hold at 50 holds 50.
+        let s = staged(Arrival::Constant, "2s@0..100,1s@0,1s@50");
+        assert_eq!(s.end, End::After(Duration::from_secs(4)));
+        assert_eq!(s.rate.get(), 150.0 / 4.0, "the rate recorded is the mean");
+        assert_eq!(s.peak_rate(), 100.0);
+        let all: Vec<Due> = s.iter().collect();
+        // Indices 0..=99 on the ramp (Λ(t) = 25t², so i is due at √(i/25)); index 100 lands on
+        // the ramp's end, the pause's start; then 50/s from 3 s: 101..149 before the end.
+        assert_eq!(all.len(), 150);
+        for (i, due) in all.iter().enumerate().take(101) {
+            let want = (i as f64 / 25.0).sqrt();
+            assert!((due.at.as_secs_f64() - want).abs() < 1e-6, "request {i}");
+        }
+        assert!(
+            all.iter()
+                .all(|d| !(2.0 + 1e-9..3.0).contains(&d.at.as_secs_f64())),
+            "the pause is empty"
+        );
+        assert!((all[101].at.as_secs_f64() - 3.02).abs() < 1e-9);
+        assert_eq!(s.planned_count(), Some(150));
+        assert_eq!(s.rate_at(Duration::from_secs(1)), 50.0);
+    }
+
+    #[test]
+    fn staged_slices_partition_the_schedule() {
+        let s = staged(Arrival::Constant, "1s@10..500,2s@500,1s@500..0");
+        let mut merged: Vec<Due> = (0..3).flat_map(|w| s.slice(w, 3)).collect();
+        merged.sort_by_key(|d| d.index);
+        assert_eq!(merged, s.iter().collect::<Vec<_>>());
+        assert_eq!(
+            merged.len() as f64,
+            s.expected_by(Duration::from_secs(4)).ceil()
+        );
+    }
+
+    #[test]
+    fn staged_poisson_follows_the_stages() {
+        // 20 s at 200/s, 20 s at 2,000/s: 4,000 then 40,000 expected.
+        let s = staged(Arrival::Poisson { seed: 11 }, "20s@200,20s@2000");
+        let per_stage = |w: usize, n: usize| {
+            s.slice(w, n).fold([0i64; 2], |mut c, d| {
+                c[usize::from(d.at >= Duration::from_secs(20))] += 1;
+                c
+            })
+        };
+        for workers in [1usize, 3] {
+            let mut counts = [0i64; 2];
+            for w in 0..workers {
+                let c = per_stage(w, workers);
+                counts[0] += c[0];
+                counts[1] += c[1];
+            }
+            // Poisson counts: ±5 sd.
+            assert!(
+                (counts[0] - 4_000).abs() < 5 * 64,
+                "{workers} senders, stage 1: {counts:?}"
+            );
+            assert!(
+                (counts[1] - 40_000).abs() < 5 * 200,
+                "{workers} senders, stage 2: {counts:?}"
+            );
+        }
+        // Rescaled by Λ, one sender's gaps are exponential with mean `workers`: mean 1 and
+        // coefficient of variation 1 after dividing by it, in both stages alike.
+        let workers = 2;
+        let units: Vec<f64> = s
+            .slice(1, workers)
+            .map(|d| s.expected_by(d.at) / workers as f64)
+            .collect();
+        let gaps: Vec<f64> = units.windows(2).map(|w| w[1] - w[0]).collect();
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt();
+        assert!((mean - 1.0).abs() < 0.03, "rescaled mean gap {mean}");
+        assert!(
+            (sd / mean - 1.0).abs() < 0.05,
+            "rescaled coefficient of variation {}",
+            sd / mean
+        );
+        let again: Vec<Due> = s.slice(1, workers).take(100).collect();
+        assert_eq!(
+            again,
+            s.slice(1, workers).take(100).collect::<Vec<_>>(),
+            "seeded"
+        );
+    }
+
+    #[test]
+    fn staged_rejects_a_ramp() {
+        let stages = Stages::parse("1s@5").unwrap();
+        assert_eq!(
+            Schedule::staged(Arrival::Ramp { to: rate(5.0) }, stages),
+            Err(ScheduleError::RampWithStages)
         );
     }
 }

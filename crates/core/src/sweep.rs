@@ -6,11 +6,10 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::check::GeneratorVerdict;
-use crate::result::{decode_base64, HdrDecodeError, IntervalSummary, RunResult};
+use crate::result::{HdrDecodeError, IntervalSummary, RunResult};
 use crate::stats::TrendTest;
 use crate::units::{format_ns, nanos, Rate};
 
@@ -292,7 +291,7 @@ pub fn evaluate(
         .iter()
         .filter(|i| i.start_ns >= settle_ns)
         .collect();
-    let response = merged(&kept)?;
+    let response = IntervalSummary::merged_response(&kept)?;
     let offered: Vec<&IntervalSummary> = kept
         .iter()
         .copied()
@@ -436,15 +435,6 @@ fn classify(
 pub fn rate_text(r: f64) -> String {
     let s = format!("{r:.2}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
-fn merged(intervals: &[&IntervalSummary]) -> Result<Histogram<u64>, HdrDecodeError> {
-    let mut out = Histogram::<u64>::new(3).expect("3 significant digits is valid");
-    for i in intervals {
-        out.add(decode_base64(&i.response_hdr)?)
-            .expect("auto-resizing histograms accept any values");
-    }
-    Ok(out)
 }
 
 /// Answers per second over the offered, post-settle window (whole intervals only).

@@ -84,12 +84,12 @@ impl Lanes {
 pub async fn run<T: Transport>(
     transport: T,
     cfg: WorkerConfig,
-    schedule: Schedule,
+    schedule: &Schedule,
     first: usize,
     total: usize,
 ) -> WorkerReport {
     let connections = cfg.connections.max(1);
-    let lanes = Lanes::new(&schedule, first, connections, total);
+    let lanes = Lanes::new(schedule, first, connections, total);
     let worker = Worker::new(transport, cfg, Source::Paced(lanes));
     pool::run_all(&worker, schedule.end).await
 }

@@ -20,10 +20,9 @@ pub fn config(plan: &Plan, target: Option<String>) -> RunConfig {
         interval_ns: nanos(plan.interval),
         ..Default::default()
     };
-    match plan.load {
-        Load::Open(s) => c.describe_schedule(&s),
-        Load::Closed(end) => c.describe_end(end),
-        Load::Paced(s) => c.describe_schedule(&s),
+    match &plan.load {
+        Load::Open(s) | Load::Paced(s) => c.describe_schedule(s),
+        Load::Closed(end) => c.describe_end(*end),
     }
     c
 }
@@ -79,17 +78,20 @@ pub fn build(
         .duration_since(std::time::UNIX_EPOCH)
         .ok()
         .map(nanos);
-    if let Load::Open(schedule) = plan.load {
-        result.checks.rate = rate_verdict(&result, &schedule);
+    if let Load::Open(schedule) = &plan.load {
+        result.checks.rate = rate_verdict(&result, schedule);
     }
     result
 }
 
 /// Judges an open loop at its rate as a sweep judges a step, leaving a quarter of it (at most
-/// 5 s) out as its settle: who, if anyone, held it back. A ramp has no one rate to be judged
-/// at, and a run cut short no whole schedule.
+/// 5 s) out as its settle: who, if anyone, held it back. A ramp or a staged run has no one rate
+/// to be judged at, and a run cut short no whole schedule.
 fn rate_verdict(result: &RunResult, schedule: &Schedule) -> Option<RateVerdict> {
-    if matches!(schedule.arrival, Arrival::Ramp { .. }) || result.interrupted {
+    if matches!(schedule.arrival, Arrival::Ramp { .. })
+        || schedule.stages.is_some()
+        || result.interrupted
+    {
         return None;
     }
     let length = crate::run::schedule_end(schedule);

@@ -14,7 +14,7 @@ use crate::transport::Transport;
 use crate::worker::{Arrivals, WorkerConfig, WorkerReport};
 
 /// The kind of load.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Load {
     /// Requests due on a schedule, whatever the answers do.
     Open(Schedule),
@@ -117,9 +117,9 @@ pub fn execute<T: Transport>(
                     worker: w,
                     cancel: cancel.clone(),
                     samples: plan.samples.clone(),
-                    arrivals: match plan.load {
+                    arrivals: match &plan.load {
                         Load::Open(schedule) => Some(Arrivals {
-                            schedule,
+                            schedule: schedule.clone(),
                             senders: workers,
                         }),
                         Load::Closed(_) | Load::Paced(_) => None,
@@ -184,13 +184,13 @@ fn run_worker<T: Transport>(
     let (cpu_before, wall_before) = (crate::cpu::thread_cpu_time(), std::time::Instant::now());
     Ok(local.block_on(&rt, async move {
         let mut timer = sojourn_timer::Timer::with_max_spin(plan.spin);
-        let report = match plan.load {
+        let report = match &plan.load {
             Load::Open(schedule) => {
                 let slice = schedule.slice(w, workers);
-                crate::open::run(transport, cfg, slice, schedule_end(&schedule), &mut timer).await
+                crate::open::run(transport, cfg, slice, schedule_end(schedule), &mut timer).await
             }
             Load::Closed(end) => {
-                let end = match end {
+                let end = match *end {
                     End::Count(n) => End::Count(share(n, w, workers)),
                     after => after,
                 };

@@ -40,7 +40,7 @@ pub struct WorkerConfig {
 }
 
 /// One sender's share of a schedule, as the conformance test sees it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Arrivals {
     pub schedule: Schedule,
     /// How many senders split the schedule: each expects 1/senders of its arrivals.

@@ -19,7 +19,7 @@ fn paced_plan(arrival: Arrival, rate: f64, duration: Duration) -> (Plan, Schedul
     )
     .unwrap();
     let plan = Plan {
-        load: Load::Paced(schedule),
+        load: Load::Paced(schedule.clone()),
         threads: 2,
         ..open_plan(rate, duration, CONNECTIONS)
     };

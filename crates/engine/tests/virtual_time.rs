@@ -278,7 +278,7 @@ async fn poisson_sends(connections: usize) -> Measurements {
         Ok(200)
     });
     let arrivals = Arrivals {
-        schedule,
+        schedule: schedule.clone(),
         senders: 1,
     };
     let cfg = config_testing(t0, CancellationToken::new(), connections, Some(arrivals));

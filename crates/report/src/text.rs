@@ -176,6 +176,21 @@ pub fn describe(r: &RunResult) -> String {
         (_, Some(n)) => format!("for {n} requests"),
         _ => String::new(),
     };
+    if let Some(stages) = stages_text(r) {
+        let arrival = c.arrival.as_deref().unwrap_or("constant");
+        let mean = c.rate.map(|r| format!("{r:.1}")).unwrap_or_default();
+        let pool = match r.mode {
+            Mode::Paced => format!(
+                "{} connections, each sending at its next slot or when its previous answer arrives",
+                c.connections
+            ),
+            _ => format!("up to {} connections", c.connections),
+        };
+        return format!(
+            "{}, {arrival} arrivals along stages {stages} (mean {mean} req/s) {bound}, {pool}",
+            r.mode.label(),
+        );
+    }
     match r.mode {
         Mode::Open | Mode::Tracking => {
             let arrival = c.arrival.as_deref().unwrap_or("constant");
@@ -201,6 +216,73 @@ pub fn describe(r: &RunResult) -> String {
             c.rate.map(|r| r.to_string()).unwrap_or_default(),
             c.connections
         ),
+    }
+}
+
+/// A staged run's stages in the short form `--stages` reads.
+fn stages_text(r: &RunResult) -> Option<String> {
+    let configs = r.config.stages.as_ref()?;
+    Some(match sojourn_core::Stages::from_configs(configs) {
+        Ok(s) => s.to_string(),
+        Err(e) => format!("(unreadable: {e})"),
+    })
+}
+
+/// Response percentiles stage by stage, for a staged run.
+pub fn stage_table(r: &RunResult) -> String {
+    let slices = sojourn_core::by_stage::stages(r);
+    let mut out = String::new();
+    if slices.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "by stage (requests by when they finished; the last stage includes the drain):"
+    );
+    let _ = writeln!(
+        out,
+        "{:<10}{:>18}{:>20}{:>10}{:>8}{}",
+        "stage",
+        "window",
+        "rate (req/s)",
+        "answered",
+        "failed",
+        header(0)
+    );
+    for s in &slices {
+        let c = s.config;
+        let window = format!("{}–{}", short_time(c.start_ns), short_time(c.end_ns()));
+        let rate = if c.from == c.to {
+            format!("{}", c.from)
+        } else {
+            format!("{} → {}", c.from, c.to)
+        };
+        let mut line = format!(
+            "{:<10}{window:>18}{rate:>20}{:>10}{:>8}",
+            s.title(),
+            s.completed() + s.failed(),
+            s.failed()
+        );
+        match s.response() {
+            Ok(h) if !h.is_empty() => {
+                for p in PERCENTILES {
+                    let _ = write!(line, "{:>12}", format_ns(h.value_at_percentile(p)));
+                }
+            }
+            Ok(_) => line.push_str("  no answers"),
+            Err(e) => line.push_str(&format!("  unreadable histogram: {e}")),
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}
+
+/// A time on the run's clock in the plan's own terms: whole seconds, or milliseconds.
+fn short_time(ns: u64) -> String {
+    if ns % 1_000_000_000 == 0 {
+        format!("{}s", ns / 1_000_000_000)
+    } else {
+        format_ns(ns).replace(' ', "")
     }
 }
 
@@ -299,6 +381,11 @@ pub fn summary(r: &RunResult) -> String {
         let _ = writeln!(out, "≥ marks lower bounds: requests still unanswered at the end (or timed out) could only raise them");
     }
     let _ = writeln!(out);
+    let by_stage = stage_table(r);
+    if !by_stage.is_empty() {
+        out.push_str(&by_stage);
+        let _ = writeln!(out);
+    }
     out.push_str(&confidence(&h.response));
     out.push_str(&statistics(r));
     let _ = writeln!(out);

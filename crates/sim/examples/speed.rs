@@ -22,7 +22,7 @@ fn main() {
         (
             "open, 2048 connections",
             Client::Open {
-                schedule,
+                schedule: schedule.clone(),
                 connections: 2048,
                 threads: 1,
             },

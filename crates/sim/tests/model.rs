@@ -166,7 +166,7 @@ fn poisson_lanes_are_the_engine_slices() {
     )
     .unwrap();
     let plan = Plan::new(Client::Open {
-        schedule,
+        schedule: schedule.clone(),
         connections: 100,
         threads: 3,
     });
@@ -330,7 +330,7 @@ fn ramp_arrivals_follow_the_shared_schedule() {
         secs(10),
     )
     .unwrap();
-    let sim = simulate(&s, &open(schedule, 64));
+    let sim = simulate(&s, &open(schedule.clone(), 64));
     assert_eq!(Some(sim.scheduled), schedule.planned_count());
 }
 
