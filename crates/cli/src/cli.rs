@@ -54,7 +54,20 @@ where
 {
     let mut command = command();
     let matches = command.try_get_matches_from_mut(args)?;
-    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
+    let mut cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))?;
+    if let (Command::Run(run), Some(("run", sub))) = (&mut cli.command, matches.subcommand()) {
+        run.explicit = given_on_command_line(sub);
+    }
+    Ok(cli)
+}
+
+/// The ids of the flags typed on the command line, as opposed to defaults: a `--plan` file
+/// fills only the others.
+fn given_on_command_line(m: &clap::ArgMatches) -> Vec<String> {
+    m.ids()
+        .filter(|id| m.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
+        .map(|id| id.to_string())
+        .collect()
 }
 
 /// The command tree, with hyphen values allowed for every number and duration flag.

@@ -73,7 +73,9 @@ impl ClosedMode {
 fn run_args(a: &CompareArgs, closed: bool) -> RunArgs {
     let paced = closed && a.closed_mode == ClosedMode::Paced;
     RunArgs {
-        url: a.url.clone(),
+        url: Some(a.url.clone()),
+        plan: None,
+        explicit: Vec::new(),
         rate: (!closed || paced).then_some(a.rate),
         arrival: ArrivalKind::Constant,
         ramp_to: None,

@@ -10,6 +10,7 @@ mod embedded;
 mod exit;
 mod outputs;
 mod peer_run;
+mod plan;
 mod progress;
 mod report;
 mod run;

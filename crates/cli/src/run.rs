@@ -17,8 +17,16 @@ use crate::exit::CHECK_FAILED;
 /// The arguments as typed.
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
-    /// The target, e.g. http://127.0.0.1:8080/api
-    pub url: String,
+    /// The target, e.g. http://127.0.0.1:8080/api (or `url` in the --plan file).
+    #[arg(required_unless_present = "plan")]
+    pub url: Option<String>,
+    /// A TOML run file: the URL, the stages or rate, the arrival process, connections, timeout
+    /// and objectives (see docs/plans.md). Flags given on the command line win over it.
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+    /// Flags given on the command line (filled by the parser, for --plan).
+    #[arg(skip)]
+    pub explicit: Vec<String>,
     /// Open loop: requests per second, due on a schedule whatever the responses do.
     #[arg(long, value_parser = args::rate)]
     pub rate: Option<f64>,
@@ -158,7 +166,10 @@ const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 const DEFAULT_OPEN_CONNECTIONS: usize = 2048;
 const DEFAULT_CLOSED_CONNECTIONS: usize = 10;
 
-pub fn validate(a: RunArgs) -> anyhow::Result<Validated> {
+pub fn validate(mut a: RunArgs) -> anyhow::Result<Validated> {
+    if let Some(path) = a.plan.clone() {
+        crate::plan::apply(&mut a, &path)?;
+    }
     let request = request(&a)?;
     let end = end(&a)?;
     let load = if a.closed {
@@ -210,10 +221,14 @@ fn trust(insecure: bool, cacert: Option<&std::path::Path>) -> anyhow::Result<Tru
 
 /// The URL, method, headers and body, checked.
 fn request(a: &RunArgs) -> anyhow::Result<HttpRequest> {
-    let url = Url::parse(&a.url).map_err(|e| {
+    let text = a.url.as_deref().ok_or_else(|| {
         bad_input!(
-            "URL: {:?} is not a valid URL ({e}); expected e.g. http://127.0.0.1:8080/api",
-            a.url
+            "URL: required; give it on the command line or as url = \"…\" in the --plan file"
+        )
+    })?;
+    let url = Url::parse(text).map_err(|e| {
+        bad_input!(
+            "URL: {text:?} is not a valid URL ({e}); expected e.g. http://127.0.0.1:8080/api"
         )
     })?;
     if url.scheme() != "http" && url.scheme() != "https" {
@@ -289,7 +304,9 @@ fn pool(a: &RunArgs, load: &Load) -> anyhow::Result<(usize, usize)> {
 
 fn open_load(a: &RunArgs, end: End) -> anyhow::Result<Load> {
     if let Some(stages) = &a.stages {
-        return Ok(Load::Open(args::staged_schedule(stages, a.arrival, a.seed)?));
+        return Ok(Load::Open(args::staged_schedule(
+            stages, a.arrival, a.seed,
+        )?));
     }
     let rate = a.rate.ok_or_else(|| bad_input!("--rate: required for the open loop, e.g. --rate 1000 (requests per second); or use --closed"))?;
     Ok(Load::Open(args::schedule(
@@ -299,7 +316,9 @@ fn open_load(a: &RunArgs, end: End) -> anyhow::Result<Load> {
 
 fn closed_load(a: &RunArgs, end: End) -> anyhow::Result<Load> {
     if let Some(stages) = &a.stages {
-        return Ok(Load::Paced(args::staged_schedule(stages, a.arrival, a.seed)?));
+        return Ok(Load::Paced(args::staged_schedule(
+            stages, a.arrival, a.seed,
+        )?));
     }
     if let Some(rate) = a.rate {
         return Ok(Load::Paced(args::schedule(

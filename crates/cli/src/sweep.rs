@@ -458,7 +458,9 @@ pub fn write_json(
 
 fn run_args(a: &SweepArgs, config: &Config, rate: Rate) -> RunArgs {
     RunArgs {
-        url: a.url.clone(),
+        url: Some(a.url.clone()),
+        plan: None,
+        explicit: Vec::new(),
         rate: Some(rate.get()),
         arrival: ArrivalKind::Constant,
         ramp_to: None,

@@ -1,0 +1,228 @@
+//! `sojourn run --plan FILE`: a run described in TOML, so a soak or a CI gate lives in the
+//! repository beside the service it tests. Every key is a `run` flag by another name, checked
+//! by the same parser; a flag given on the command line wins over the file.
+//!
+//! ```toml
+//! url = "http://127.0.0.1:8080/api"
+//! arrival = "poisson"
+//! seed = 7
+//! connections = 512
+//! timeout = "2s"
+//! slo = ["p99<200ms", "hold:errors<0.1%"]
+//!
+//! [[stage]]
+//! name = "warm"
+//! duration = "30s"
+//! from = 0
+//! to = 1000
+//!
+//! [[stage]]
+//! name = "hold"
+//! duration = "5m"
+//! rate = 1000
+//! ```
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+use sojourn_core::{Stage, Stages};
+
+use crate::args::{self, ArrivalKind};
+use crate::bad_input;
+use crate::run::RunArgs;
+
+/// The file as written. Unknown keys are refused, so a typo is an error, not a default.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanFile {
+    url: Option<String>,
+    method: Option<String>,
+    #[serde(default)]
+    headers: Vec<String>,
+    body: Option<String>,
+    rate: Option<f64>,
+    duration: Option<String>,
+    requests: Option<u64>,
+    arrival: Option<String>,
+    seed: Option<u64>,
+    /// The short form, as `--stages` takes it; or `[[stage]]` tables.
+    stages: Option<String>,
+    #[serde(default)]
+    stage: Vec<StageTable>,
+    connections: Option<usize>,
+    threads: Option<usize>,
+    timeout: Option<String>,
+    interval: Option<String>,
+    label: Option<String>,
+    closed: Option<bool>,
+    #[serde(default)]
+    slo: Vec<String>,
+}
+
+/// One `[[stage]]`: `rate` for a hold, or `from` and `to` for a linear move.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StageTable {
+    name: Option<String>,
+    duration: String,
+    rate: Option<f64>,
+    from: Option<f64>,
+    to: Option<f64>,
+}
+
+impl PlanFile {
+    pub fn read(path: &Path) -> anyhow::Result<PlanFile> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| bad_input!("--plan: cannot read {}: {e}", path.display()))?;
+        toml::from_str(&text).map_err(|e| {
+            bad_input!(
+                "--plan: {} is not a valid plan: {}",
+                path.display(),
+                e.to_string().trim()
+            )
+        })
+    }
+
+    /// The objectives the plan asks for, as `--slo` would take them.
+    pub fn slos(&self) -> &[String] {
+        &self.slo
+    }
+}
+
+/// Fills every setting of `a` that was not given on the command line (`a.explicit` names the
+/// flags that were) from the plan in `path`.
+pub fn apply(a: &mut RunArgs, path: &Path) -> anyhow::Result<PlanFile> {
+    let p = PlanFile::read(path)?;
+    let explicit = std::mem::take(&mut a.explicit);
+    let given = |id: &str| explicit.iter().any(|e| e == id);
+    let key = |k: &str, e: String| bad_input!("--plan: {}: {k}: {e}", path.display());
+    if !given("url") {
+        a.url = p.url.clone().or(a.url.take());
+    }
+    if let (false, Some(m)) = (given("method"), &p.method) {
+        a.method = m.clone();
+    }
+    if !given("headers") {
+        for h in &p.headers {
+            a.headers
+                .push(args::header(h).map_err(|e| key("headers", e))?);
+        }
+    }
+    if let (false, Some(b)) = (given("body") || given("body_file"), &p.body) {
+        a.body = Some(b.clone());
+    }
+    let load_given = ["rate", "duration", "requests", "stages", "ramp_to"]
+        .iter()
+        .any(|id| given(id));
+    if !load_given {
+        a.rate = p
+            .rate
+            .map(|r| number(r, args::rate))
+            .transpose()
+            .map_err(|e| key("rate", e))?;
+        a.duration = p
+            .duration
+            .as_deref()
+            .map(args::positive_duration)
+            .transpose()
+            .map_err(|e| key("duration", e))?;
+        a.requests = p
+            .requests
+            .map(|n| number(n, args::requests))
+            .transpose()
+            .map_err(|e| key("requests", e))?;
+        a.stages = stages(&p).map_err(|e| key("stage", e))?;
+        if a.stages.is_some() && (a.rate.is_some() || a.duration.is_some() || a.requests.is_some())
+        {
+            return Err(key(
+                "stage",
+                "stages set the rate and the duration; drop rate, duration and requests".into(),
+            ));
+        }
+    }
+    if let (false, Some(arrival)) = (given("arrival"), &p.arrival) {
+        a.arrival = arrival_kind(arrival).map_err(|e| key("arrival", e))?;
+    }
+    if !given("seed") && p.seed.is_some() {
+        a.seed = p.seed;
+    }
+    if !given("connections") && p.connections.is_some() {
+        a.connections = p
+            .connections
+            .map(|n| number(n, args::connections))
+            .transpose()
+            .map_err(|e| key("connections", e))?;
+    }
+    if !given("threads") && p.threads.is_some() {
+        a.threads = p
+            .threads
+            .map(|n| number(n, args::threads))
+            .transpose()
+            .map_err(|e| key("threads", e))?;
+    }
+    if let (false, Some(t)) = (given("timeout"), &p.timeout) {
+        a.timeout = args::positive_duration(t).map_err(|e| key("timeout", e))?;
+    }
+    if let (false, Some(t)) = (given("interval"), &p.interval) {
+        a.interval = args::positive_duration(t).map_err(|e| key("interval", e))?;
+    }
+    if !given("label") && p.label.is_some() {
+        a.label = p.label.clone();
+    }
+    if !given("closed") {
+        a.closed = a.closed || p.closed.unwrap_or(false);
+    }
+    Ok(p)
+}
+
+/// A number from the file through the flag's own parser, so both accept exactly the same.
+fn number<T: ToString, U>(value: T, parse: fn(&str) -> Result<U, String>) -> Result<U, String> {
+    parse(&value.to_string())
+}
+
+fn arrival_kind(text: &str) -> Result<ArrivalKind, String> {
+    match text {
+        "constant" => Ok(ArrivalKind::Constant),
+        "poisson" => Ok(ArrivalKind::Poisson),
+        "ramp" => Ok(ArrivalKind::Ramp),
+        other => Err(format!("expected constant, poisson or ramp, got {other:?}")),
+    }
+}
+
+/// The plan's stages, from `stages = "…"` or from `[[stage]]` tables (not both).
+fn stages(p: &PlanFile) -> Result<Option<Stages>, String> {
+    match (&p.stages, p.stage.is_empty()) {
+        (Some(_), false) => Err("give stages = \"…\" or [[stage]] tables, not both".into()),
+        (Some(text), true) => args::stages(text).map(Some),
+        (None, true) => Ok(None),
+        (None, false) => {
+            let list = p
+                .stage
+                .iter()
+                .enumerate()
+                .map(|(i, s)| stage(i + 1, s))
+                .collect::<Result<Vec<_>, _>>()?;
+            Stages::new(list).map(Some).map_err(|e| e.to_string())
+        }
+    }
+}
+
+fn stage(number: usize, s: &StageTable) -> Result<Stage, String> {
+    let duration: Duration = args::positive_duration(&s.duration)
+        .map_err(|e| format!("stage {number}: duration: {e}"))?;
+    let (from, to) = match (s.rate, s.from, s.to) {
+        (Some(r), None, None) => (r, r),
+        (None, Some(from), Some(to)) => (from, to),
+        _ => {
+            return Err(format!(
+                "stage {number}: give rate = R for a hold, or from = A and to = B for a ramp"
+            ))
+        }
+    };
+    Ok(Stage {
+        name: s.name.clone(),
+        duration,
+        from,
+        to,
+    })
+}
