@@ -143,7 +143,9 @@ pub fn apply(a: &mut RunArgs, path: &Path) -> anyhow::Result<PlanFile> {
     if let (false, Some(arrival)) = (given("arrival"), &p.arrival) {
         a.arrival = arrival_kind(arrival).map_err(|e| key("arrival", e))?;
     }
-    if !given("seed") && p.seed.is_some() {
+    // The plan's seed goes with its Poisson arrivals; `--arrival constant` on the command line
+    // leaves it behind rather than refusing it.
+    if !given("seed") && p.seed.is_some() && a.arrival == ArrivalKind::Poisson {
         a.seed = p.seed;
     }
     if !given("connections") && p.connections.is_some() {
