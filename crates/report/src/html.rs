@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use hdrhistogram::Histogram;
+use sojourn_core::by_stage;
 use sojourn_core::check::GeneratorVerdict;
 use sojourn_core::record::bound_at;
 use sojourn_core::result::{decode_base64, HistogramSummary, Mode, RunResult, SCHEMA};
@@ -128,6 +129,7 @@ pub fn render(runs: &[ReportRun], opts: &HtmlOptions) -> Result<String, ReportEr
     crate::board::board_section(&mut page, &views);
     summary_section(&mut page, &views);
     percentile_section(&mut page, &views);
+    stage_section(&mut page, &views);
     spectrum_section(&mut page, &views)?;
     timeline_section(&mut page, &views)?;
     throughput_section(&mut page, &views)?;
@@ -227,6 +229,7 @@ svg.swatch { width: 14px; height: 14px; margin-right: 6px; vertical-align: -2px;
 .grid { display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: 8px 12px; }
 .grid svg { max-width: 100%; height: auto; display: block; }
 table.board { table-layout: fixed; width: 100%; font-size: 13px; }
+table.stages td, table.stages th { white-space: nowrap; padding: 4px 8px; }
 table.board td, table.board th { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; padding: 3px 6px; vertical-align: middle; }
 table.board thead th { white-space: normal; vertical-align: bottom; }
 table.board small { color: #666; font-weight: normal; }
@@ -247,6 +250,8 @@ pub(crate) struct RunView<'a> {
     response: Option<Histogram<u64>>,
     censored: Histogram<u64>,
     spans: Vec<Span>,
+    /// A shaped run's stages: where each begins (seconds) and its title.
+    stages: Vec<(f64, String)>,
 }
 
 impl<'a> RunView<'a> {
@@ -274,12 +279,21 @@ impl<'a> RunView<'a> {
                 tint: crate::plot::Tint::Target,
             })
             .collect();
+        let stages = r
+            .config
+            .stages
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, s)| (s.start_ns as f64 / 1e9, s.title(i)))
+            .collect();
         Ok(RunView {
             run,
             look: look_for(index, r.mode),
             response,
             censored,
             spans,
+            stages,
         })
     }
 
@@ -565,6 +579,82 @@ fn percentile_section(page: &mut String, views: &[RunView]) {
         percentiles_per_row(page, views);
     }
     page.push_str("</tbody>\n</table>\n<p class=\"muted\">A value marked ≥ is only a lower bound: requests still unanswered when the run ended (or timed out) are counted at the time they had waited so far, and could have taken longer. Under each value, its 95% confidence interval from order statistics (no assumption about the distribution); a percentile with fewer than ten samples beyond it is marked not meaningful.</p>\n</section>\n");
+}
+
+/// A shaped run's percentiles stage by stage: one table per staged run.
+fn stage_section(page: &mut String, views: &[RunView]) {
+    let staged: Vec<(&RunView, Vec<by_stage::StageSlice>)> = views
+        .iter()
+        .map(|v| (v, by_stage::stages(v.r())))
+        .filter(|(_, s)| !s.is_empty())
+        .collect();
+    if staged.is_empty() {
+        return;
+    }
+    page.push_str("<section id=\"stages\">\n<h2>Stage by stage</h2>\n");
+    for (v, slices) in staged {
+        let _ = write!(
+            page,
+            "<h3>{}{}</h3>\n<table class=\"stages\">\n<thead><tr><th>stage</th><th>from</th><th>to</th><th>rate (req/s)</th><th>answered</th><th>failed</th>",
+            swatch(v.look),
+            escape(&v.name())
+        );
+        for (_, name) in TABLE_PERCENTILES {
+            let _ = write!(page, "<th>{name}</th>");
+        }
+        page.push_str("</tr></thead>\n<tbody>\n");
+        for s in &slices {
+            stage_row(page, s);
+        }
+        page.push_str("</tbody>\n</table>\n");
+    }
+    page.push_str("<p class=\"muted\">Requests are placed by when they <i>finished</i>, as on the timeline: a stage's row holds the answers that arrived during it, and the last stage also holds the drain after the schedule's end. Dashed rules on the timeline mark where each stage begins.</p>\n</section>\n");
+}
+
+/// A time on the plan's clock; the start reads `0 s`, not `0 ns`.
+fn plan_time(ns: u64) -> String {
+    if ns == 0 {
+        "0 s".into()
+    } else {
+        format_ns(ns)
+    }
+}
+
+fn stage_row(page: &mut String, s: &by_stage::StageSlice) {
+    let c = s.config;
+    let rate = if c.from == c.to {
+        format!("{}", c.from)
+    } else {
+        format!("{} → {}", c.from, c.to)
+    };
+    let _ = write!(
+        page,
+        "<tr><th>{}</th><td>{}</td><td>{}</td><td>{rate}</td><td>{}</td><td>{}</td>",
+        escape(&s.title()),
+        plan_time(c.start_ns),
+        plan_time(c.end_ns()),
+        count(s.completed() + s.failed()),
+        count(s.failed())
+    );
+    match s.response() {
+        Ok(h) if !h.is_empty() => {
+            for (p, _) in TABLE_PERCENTILES {
+                let _ = write!(
+                    page,
+                    "<td>{}</td>",
+                    latency(h.value_at_percentile(p), false)
+                );
+            }
+        }
+        _ => {
+            let _ = write!(
+                page,
+                "<td colspan=\"{}\" class=\"muted\">no answers</td>",
+                TABLE_PERCENTILES.len()
+            );
+        }
+    }
+    page.push_str("</tr>\n");
 }
 
 /// One row per run: its count, each percentile, and its p99 over the first run's.
@@ -950,6 +1040,7 @@ fn timeline_section(page: &mut String, views: &[RunView]) -> Result<(), ReportEr
             bands: b,
             dots: d,
             spans: &v.spans,
+            stages: &v.stages,
             x_max: x,
             y_max: y,
             size,
@@ -963,7 +1054,7 @@ fn timeline_section(page: &mut String, views: &[RunView]) -> Result<(), ReportEr
          p50 (solid), p99 (dashed) and maximum (dotted) response time of the requests that <i>finished</i> in it; a gap means \
          nothing finished. Dots, when samples were recorded, are single requests placed at the time they were <i>due</i>, so a \
          stall appears as a wedge: requests due early in the stall waited longest. Grey shading marks the scenario's stalls, \
-         pauses and ramps. A closed loop shows only a few slow requests per stall (one per connection); an open loop shows every \
+         pauses and ramps; dashed rules, where a shaped run's stages begin. A closed loop shows only a few slow requests per stall (one per connection); an open loop shows every \
          request users would have sent.</figcaption>\n</figure>\n</section>\n",
     );
     Ok(())

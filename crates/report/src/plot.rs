@@ -422,6 +422,28 @@ fn shade(chart: &mut Chart, spans: &[Span], y: (f64, f64)) -> Result<(), String>
     Ok(())
 }
 
+/// A shaped run's stage boundaries: a thin dashed rule where each stage begins, its title at
+/// the foot of the chart (the top belongs to the scenario's shaded events).
+fn stage_lines(chart: &mut Chart, stages: &[(f64, String)], y_max: f64) -> Result<(), String> {
+    let rule = RGBColor(90, 90, 90).mix(0.7).stroke_width(1);
+    for &(x, _) in stages.iter().filter(|(x, _)| *x > 0.0) {
+        chart
+            .draw_series(DashedLineSeries::new([(x, 0.0), (x, y_max)], 4, 4, rule))
+            .map_err(text)?;
+    }
+    let label_style = (FONT, 11).into_font().color(&RGBColor(70, 70, 70));
+    chart
+        .draw_series(stages.iter().map(|(x, title)| {
+            Text::new(
+                format!(" stage {title}"),
+                (*x, y_max * 0.1),
+                label_style.clone(),
+            )
+        }))
+        .map_err(text)?;
+    Ok(())
+}
+
 /// Percentile labels for the 1/(1−p) axis: 2 → 50%, 10 → 90%, 1000 → 99.9%.
 pub(crate) fn percentile_label(inverse: f64) -> String {
     if inverse <= 1.0 {
@@ -561,6 +583,8 @@ pub(crate) struct Timeline<'a> {
     /// (intended offset s, response ms) of sampled requests.
     pub dots: &'a [(f64, f64)],
     pub spans: &'a [Span],
+    /// Where each stage of a shaped run begins (seconds) and its title.
+    pub stages: &'a [(f64, String)],
     pub x_max: f64,
     pub y_max: f64,
     pub size: Size,
@@ -613,6 +637,7 @@ pub(crate) fn timeline(t: &Timeline) -> Result<String, ReportError> {
         };
         let mut chart = time_chart(root, &axes)?;
         shade(&mut chart, t.spans, (0.0, t.y_max))?;
+        stage_lines(&mut chart, t.stages, t.y_max)?;
         fill_bands(&mut chart, t.bands, t.look.color)?;
         if !t.dots.is_empty() {
             let dot = darker(t.look.color).mix(0.55).filled();

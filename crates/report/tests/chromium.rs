@@ -286,3 +286,50 @@ fn the_sweep_page_keeps_its_legends_off_the_data() {
     assert_eq!(seen.faults(0), Vec::<String>::new());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A shaped run reads stage by stage: a table row per stage, a dashed rule and a title where
+/// each begins on the timeline, and the page still fits 1280 px with every legend clear.
+#[test]
+fn a_staged_run_shows_its_stages() {
+    let Some(chromium) = chromium() else { return };
+    let dir = std::env::temp_dir().join(format!("sojourn-report-stages-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (mut result, samples) = common::open_run();
+    // The fixture's 12 s at 200 req/s, described as a warm-up and a hold.
+    let stages = sojourn_core::Stages::parse("warm=4s@200,hold=8s@200").unwrap();
+    result.config.stages = Some(stages.configs());
+    let run = ReportRun {
+        result,
+        samples,
+        source: "staged.json".into(),
+    };
+    let html = render(&[run], &HtmlOptions { title: None }).unwrap();
+    let page = dir.join("staged.html");
+    std::fs::write(&page, &html).unwrap();
+
+    let dom = run_chromium(
+        &chromium,
+        &dir.join("profile-dom"),
+        &page,
+        &["--dump-dom".into()],
+    );
+    assert!(dom.status.success());
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    let section = dom
+        .split("<section id=\"stages\">")
+        .nth(1)
+        .and_then(|s| s.split("</section>").next())
+        .expect("the page has a stage-by-stage section");
+    let body = section.split("<tbody>").nth(1).expect("a table body");
+    assert_eq!(body.matches("<tr>").count(), 2, "{section}");
+    assert!(section.contains("<th>warm</th>") && section.contains("<th>hold</th>"));
+    let timeline = dom
+        .split("<svg id=\"timeline-1\"")
+        .nth(1)
+        .and_then(|s| s.split("</svg>").next())
+        .expect("the timeline");
+    assert!(timeline.contains("stage warm") && timeline.contains("stage hold"));
+    let seen = layout(&chromium, &page, (1280, 800), &dir);
+    assert_eq!(seen.faults(1), Vec::<String>::new());
+    let _ = std::fs::remove_dir_all(&dir);
+}
