@@ -216,7 +216,11 @@ mod tests {
     fn base(command: &clap::Command, name: &str) -> Vec<String> {
         let sub = command.find_subcommand(name).expect(name);
         let mut args = vec!["sojourn".to_string(), name.to_string()];
-        for p in sub.get_positionals().filter(|p| p.is_required_set()) {
+        // `run`'s URL is required unless --plan gives it: a target all the same.
+        for p in sub
+            .get_positionals()
+            .filter(|p| p.is_required_set() || p.get_id() == "url")
+        {
             args.push(format!("http://127.0.0.1:9/{}", p.get_id()));
         }
         args
