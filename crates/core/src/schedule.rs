@@ -729,6 +729,31 @@ mod tests {
         );
     }
 
+    /// The conformance test the engine runs on real sends, run on the schedule itself: Poisson
+    /// along stages passes as Poisson through Λ; evenly spaced arrivals along them do not.
+    #[test]
+    fn staged_poisson_passes_the_conformance_test_through_lambda() {
+        use crate::conformance::{poisson_fit, GapRecord};
+        let fit = |arrival: Arrival| {
+            let s = staged(arrival, "5s@0..3000,5s@3000,5s@3000..100,5s@0,5s@100..2000");
+            let workers = 2;
+            let mut rec = GapRecord::new();
+            let mut last = None;
+            for due in s.slice(1, workers) {
+                let u = s.expected_by(due.at) / workers as f64;
+                if let Some(prev) = last {
+                    rec.record(u - prev);
+                }
+                last = Some(u);
+            }
+            poisson_fit(&rec).unwrap()
+        };
+        let poisson = fit(Arrival::Poisson { seed: 5 });
+        assert!(poisson.conforms && poisson.d < 0.01, "{poisson:?}");
+        let even = fit(Arrival::Constant);
+        assert!(!even.conforms, "evenly spaced is not Poisson: {even:?}");
+    }
+
     #[test]
     fn staged_rejects_a_ramp() {
         let stages = Stages::parse("1s@5").unwrap();
