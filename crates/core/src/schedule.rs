@@ -61,12 +61,11 @@ pub enum End {
 ///
 /// With `stages`, the rate follows them instead of being constant: `rate` is then their mean
 /// and `end` their total duration, and arrivals are evenly spaced or Poisson along them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Schedule {
     pub arrival: Arrival,
     pub rate: Rate,
     pub end: End,
-    #[serde(skip)]
     pub stages: Option<Stages>,
 }
 
