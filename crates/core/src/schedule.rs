@@ -13,6 +13,7 @@ use rand_distr::{Distribution, Exp};
 use rand_pcg::Pcg64Mcg;
 use serde::{Deserialize, Serialize};
 
+use crate::shard::Shard;
 use crate::stages::Stages;
 use crate::units::Rate;
 
@@ -206,7 +207,35 @@ impl Schedule {
         match (self.end, self.arrival) {
             (End::Count(n), _) => Some(n),
             (End::After(_), Arrival::Poisson { .. }) => None,
-            (End::After(_), _) => Some(self.iter().count() as u64),
+            (End::After(limit), _) => Some(self.spacing().count_before(limit)),
+        }
+    }
+
+    /// How many requests shard `shard` runs with `threads` worker threads: its exact share of
+    /// the global schedule. Closed-form where the schedule's count is known; for Poisson
+    /// arrivals bounded by a duration, the shard's seeded streams are drawn and counted.
+    pub fn due_count(&self, shard: Shard, threads: usize) -> u64 {
+        let (k, n) = (u64::from(shard.index), u64::from(shard.count));
+        match self.planned_count() {
+            // Indices below the total that are ≡ K (mod N): the union of the shard's slices.
+            Some(total) => total / n + u64::from(k < total % n),
+            None => (0..threads)
+                .map(|t| {
+                    let (w, ws) = shard.slot(t, threads);
+                    self.slice(w, ws).count() as u64
+                })
+                .sum(),
+        }
+    }
+
+    /// The deterministic law of a constant, ramped or staged schedule with even spacing.
+    fn spacing(&self) -> Spacing {
+        match (&self.stages, self.arrival, self.end) {
+            (Some(stages), _, _) => Spacing::Staged(stages.clone()),
+            (None, Arrival::Ramp { to }, End::After(over)) => {
+                Spacing::Ramp(Ramp::new(self.rate, to, over))
+            }
+            _ => Spacing::Constant(self.rate),
         }
     }
 }
@@ -221,6 +250,25 @@ enum Spacing {
 }
 
 impl Spacing {
+    /// How many requests are due strictly before `limit`: the first index due at or after it,
+    /// found by bisection (due times never decrease), so a month-long plan costs microseconds.
+    fn count_before(&self, limit: Duration) -> u64 {
+        let mut hi = 1u64;
+        while self.at(hi) < limit {
+            hi = hi.saturating_mul(2);
+        }
+        let mut lo = 0u64;
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.at(mid) < limit {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
     fn at(&self, i: u64) -> Duration {
         match self {
             Spacing::Constant(rate) => constant_at(*rate, i),
