@@ -88,7 +88,7 @@ pub struct RunArgs {
     /// the public roots.
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
-    /// Write the result document (JSON, schema sojourn.result/1) here.
+    /// Write the result document (JSON, schema sojourn.result/2) here.
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// Width of the timeline's intervals.

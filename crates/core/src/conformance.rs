@@ -15,7 +15,10 @@
 //! the sends were from Poisson.
 use hdrhistogram::Histogram;
 
+use serde::{Deserialize, Serialize};
+
 use crate::record::new_histogram;
+use crate::result::{decode_base64, encode_base64};
 
 /// Bins of the transformed gaps u = 1 − e^(−g) on [0, 1).
 const BINS: usize = 1000;
@@ -54,7 +57,36 @@ impl Default for GapRecord {
     }
 }
 
+/// A gap record as a result document carries it, so shards' records merge losslessly: the
+/// 1,000 bins of the transformed gaps and the gaps' histogram (µs of scheduled spacing).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GapRecordDoc {
+    pub bins: Vec<u64>,
+    pub gaps_hdr: String,
+}
+
 impl GapRecord {
+    pub fn to_doc(&self) -> GapRecordDoc {
+        GapRecordDoc {
+            bins: self.bins.clone(),
+            gaps_hdr: encode_base64(&self.gaps),
+        }
+    }
+
+    /// The record a document carries; why not, if it is damaged.
+    pub fn from_doc(doc: &GapRecordDoc) -> Result<GapRecord, String> {
+        if doc.bins.len() != BINS {
+            return Err(format!(
+                "a gap record has {BINS} bins, this one {}",
+                doc.bins.len()
+            ));
+        }
+        Ok(GapRecord {
+            bins: doc.bins.clone(),
+            gaps: decode_base64(&doc.gaps_hdr).map_err(|e| e.to_string())?,
+        })
+    }
+
     pub fn new() -> Self {
         GapRecord {
             bins: vec![0; BINS],

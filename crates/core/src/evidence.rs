@@ -109,6 +109,9 @@ pub struct Conformance {
     /// distance for Poisson, a send lag in ns for constant rate.
     pub tolerance: f64,
     pub conforms: bool,
+    /// The gaps tested, whole, so shards' tests merge into one.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub record: Option<crate::conformance::GapRecordDoc>,
 }
 
 /// The smallest send-lag tolerance for a constant-rate schedule: below a millisecond, OS
@@ -138,6 +141,7 @@ pub fn conformance_of(
             send_lag_p99_ns: None,
             tolerance: fit.tolerance,
             conforms: fit.conforms,
+            record: Some(gaps.to_doc()),
         });
     }
     // A request sent more than one slot late has slipped past the next one's due time: the
@@ -152,6 +156,7 @@ pub fn conformance_of(
         send_lag_p99_ns: Some(send_lag_p99),
         tolerance: tolerance as f64,
         conforms: send_lag_p99 <= tolerance,
+        record: Some(gaps.to_doc()),
     })
 }
 

@@ -10,6 +10,7 @@ pub mod conformance;
 pub mod diff;
 pub mod evidence;
 pub mod outcome;
+pub mod placement;
 pub mod record;
 pub mod result;
 pub mod schedule;

@@ -17,7 +17,13 @@ use crate::evidence::{
 use crate::record::{bound_at, Bound, IntervalRecord, Measurements};
 use crate::units::nanos;
 
-pub const SCHEMA: &str = "sojourn.result/1";
+/// The version written. Version 2 added `placement` (plan fingerprint, shard, due count, start
+/// skew), `merged`, `counts.not_measured` and `statistics.conformance.record`; a version 1
+/// document reads as one without them.
+pub const SCHEMA: &str = "sojourn.result/2";
+
+/// Every version this build reads.
+pub const READABLE_SCHEMAS: [&str; 2] = ["sojourn.result/1", SCHEMA];
 
 /// The percentiles every summary carries.
 pub const PERCENTILES: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 100.0];
@@ -148,6 +154,13 @@ pub struct Counts {
     pub censored: u64,
     pub never_sent: u64,
     pub waited_for_connection: u64,
+    /// A merge only: requests of shards that are missing or cut short, which nobody measured.
+    #[serde(skip_serializing_if = "is_zero", default)]
+    pub not_measured: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Counts {
@@ -157,7 +170,8 @@ impl Counts {
         let accounted = u128::from(self.completed)
             + self.failed.total_wide()
             + u128::from(self.censored)
-            + u128::from(self.never_sent);
+            + u128::from(self.never_sent)
+            + u128::from(self.not_measured);
         i128::from(self.scheduled) - accounted as i128
     }
 }
@@ -554,6 +568,12 @@ pub struct RunResult {
     /// Where an imported peer tool's result came from; `None` for sojourn's own runs.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub import: Option<ImportInfo>,
+    /// Which plan this run belongs to and its place in it (shard, due count, start skew).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub placement: Option<crate::placement::Placement>,
+    /// A merge of shard results: where they came from and which shards were missing or short.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub merged: Option<crate::placement::MergeInfo>,
 }
 
 /// How much an imported result knows: every request, or only the tool's own summary.
@@ -614,6 +634,7 @@ impl RunResult {
                 censored: m.tally.censored,
                 never_sent: m.tally.never_sent,
                 waited_for_connection: m.tally.waited_for_connection,
+                not_measured: 0,
             },
             rate: RateSummary {
                 target: facts.config.rate,
@@ -650,6 +671,8 @@ impl RunResult {
                 warmup: None,
             },
             import: None,
+            placement: None,
+            merged: None,
         }
     }
 }

@@ -286,6 +286,7 @@ pub(crate) fn summary(
         censored: s.censored,
         never_sent: s.never_sent,
         waited_for_connection: 0,
+        not_measured: 0,
     };
     let secs = s.elapsed.as_secs_f64().max(1e-9);
     result.rate = RateSummary {

@@ -32,11 +32,11 @@ pub enum ReportError {
     #[error("{path}: not a sojourn samples file ({reason})")]
     NotSamples { path: PathBuf, reason: String },
     /// The result was written by another version of sojourn: regenerate it, or use that version.
-    #[error("{path}: schema {found:?} is not supported (this sojourn reads {expected:?})")]
+    #[error("{path}: schema {found:?} is not supported (this sojourn reads {expected})")]
     Schema {
         path: PathBuf,
         found: String,
-        expected: &'static str,
+        expected: String,
     },
     /// A chart could not be drawn; this is a bug in sojourn.
     #[error("drawing the {chart} chart failed: {reason}")]

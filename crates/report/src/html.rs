@@ -16,7 +16,7 @@ use hdrhistogram::Histogram;
 use sojourn_core::by_stage;
 use sojourn_core::check::GeneratorVerdict;
 use sojourn_core::record::bound_at;
-use sojourn_core::result::{decode_base64, HistogramSummary, Mode, RunResult, SCHEMA};
+use sojourn_core::result::{decode_base64, HistogramSummary, Mode, RunResult, READABLE_SCHEMAS};
 use sojourn_core::units::format_ns;
 
 use crate::error::ReportError;
@@ -83,11 +83,11 @@ pub fn parse_result(path: &Path, text: &str) -> Result<RunResult, ReportError> {
             "schema {schema:?} is not a sojourn result"
         )));
     }
-    if schema != SCHEMA {
+    if !READABLE_SCHEMAS.contains(&schema) {
         return Err(ReportError::Schema {
             path: path.to_owned(),
             found: schema.to_owned(),
-            expected: SCHEMA,
+            expected: READABLE_SCHEMAS.join(" and "),
         });
     }
     // From the text, not the value: serde_json then names the line and column of a bad field.

@@ -302,12 +302,19 @@ fn loading_names_what_is_wrong() {
     );
     let other = load_result(&temp_file("b.json", r#"{"schema": "k6.summary/1"}"#)).unwrap_err();
     assert!(matches!(other, ReportError::NotAResult { .. }), "{other}");
-    let newer = load_result(&temp_file("c.json", r#"{"schema": "sojourn.result/2"}"#)).unwrap_err();
+    let newer = load_result(&temp_file("c.json", r#"{"schema": "sojourn.result/3"}"#)).unwrap_err();
     assert!(
         matches!(newer, ReportError::Schema { .. })
-            && newer.to_string().contains("sojourn.result/2"),
+            && newer.to_string().contains("sojourn.result/3")
+            && newer
+                .to_string()
+                .contains("reads sojourn.result/1 and sojourn.result/2"),
         "{newer}"
     );
+    // A version 1 document (the checked-in fixture) still reads, as one without placement.
+    let v1 = load_result(&common::fixtures().join("hiccup-open.json")).unwrap();
+    assert_eq!(v1.schema, "sojourn.result/1");
+    assert!(v1.placement.is_none() && v1.counts.not_measured == 0);
     let (open, _) = common::open_run();
     let good = temp_file("d.json", &serde_json::to_string(&open).unwrap());
     assert_eq!(load_result(&good).unwrap(), open);
