@@ -141,6 +141,32 @@ pub fn threads(text: &str) -> Result<usize, String> {
     whole(text, 1, MAX_THREADS)
 }
 
+/// A number of shards: 1 to [`sojourn_core::shard::MAX_SHARDS`].
+pub fn shard_count(text: &str) -> Result<u32, String> {
+    whole(text, 1, u64::from(sojourn_core::shard::MAX_SHARDS))
+}
+
+/// `K/N`: shard K (from 0) of N.
+pub fn shard(text: &str) -> Result<sojourn_core::Shard, String> {
+    text.parse().map_err(|e: sojourn_core::shard::ShardError| e.to_string())
+}
+
+/// A wall-clock instant: RFC 3339 (`2026-11-23T10:00:00Z`, fractions allowed) or Unix seconds
+/// with an optional fraction (`1763892000.5`).
+pub fn instant(text: &str) -> Result<std::time::SystemTime, String> {
+    let text = text.trim();
+    let accepted = "expected an RFC 3339 time like 2026-11-23T10:00:00Z, or Unix seconds like 1763892000.5";
+    if let Ok(t) = humantime::parse_rfc3339_weak(text) {
+        return Ok(t);
+    }
+    match text.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs >= 0.0 && secs < 1e11 => {
+            Ok(std::time::UNIX_EPOCH + Duration::from_secs_f64(secs))
+        }
+        _ => Err(accepted.into()),
+    }
+}
+
 /// A random seed: any whole number that fits in 64 bits.
 pub fn seed(text: &str) -> Result<u64, String> {
     whole(text, 0, u64::MAX)

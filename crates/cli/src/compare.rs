@@ -8,7 +8,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::args;
-use crate::args::ArrivalKind;
 use crate::run::RunArgs;
 use sojourn_report::compare::Column;
 
@@ -73,45 +72,25 @@ impl ClosedMode {
 fn run_args(a: &CompareArgs, closed: bool) -> RunArgs {
     let paced = closed && a.closed_mode == ClosedMode::Paced;
     RunArgs {
-        url: Some(a.url.clone()),
-        plan: None,
-        explicit: Vec::new(),
         rate: (!closed || paced).then_some(a.rate),
-        arrival: ArrivalKind::Constant,
-        ramp_to: None,
-        seed: None,
-        stages: None,
         duration: Some(a.duration),
-        requests: None,
         connections: closed.then_some(a.connections),
         threads: a.threads,
         timeout: a.timeout,
         closed,
-        method: "GET".into(),
         headers: a.headers.clone(),
-        body: None,
-        body_file: None,
         insecure: a.insecure,
         cacert: a.cacert.clone(),
         json: a
             .json_dir
             .as_ref()
             .map(|d| d.join(if closed { "closed.json" } else { "open.json" })),
-        interval: Duration::from_secs(1),
         label: Some(if closed {
             a.closed_mode.label().into()
         } else {
             "open loop".into()
         }),
-        strict: false,
-        warmup: None,
-        timer_spin: sojourn_engine::DEFAULT_MAX_SPIN,
-        timer_slack: sojourn_engine::Slack::Auto,
-        no_hiccup_meter: false,
-        hgrm: None,
-        hlog: None,
-        samples: None,
-        sample_ratio: 1.0,
+        ..RunArgs::for_target(&a.url)
     }
 }
 

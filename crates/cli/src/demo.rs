@@ -165,6 +165,8 @@ pub fn measure(
         slack: sojourn_engine::Slack::Auto,
         hiccup: Some(sojourn_engine::HICCUP_TICK),
         samples: None,
+        shard: sojourn_core::Shard::WHOLE,
+        start_at: None,
     };
     let open_plan = Plan {
         load: Load::Open(schedule),

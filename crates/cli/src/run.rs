@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use sojourn_core::{End, RunResult};
+use sojourn_core::{End, RunResult, Shard};
 use sojourn_engine::{HttpRequest, HttpTransport, Load, Plan, Progress, Trust};
 use tokio_util::sync::CancellationToken;
 use url::Url;
@@ -24,6 +24,26 @@ pub struct RunArgs {
     /// and objectives (see docs/plans.md). Flags given on the command line win over it.
     #[arg(long, value_name = "FILE")]
     pub plan: Option<PathBuf>,
+    /// Run shard K (from 0) of N of the plan: every N-th slice of the one global schedule, so N
+    /// processes with the same flags run it exactly once between them. Give every shard the
+    /// same --threads (they slice the schedule too) and the same --start-at.
+    #[arg(long, value_name = "K/N", value_parser = args::shard, conflicts_with = "shard_from_env")]
+    pub shard: Option<sojourn_core::Shard>,
+    /// Take K from the environment: JOB_COMPLETION_INDEX (a Kubernetes Indexed Job), else
+    /// SLURM_PROCID (with SLURM_NTASKS as N unless --shard-count is given).
+    #[arg(long)]
+    pub shard_from_env: bool,
+    /// With --shard-from-env: the number of shards N.
+    #[arg(long, value_name = "N", value_parser = args::shard_count)]
+    pub shard_count: Option<u32>,
+    /// Start the schedule at this wall-clock instant (RFC 3339, e.g. 2026-11-23T10:00:00Z, or
+    /// Unix seconds like 1763892000.5) instead of at once: every shard's requests are due from
+    /// the same instant, so their timelines line up. A process that starts late sends what
+    /// fell due at once, and that lateness is counted as send lag, never hidden. Shards rely
+    /// on the nodes' clocks being synchronised (NTP or PTP); each result records how late its
+    /// process was ready.
+    #[arg(long, value_name = "TIME", value_parser = args::instant)]
+    pub start_at: Option<std::time::SystemTime>,
     /// Flags given on the command line (filled by the parser, for --plan).
     #[arg(skip)]
     pub explicit: Vec<String>,
@@ -141,6 +161,19 @@ pub struct RunArgs {
     pub no_hiccup_meter: bool,
 }
 
+impl RunArgs {
+    /// `sojourn run URL` with every other flag at its default: what `compare` and `sweep`
+    /// start from before setting their own.
+    pub fn for_target(url: &str) -> RunArgs {
+        use clap::{Args, FromArgMatches};
+        let command = RunArgs::augment_args(clap::Command::new("run"));
+        let matches = command
+            .try_get_matches_from(["run", url])
+            .expect("a URL alone is a valid run");
+        RunArgs::from_arg_matches(&matches).expect("the defaults parse")
+    }
+}
+
 /// A run that has passed validation: the engine's plan plus what to send and where to write.
 pub struct Validated {
     pub plan: Plan,
@@ -178,6 +211,13 @@ pub fn validate(mut a: RunArgs) -> anyhow::Result<Validated> {
         open_load(&a, end)?
     };
     let (connections, threads) = pool(&a, &load)?;
+    let shard = shard(&a, &|name| std::env::var(name).ok())?;
+    if !shard.is_whole() && matches!(load, Load::Closed(_)) {
+        return Err(bad_input!(
+            "--shard: a closed loop without --rate has no schedule to share out; give --rate (a paced closed loop) or run the open loop"
+        ));
+    }
+    check_start(a.start_at, &load)?;
     let default_label = match load {
         Load::Open(_) => "open",
         Load::Closed(_) => "closed",
@@ -194,6 +234,8 @@ pub fn validate(mut a: RunArgs) -> anyhow::Result<Validated> {
             slack: a.timer_slack,
             hiccup: (!a.no_hiccup_meter).then_some(sojourn_engine::HICCUP_TICK),
             samples: None,
+            shard,
+            start_at: a.start_at,
         },
         request,
         trust: trust(a.insecure, a.cacert.as_deref())?,
@@ -208,6 +250,88 @@ pub fn validate(mut a: RunArgs) -> anyhow::Result<Validated> {
         strict: a.strict,
         warmup: a.warmup,
     })
+}
+
+/// `--shard K/N`, or `--shard-from-env` with the index from the environment (`var` reads it).
+fn shard(a: &RunArgs, var: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Shard> {
+    if let Some(s) = a.shard {
+        if a.shard_count.is_some() {
+            return Err(bad_input!(
+                "--shard-count: only with --shard-from-env; --shard K/N gives N already"
+            ));
+        }
+        return Ok(s);
+    }
+    if !a.shard_from_env {
+        if a.shard_count.is_some() {
+            return Err(bad_input!("--shard-count: only with --shard-from-env"));
+        }
+        return Ok(Shard::WHOLE);
+    }
+    shard_from_env(var, a.shard_count)
+}
+
+/// Kubernetes' Indexed Job sets JOB_COMPLETION_INDEX; Slurm sets SLURM_PROCID and SLURM_NTASKS.
+fn shard_from_env(var: &dyn Fn(&str) -> Option<String>, count: Option<u32>) -> anyhow::Result<Shard> {
+    let number = |name: &str, text: String| {
+        text.trim().parse::<u32>().map_err(|_| {
+            bad_input!("--shard-from-env: {name} is {text:?}, not a shard number")
+        })
+    };
+    let (index, slurm_count) = match (var("JOB_COMPLETION_INDEX"), var("SLURM_PROCID")) {
+        (Some(k), _) => (number("JOB_COMPLETION_INDEX", k)?, None),
+        (None, Some(k)) => (
+            number("SLURM_PROCID", k)?,
+            var("SLURM_NTASKS").map(|n| number("SLURM_NTASKS", n)).transpose()?,
+        ),
+        (None, None) => {
+            return Err(bad_input!(
+                "--shard-from-env: neither JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) nor SLURM_PROCID is set; give --shard K/N instead"
+            ))
+        }
+    };
+    let count = count.or(slurm_count).ok_or_else(|| {
+        bad_input!("--shard-count: required with --shard-from-env: the number of shards, e.g. the Job's completions")
+    })?;
+    Shard::new(index, count).map_err(|e| bad_input!("--shard-from-env: {e}"))
+}
+
+/// The longest a process waits for `--start-at`: longer is a mistyped date.
+const MAX_START_AHEAD: Duration = Duration::from_secs(24 * 3600);
+
+/// A start too far ahead is a typo; one so far behind that the whole schedule is already past
+/// would send everything at once and measure only that.
+fn check_start(start_at: Option<std::time::SystemTime>, load: &Load) -> anyhow::Result<()> {
+    let Some(at) = start_at else { return Ok(()) };
+    let now = std::time::SystemTime::now();
+    match at.duration_since(now) {
+        Ok(ahead) if ahead > MAX_START_AHEAD => Err(bad_input!(
+            "--start-at: {} is {} ahead; the most a run waits is a day",
+            humantime::format_rfc3339_millis(at),
+            humantime::format_duration(Duration::from_secs(ahead.as_secs()))
+        )),
+        Ok(_) => Ok(()),
+        Err(behind) => {
+            let late = behind.duration();
+            let length = match load {
+                Load::Open(s) | Load::Paced(s) => sojourn_engine::run::schedule_end(s),
+                Load::Closed(_) => Duration::ZERO,
+            };
+            if late >= length {
+                return Err(bad_input!(
+                    "--start-at: {} is {} ago, past the whole schedule ({}); give a time still to come",
+                    humantime::format_rfc3339_millis(at),
+                    humantime::format_duration(Duration::from_secs(late.as_secs())),
+                    humantime::format_duration(length)
+                ));
+            }
+            eprintln!(
+                "start: {} ago; requests due since then leave at once, and their lateness counts as send lag",
+                humantime::format_duration(Duration::from_millis(late.as_millis() as u64))
+            );
+            Ok(())
+        }
+    }
 }
 
 /// Which certificates an https target may present.

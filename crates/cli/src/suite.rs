@@ -287,6 +287,8 @@ fn own_runs(
         slack: sojourn_engine::Slack::Auto,
         hiccup: Some(sojourn_engine::HICCUP_TICK),
         samples: None,
+        shard: sojourn_core::Shard::WHOLE,
+        start_at: None,
     };
     let closed = Plan {
         load: Load::Closed(End::After(load.duration)),

@@ -16,7 +16,6 @@ use sojourn_core::{format_ns, Rate, RunResult};
 use sojourn_report::sweep_plot::{Cliffs, SweepPoint};
 
 use crate::args;
-use crate::args::ArrivalKind;
 use crate::bad_input;
 use crate::run::RunArgs;
 
@@ -458,38 +457,17 @@ pub fn write_json(
 
 fn run_args(a: &SweepArgs, config: &Config, rate: Rate) -> RunArgs {
     RunArgs {
-        url: Some(a.url.clone()),
-        plan: None,
-        explicit: Vec::new(),
         rate: Some(rate.get()),
-        arrival: ArrivalKind::Constant,
-        ramp_to: None,
-        seed: None,
-        stages: None,
         duration: Some(config.step),
-        requests: None,
         connections: Some(a.connections),
         threads: a.threads,
         timeout: a.timeout,
-        closed: false,
-        method: "GET".into(),
         headers: a.headers.clone(),
-        body: None,
-        body_file: None,
         insecure: a.insecure,
         cacert: a.cacert.clone(),
-        json: None,
         interval: config.interval,
         label: Some(format!("sweep {} req/s", rate_text(rate.get()))),
-        strict: false,
-        warmup: None,
-        timer_spin: sojourn_engine::DEFAULT_MAX_SPIN,
-        timer_slack: sojourn_engine::Slack::Auto,
-        no_hiccup_meter: false,
-        hgrm: None,
-        hlog: None,
-        samples: None,
-        sample_ratio: 1.0,
+        ..RunArgs::for_target(&a.url)
     }
 }
 

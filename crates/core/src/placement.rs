@@ -100,6 +100,10 @@ pub fn plan_key(
         serde_json::to_value(&config.stages).expect("stages serialise"),
     );
     put("threads", config.threads.into());
+    // A paced loop's slots are cut per connection.
+    if mode == Mode::Paced {
+        put("connections", config.connections.into());
+    }
     put("timeout_ns", config.timeout_ns.into());
     put("interval_ns", config.interval_ns.into());
     put("shards", shards.into());
@@ -118,11 +122,17 @@ pub fn fingerprint(key: &Map<String, Value>) -> String {
 
 /// The plan key of a result: from its config, mode and placement.
 pub fn key_of(r: &RunResult) -> Map<String, Value> {
-    let (shards, start) = r
-        .placement
-        .as_ref()
-        .map_or((1, None), |p| (p.shard.count, p.start_at_unix_ns));
-    plan_key(r.mode, &r.config, shards, start)
+    let start = r.placement.as_ref().and_then(|p| p.start_at_unix_ns);
+    plan_key(r.mode, &r.config, plan_shards(r), start)
+}
+
+/// How many shards a result's plan has: a merge lists them all, a shard knows its N.
+pub fn plan_shards(r: &RunResult) -> u32 {
+    match (&r.merged, &r.placement) {
+        (Some(m), _) => m.shards.len() as u32,
+        (None, Some(p)) => p.shard.count,
+        (None, None) => 1,
+    }
 }
 
 /// The first field in which two plan keys differ, with both values.

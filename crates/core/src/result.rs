@@ -719,13 +719,23 @@ impl RunResult {
 
 /// The conformance of an open-loop run's sends to its configured arrival process.
 fn run_conformance(m: &Measurements, config: &RunConfig) -> Option<Conformance> {
+    sends_conformance(m, config, config.threads.unwrap_or(1))
+}
+
+/// The conformance of the sends of `senders` senders that split the configured schedule
+/// between them (a shard's threads split the whole plan's schedule N·T ways).
+pub fn sends_conformance(
+    m: &Measurements,
+    config: &RunConfig,
+    senders: u32,
+) -> Option<Conformance> {
     let arrival = config.arrival.as_deref()?;
     // A ramp's slot shrinks as it climbs: judge it at its mean rate.
     let rate = match config.ramp_to {
         Some(to) => (config.rate? + to) / 2.0,
         None => config.rate?,
     };
-    let senders = f64::from(config.threads.unwrap_or(1).max(1));
+    let senders = f64::from(senders.max(1));
     let lane_interval = Duration::from_secs_f64(senders / rate.max(1e-9));
     let lag_p99 = m.hist.send_lag.value_at_quantile(0.99);
     conformance_of(arrival, &m.gaps, lane_interval, lag_p99)

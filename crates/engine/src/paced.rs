@@ -10,7 +10,7 @@
 use std::cell::RefCell;
 use std::time::Duration;
 
-use sojourn_core::{End, Recorder, Schedule};
+use sojourn_core::{End, Recorder, Schedule, Shard};
 
 use crate::backlog::Backlog;
 use crate::pool;
@@ -26,11 +26,20 @@ pub(crate) struct Lanes {
 
 impl Lanes {
     /// Connection `first + k` of `total` in the whole run gets the schedule's share `first + k`
-    /// of `total`: the same slots whichever worker thread it runs on.
-    pub(crate) fn new(schedule: &Schedule, first: usize, count: usize, total: usize) -> Lanes {
+    /// of `total` (of this process's shard): the same slots whichever worker thread it runs on.
+    pub(crate) fn new(
+        schedule: &Schedule,
+        shard: Shard,
+        first: usize,
+        count: usize,
+        total: usize,
+    ) -> Lanes {
         Lanes {
             lanes: (first..first + count)
-                .map(|c| RefCell::new(Backlog::new(schedule.slice(c, total))))
+                .map(|c| {
+                    let (slice, slices) = shard.slot(c, total);
+                    RefCell::new(Backlog::new(schedule.slice(slice, slices)))
+                })
                 .collect(),
             stop: match schedule.end {
                 End::After(d) => Some(d),
@@ -85,11 +94,12 @@ pub async fn run<T: Transport>(
     transport: T,
     cfg: WorkerConfig,
     schedule: &Schedule,
+    shard: Shard,
     first: usize,
     total: usize,
 ) -> WorkerReport {
     let connections = cfg.connections.max(1);
-    let lanes = Lanes::new(schedule, first, connections, total);
+    let lanes = Lanes::new(schedule, shard, first, connections, total);
     let worker = Worker::new(transport, cfg, Source::Paced(lanes));
     pool::run_all(&worker, schedule.end).await
 }

@@ -3,10 +3,11 @@
 use std::time::Duration;
 
 use sojourn_core::check::{assess_closed, assess_open, RateVerdict};
-use sojourn_core::result::{HistogramSummary, WarmupRequest};
+use sojourn_core::placement::{fingerprint, plan_key, Placement};
+use sojourn_core::result::{sends_conformance, HistogramSummary, WarmupRequest};
 use sojourn_core::sweep::{self, StepRules};
 use sojourn_core::{nanos, Mode, RunConfig, RunFacts, RunResult};
-use sojourn_core::{Arrival, Schedule};
+use sojourn_core::{Arrival, Measurements, Schedule, Shard};
 
 use crate::run::{Load, Plan, RunReport};
 
@@ -73,21 +74,46 @@ pub fn build(
         .hiccup
         .as_ref()
         .map(|h| HistogramSummary::of(h, &sojourn_core::record::new_histogram()));
-    result.started_unix_ns = report
-        .started
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()
-        .map(nanos);
+    result.started_unix_ns = unix_ns(report.started);
     if let Load::Open(schedule) = &plan.load {
-        result.checks.rate = rate_verdict(&result, schedule);
+        if !plan.shard.is_whole() {
+            share_of_the_plan(&mut result, m, plan, schedule);
+        }
+        result.checks.rate = rate_verdict(&result, schedule, plan.shard);
     }
+    result.placement = Some(placement(plan, report, &result));
     result
+}
+
+/// A shard sends 1/N of the plan: its target rate is that share, and its senders' slots are
+/// N times as far apart as its own threads alone would make them.
+fn share_of_the_plan(result: &mut RunResult, m: &Measurements, plan: &Plan, schedule: &Schedule) {
+    result.rate.target = Some(schedule.rate.split(plan.shard.count as usize).get());
+    let senders = plan.shard.slot(0, plan.worker_count()).1;
+    result.statistics.conformance = sends_conformance(m, &result.config, senders as u32);
+}
+
+/// Where this run stands in its plan.
+fn placement(plan: &Plan, report: &RunReport, result: &RunResult) -> Placement {
+    let start_at_unix_ns = plan.start_at.and_then(unix_ns);
+    let key = plan_key(result.mode, &result.config, plan.shard.count, start_at_unix_ns);
+    Placement {
+        fingerprint: fingerprint(&key),
+        shard: plan.shard,
+        due: plan.due().unwrap_or(result.counts.scheduled),
+        start_at_unix_ns,
+        start_skew_ns: report.start_skew,
+    }
+}
+
+fn unix_ns(t: std::time::SystemTime) -> Option<u64> {
+    t.duration_since(std::time::UNIX_EPOCH).ok().map(nanos)
 }
 
 /// Judges an open loop at its rate as a sweep judges a step, leaving a quarter of it (at most
 /// 5 s) out as its settle: who, if anyone, held it back. A ramp or a staged run has no one rate
 /// to be judged at, and a run cut short no whole schedule.
-fn rate_verdict(result: &RunResult, schedule: &Schedule) -> Option<RateVerdict> {
+fn rate_verdict(result: &RunResult, schedule: &Schedule, shard: Shard) -> Option<RateVerdict> {
     if matches!(schedule.arrival, Arrival::Ramp { .. })
         || schedule.stages.is_some()
         || result.interrupted
@@ -96,7 +122,8 @@ fn rate_verdict(result: &RunResult, schedule: &Schedule) -> Option<RateVerdict> 
     }
     let length = crate::run::schedule_end(schedule);
     let rules = StepRules::new((length / 4).min(Duration::from_secs(5)), length);
-    let step = sweep::evaluate(result, schedule.rate, &rules, &[]).ok()?;
+    let rate = schedule.rate.split(shard.count as usize);
+    let step = sweep::evaluate(result, rate, &rules, &[]).ok()?;
     Some(RateVerdict {
         status: step.status,
         why: step.reasons.iter().map(ToString::to_string).collect(),

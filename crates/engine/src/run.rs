@@ -1,10 +1,10 @@
 //! Spreads a run over worker threads, one current-thread runtime each, and merges what they
 //! recorded.
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use hdrhistogram::Histogram;
-use sojourn_core::{End, Measurements, Recorder, Schedule};
+use sojourn_core::{nanos, End, Measurements, Recorder, Schedule, Shard};
 use sojourn_timer::HiccupMeter;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -47,6 +47,13 @@ pub struct Plan {
     pub hiccup: Option<Duration>,
     /// Where to send every finished request's sample (`--samples`); `None` for no samples.
     pub samples: Option<std::sync::mpsc::Sender<sojourn_core::RequestSample>>,
+    /// This process's shard of the schedule (`Shard::WHOLE` unless sharded): its threads run
+    /// the shard's slices, so the shards together run the global schedule once.
+    pub shard: Shard,
+    /// The wall-clock instant the schedule's time zero falls on (`--start-at`); `None`: as soon
+    /// as the workers are ready. A process that starts after it sends what fell due meanwhile
+    /// at once, and that lateness is send lag.
+    pub start_at: Option<SystemTime>,
 }
 
 /// The least time between two wake-ups of the pacer. Requests due closer together than this
@@ -71,6 +78,34 @@ impl Plan {
     pub fn worker_count(&self) -> usize {
         self.threads.clamp(1, self.connections.max(1))
     }
+
+    /// Requests this process is due to schedule, from the plan alone; `None` for a closed loop
+    /// bounded by a duration, which has no schedule.
+    pub fn due(&self) -> Option<u64> {
+        match &self.load {
+            Load::Open(s) => Some(s.due_count(self.shard, self.worker_count())),
+            Load::Paced(s) => Some(s.due_count(self.shard, self.connections.max(1))),
+            Load::Closed(End::Count(n)) => Some(*n),
+            Load::Closed(End::After(_)) => None,
+        }
+    }
+}
+
+/// When the run's clock starts: on the wall clock and on this process's monotonic clock, and
+/// how late this process was ready against the plan's start (negative: early, so it waits).
+pub(crate) fn clock_start(start_at: Option<SystemTime>) -> (Instant, SystemTime, Option<i64>) {
+    let (ready, ready_wall) = (Instant::now() + WARMUP, SystemTime::now() + WARMUP);
+    let Some(at) = start_at else {
+        return (ready, ready_wall, None);
+    };
+    let (t0, skew) = match at.duration_since(ready_wall) {
+        Ok(ahead) => (ready + ahead, -(nanos(ahead) as i64)),
+        Err(behind) => {
+            let late = behind.duration();
+            (ready.checked_sub(late).unwrap_or(ready), nanos(late) as i64)
+        }
+    };
+    (t0, at, Some(skew))
 }
 
 /// What a run produced.
@@ -81,8 +116,11 @@ pub struct RunReport {
     pub interrupted: bool,
     /// Whether the pacer had microsecond timers (timerfd) or fell back to tokio's 1 ms.
     pub precise_timer: bool,
-    /// Wall-clock time of the run's start.
-    pub started: std::time::SystemTime,
+    /// Wall-clock time of the run's start: the schedule's time zero.
+    pub started: SystemTime,
+    /// With a plan start (`--start-at`): how late this process was ready to send, in ns
+    /// (negative: early, and it waited).
+    pub start_skew: Option<i64>,
     /// The busiest worker thread's share of its time spent on CPU doing work (spinning for
     /// precise timing excluded). Near 1.0 the generator was CPU-bound. `None` if unknown.
     pub busiest_worker: Option<f64>,
@@ -103,8 +141,7 @@ pub fn execute<T: Transport>(
     progress: Arc<Progress>,
 ) -> std::io::Result<RunReport> {
     let workers = plan.worker_count();
-    let t0 = Instant::now() + WARMUP;
-    let started = std::time::SystemTime::now() + WARMUP;
+    let (t0, started, start_skew) = clock_start(plan.start_at);
     let meter = plan.hiccup.and_then(HiccupMeter::start);
     let reports: Vec<std::io::Result<(WorkerReport, WorkerHealth)>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
@@ -120,7 +157,7 @@ pub fn execute<T: Transport>(
                     arrivals: match &plan.load {
                         Load::Open(schedule) => Some(Arrivals {
                             schedule: schedule.clone(),
-                            senders: workers,
+                            senders: plan.shard.slot(0, workers).1,
                         }),
                         Load::Closed(_) | Load::Paced(_) => None,
                     },
@@ -157,6 +194,7 @@ pub fn execute<T: Transport>(
         interrupted: cancel.is_cancelled(),
         precise_timer,
         started,
+        start_skew,
         busiest_worker,
         hiccup,
     })
@@ -186,7 +224,8 @@ fn run_worker<T: Transport>(
         let mut timer = sojourn_timer::Timer::with_max_spin(plan.spin);
         let report = match &plan.load {
             Load::Open(schedule) => {
-                let slice = schedule.slice(w, workers);
+                let (slice, slices) = plan.shard.slot(w, workers);
+                let slice = schedule.slice(slice, slices);
                 crate::open::run(transport, cfg, slice, schedule_end(schedule), &mut timer).await
             }
             Load::Closed(end) => {
@@ -204,6 +243,7 @@ fn run_worker<T: Transport>(
                     transport,
                     cfg,
                     schedule,
+                    plan.shard,
                     first as usize,
                     plan.connections.max(1),
                 )

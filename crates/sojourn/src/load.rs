@@ -52,6 +52,8 @@ impl Common {
             slack: self.slack,
             hiccup: Some(sojourn_engine::HICCUP_TICK),
             samples: None,
+            shard: sojourn_core::Shard::WHOLE,
+            start_at: None,
         })
     }
 }

@@ -142,6 +142,8 @@ pub fn open_plan(rate: f64, duration: Duration, connections: usize) -> Plan {
         slack: sojourn_engine::Slack::Fixed(Duration::ZERO),
         hiccup: None,
         samples: None,
+        shard: sojourn_core::Shard::WHOLE,
+        start_at: None,
     }
 }
 

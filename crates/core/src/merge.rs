@@ -1,0 +1,638 @@
+//! `sojourn merge`: shard results of one plan into one result, without loss.
+//!
+//! Every histogram is added bucket by bucket (HdrHistogram addition is exact), the timeline's
+//! intervals are added where they cover the same wall-clock window, counts and failure classes
+//! are summed, and the senders' gap records are pooled into one conformance test. The merged
+//! document is an ordinary result.
+//!
+//! Nothing goes missing silently: the plan says how many requests each shard was due to send,
+//! so a shard that is absent, or whose result accounts for fewer, is named in
+//! `merged.shards`, and its requests are counted as `not_measured`, keeping
+//! `scheduled = completed + failed + censored + never sent + not measured`.
+//!
+//! The merge is associative and order-independent: a merged result records which shards it
+//! holds, so merging it again with the rest gives the same histograms, byte for byte, as merging
+//! everything at once (each sum is re-encoded from a fresh histogram, so its bytes depend only
+//! on its counts).
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use crate::check::{Checks, GeneratorVerdict};
+use crate::conformance::GapRecord;
+use crate::evidence::{conformance_of, steady_state_of, Statistics};
+use crate::placement::{
+    fingerprint, first_difference, key_of, plan_shards, schedule_of, MergeInfo, Placement,
+    ShardState, ShardStatus,
+};
+use crate::record::new_histogram;
+use crate::result::{
+    decode_base64, encode_base64, Counts, HistogramSet, HistogramSummary, IntervalSummary,
+    RateSummary, RunResult, SCHEMA,
+};
+use crate::shard::Shard;
+
+/// One input: where it came from and what it holds.
+pub struct Input {
+    pub source: String,
+    pub result: RunResult,
+}
+
+/// Why results cannot be merged. Each names the file and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error(
+        "nothing to merge: give the shard results (JSON files that `sojourn run --shard` wrote)"
+    )]
+    Empty,
+    #[error("{0}: no placement: it was not written by `sojourn run` of this version (an import, a simulation, or an older result)")]
+    NoPlacement(String),
+    #[error("{file}: its plan differs in {field}: {theirs} here, {ours} in {first}; merge only shards of one plan, or give --force")]
+    PlanDiffers {
+        file: String,
+        first: String,
+        field: String,
+        theirs: String,
+        ours: String,
+    },
+    #[error("shard {shard} is given twice: {a} and {b}")]
+    Duplicate { shard: u32, a: String, b: String },
+    #[error("{file}: {reason}")]
+    Damaged { file: String, reason: String },
+}
+
+/// Merges `inputs`; `force` adds results of different plans anyway (and says so).
+pub fn merge(inputs: Vec<Input>, force: bool) -> Result<RunResult, MergeError> {
+    let first = inputs.first().ok_or(MergeError::Empty)?;
+    for i in &inputs {
+        if i.result.placement.is_none() {
+            return Err(MergeError::NoPlacement(i.source.clone()));
+        }
+    }
+    let forced = check_plans(&inputs, force)?;
+    let shards = plan_shards(&first.result);
+    let held = held_shards(&inputs, shards)?;
+    let statuses = statuses(&inputs, &held, shards, &first.result)?;
+    let mut merged = first.result.clone();
+    merged.histograms = histograms(&inputs)?;
+    merged.intervals = intervals(&inputs)?;
+    merged.counts = counts(&inputs, &statuses);
+    merged.config.connections = inputs.iter().map(|i| i.result.config.connections).sum();
+    merged.elapsed_ns = inputs
+        .iter()
+        .map(|i| i.result.elapsed_ns)
+        .max()
+        .unwrap_or(0);
+    merged.interrupted = inputs.iter().any(|i| i.result.interrupted);
+    merged.started_unix_ns = inputs.iter().filter_map(|i| i.result.started_unix_ns).min();
+    merged.rate = rate(&merged);
+    merged.checks = checks(&inputs);
+    merged.statistics = statistics(&inputs, &merged, shards);
+    merged.placement = Some(placement(&first.result, &statuses));
+    merged.merged = Some(MergeInfo {
+        partial: statuses.iter().any(|s| s.status != ShardState::Complete),
+        shards: statuses,
+        forced,
+    });
+    merged.schema = SCHEMA.into();
+    Ok(merged)
+}
+
+/// Every input's plan against the first's; with `force`, whether any differed.
+fn check_plans(inputs: &[Input], force: bool) -> Result<bool, MergeError> {
+    let first = &inputs[0];
+    let ours = key_of(&first.result);
+    let mut differed = false;
+    for i in &inputs[1..] {
+        if let Some((field, theirs, ours)) = first_difference(&key_of(&i.result), &ours) {
+            if !force {
+                return Err(MergeError::PlanDiffers {
+                    file: i.source.clone(),
+                    first: first.source.clone(),
+                    field,
+                    theirs: theirs.to_string(),
+                    ours: ours.to_string(),
+                });
+            }
+            differed = true;
+        }
+    }
+    Ok(differed)
+}
+
+/// Which input holds each shard: a shard result holds its own, a merged one the shards it
+/// measured.
+fn held_shards(inputs: &[Input], shards: u32) -> Result<BTreeMap<u32, usize>, MergeError> {
+    let mut held: BTreeMap<u32, usize> = BTreeMap::new();
+    for (n, i) in inputs.iter().enumerate() {
+        let mine: Vec<u32> = match (&i.result.merged, &i.result.placement) {
+            (Some(m), _) => m
+                .shards
+                .iter()
+                .filter(|s| s.status != ShardState::Missing)
+                .map(|s| s.index)
+                .collect(),
+            (None, Some(p)) => vec![p.shard.index],
+            (None, None) => Vec::new(),
+        };
+        for k in mine.into_iter().filter(|&k| k < shards) {
+            if let Some(&other) = held.get(&k) {
+                return Err(MergeError::Duplicate {
+                    shard: k,
+                    a: inputs[other].source.clone(),
+                    b: i.source.clone(),
+                });
+            }
+            held.insert(k, n);
+        }
+    }
+    Ok(held)
+}
+
+/// Each shard of the plan: complete, short (fewer requests than its due) or missing.
+fn statuses(
+    inputs: &[Input],
+    held: &BTreeMap<u32, usize>,
+    shards: u32,
+    first: &RunResult,
+) -> Result<Vec<ShardStatus>, MergeError> {
+    (0..shards)
+        .map(|k| match held.get(&k) {
+            Some(&n) => Ok(held_status(&inputs[n], k)),
+            None => missing_status(first, k, shards),
+        })
+        .collect()
+}
+
+fn held_status(input: &Input, k: u32) -> ShardStatus {
+    let r = &input.result;
+    if let Some(m) = &r.merged {
+        let s = m
+            .shards
+            .iter()
+            .find(|s| s.index == k)
+            .expect("held shards are listed");
+        return s.clone();
+    }
+    let p = r.placement.as_ref().expect("checked before");
+    let accounted = measured(&r.counts).scheduled;
+    ShardStatus {
+        index: k,
+        status: if accounted >= p.due {
+            ShardState::Complete
+        } else {
+            ShardState::Short
+        },
+        due: p.due,
+        accounted,
+        source: Some(input.source.clone()),
+        start_skew_ns: p.start_skew_ns,
+    }
+}
+
+/// A shard nobody measured: its due count comes from the plan.
+fn missing_status(first: &RunResult, k: u32, shards: u32) -> Result<ShardStatus, MergeError> {
+    let damaged = |reason: String| MergeError::Damaged {
+        file: "the plan".into(),
+        reason,
+    };
+    let schedule = schedule_of(&first.config).map_err(damaged)?;
+    let shard = Shard::new(k, shards).map_err(|e| damaged(e.to_string()))?;
+    let threads = first.config.threads.unwrap_or(1).max(1) as usize;
+    // A paced loop cuts its shard's slots per connection; a merge has summed the pools.
+    let slices = match (first.mode, &first.merged) {
+        (crate::Mode::Paced, None) => first.config.connections as usize,
+        (crate::Mode::Paced, Some(m)) => {
+            let held = m
+                .shards
+                .iter()
+                .filter(|s| s.status != ShardState::Missing)
+                .count();
+            first.config.connections as usize / held.max(1)
+        }
+        _ => threads,
+    };
+    Ok(ShardStatus {
+        index: k,
+        status: ShardState::Missing,
+        due: schedule.due_count(shard, slices.max(1)),
+        accounted: 0,
+        source: None,
+        start_skew_ns: None,
+    })
+}
+
+/// An input's counts as measured: without any not-measured requests a merge put in, so that
+/// a merge of merges counts each shard once.
+fn measured(c: &Counts) -> Counts {
+    Counts {
+        scheduled: c.scheduled.saturating_sub(c.not_measured),
+        not_measured: 0,
+        ..*c
+    }
+}
+
+fn counts(inputs: &[Input], statuses: &[ShardStatus]) -> Counts {
+    let mut total = Counts::default();
+    for i in inputs {
+        let c = measured(&i.result.counts);
+        total.scheduled += c.scheduled;
+        total.completed += c.completed;
+        total.failed.merge(&c.failed);
+        total.censored += c.censored;
+        total.never_sent += c.never_sent;
+        total.waited_for_connection += c.waited_for_connection;
+    }
+    total.not_measured = statuses
+        .iter()
+        .map(|s| s.due.saturating_sub(s.accounted))
+        .sum();
+    total.scheduled += total.not_measured;
+    total
+}
+
+/// Adds histograms and re-encodes the sum from a fresh histogram, so its bytes depend only
+/// on its counts, not on the order of the additions.
+fn sum(hdrs: &[(&str, &str)]) -> Result<Histogram<u64>, MergeError> {
+    let mut total = new_histogram();
+    for (source, hdr) in hdrs {
+        let h = decode_base64(hdr).map_err(|e| MergeError::Damaged {
+            file: (*source).into(),
+            reason: e.to_string(),
+        })?;
+        total.add(&h).expect("auto-resizing histograms add");
+    }
+    let mut canonical = new_histogram();
+    canonical.add(&total).expect("auto-resizing histograms add");
+    Ok(canonical)
+}
+
+fn summed<'a>(
+    inputs: &'a [Input],
+    pick: impl Fn(&'a HistogramSet) -> Option<&'a HistogramSummary>,
+) -> Result<Option<Histogram<u64>>, MergeError> {
+    let hdrs: Vec<(&str, &str)> = inputs
+        .iter()
+        .filter_map(|i| pick(&i.result.histograms).map(|h| (i.source.as_str(), h.hdr.as_str())))
+        .collect();
+    if hdrs.is_empty() {
+        return Ok(None);
+    }
+    sum(&hdrs).map(Some)
+}
+
+fn histograms(inputs: &[Input]) -> Result<HistogramSet, MergeError> {
+    let none = new_histogram();
+    let censored = summed(inputs, |h| h.censored.as_ref())?;
+    let censored_or_none = censored.as_ref().unwrap_or(&none);
+    let whole = |pick: fn(&HistogramSet) -> &HistogramSummary| {
+        summed(inputs, |h| Some(pick(h))).map(|h| h.unwrap_or_else(new_histogram))
+    };
+    let summary = |h: Option<Histogram<u64>>| h.map(|h| HistogramSummary::of(&h, &none));
+    Ok(HistogramSet {
+        response: HistogramSummary::of(&whole(|h| &h.response)?, censored_or_none),
+        service: HistogramSummary::of(&whole(|h| &h.service)?, &none),
+        send_lag: HistogramSummary::of(&whole(|h| &h.send_lag)?, &none),
+        dispatch_lag: summary(summed(inputs, |h| h.dispatch_lag.as_ref())?),
+        censored: summary(censored),
+        backfilled: None,
+        hiccup: summary(summed(inputs, |h| h.hiccup.as_ref())?),
+    })
+}
+
+/// Intervals added where they cover the same wall-clock window: each input's interval starts
+/// at its own start plus `start_ns`, measured from the earliest start among them.
+fn intervals(inputs: &[Input]) -> Result<Vec<IntervalSummary>, MergeError> {
+    let origin = inputs
+        .iter()
+        .filter_map(|i| i.result.started_unix_ns)
+        .min()
+        .unwrap_or(0);
+    let mut windows: BTreeMap<u64, Vec<(&str, &IntervalSummary)>> = BTreeMap::new();
+    for i in inputs {
+        let offset = i.result.started_unix_ns.map_or(0, |s| s - origin);
+        for iv in &i.result.intervals {
+            windows
+                .entry(iv.start_ns.saturating_add(offset))
+                .or_default()
+                .push((i.source.as_str(), iv));
+        }
+    }
+    windows
+        .into_iter()
+        .map(|(start_ns, parts)| interval(start_ns, &parts))
+        .collect()
+}
+
+fn interval(
+    start_ns: u64,
+    parts: &[(&str, &IntervalSummary)],
+) -> Result<IntervalSummary, MergeError> {
+    let response = sum(&parts
+        .iter()
+        .map(|(s, i)| (*s, i.response_hdr.as_str()))
+        .collect::<Vec<_>>())?;
+    let send_lag = sum(&parts
+        .iter()
+        .map(|(s, i)| (*s, i.send_lag_hdr.as_str()))
+        .collect::<Vec<_>>())?;
+    Ok(IntervalSummary {
+        start_ns,
+        duration_ns: parts.iter().map(|(_, i)| i.duration_ns).max().unwrap_or(0),
+        completed: parts.iter().map(|(_, i)| i.completed).sum(),
+        failed: parts.iter().map(|(_, i)| i.failed).sum(),
+        p50: response.value_at_quantile(0.5),
+        p99: response.value_at_quantile(0.99),
+        max: response.max(),
+        send_lag_p99: send_lag.value_at_quantile(0.99),
+        response_hdr: encode_base64(&response),
+        send_lag_hdr: encode_base64(&send_lag),
+    })
+}
+
+fn rate(merged: &RunResult) -> RateSummary {
+    let secs = (merged.elapsed_ns as f64 / 1e9).max(1e-9);
+    let c = &merged.counts;
+    RateSummary {
+        target: merged.config.rate,
+        achieved: (c.completed + c.failed.total()) as f64 / secs,
+        sent: merged.histograms.send_lag.count as f64 / secs,
+    }
+}
+
+/// The worst generator verdict of any shard, and every shard's notes, marked with it.
+fn checks(inputs: &[Input]) -> Checks {
+    let rank = |g: GeneratorVerdict| match g {
+        GeneratorVerdict::Behind => 2,
+        GeneratorVerdict::Ok => 1,
+        GeneratorVerdict::NotApplicable => 0,
+    };
+    let generator = inputs
+        .iter()
+        .map(|i| i.result.checks.generator)
+        .max_by_key(|g| rank(*g))
+        .unwrap_or(GeneratorVerdict::NotApplicable);
+    Checks {
+        generator,
+        pool_bound: inputs.iter().any(|i| i.result.checks.pool_bound),
+        busiest_worker: inputs
+            .iter()
+            .filter_map(|i| i.result.checks.busiest_worker)
+            .reduce(f64::max),
+        rate: None,
+        notes: inputs
+            .iter()
+            .flat_map(|i| {
+                i.result
+                    .checks
+                    .notes
+                    .iter()
+                    .map(move |n| format!("{}: {n}", i.source))
+            })
+            .collect(),
+    }
+}
+
+/// The senders' gap records pooled into one conformance test, and the steady-state test on
+/// the merged timeline.
+fn statistics(inputs: &[Input], merged: &RunResult, shards: u32) -> Statistics {
+    let medians: Vec<(Duration, f64)> = merged
+        .intervals
+        .iter()
+        .filter(|i| i.answered() > 0)
+        .map(|i| (Duration::from_nanos(i.start_ns), i.p50 as f64))
+        .collect();
+    Statistics {
+        conformance: pooled_conformance(inputs, merged, shards),
+        steady_state: steady_state_of(&medians),
+        warmup: None,
+    }
+}
+
+fn pooled_conformance(
+    inputs: &[Input],
+    merged: &RunResult,
+    shards: u32,
+) -> Option<crate::evidence::Conformance> {
+    let mut gaps = GapRecord::new();
+    for i in inputs {
+        let doc = i.result.statistics.conformance.as_ref()?.record.as_ref()?;
+        gaps.merge(&GapRecord::from_doc(doc).ok()?);
+    }
+    let c = &merged.config;
+    let senders = f64::from(c.threads.unwrap_or(1).max(1)) * f64::from(shards);
+    let rate = c.rate?;
+    let lane = Duration::from_secs_f64(senders / rate.max(1e-9));
+    let lag_p99 = merged
+        .histograms
+        .send_lag
+        .percentiles
+        .get(99.0)
+        .unwrap_or(0);
+    conformance_of(c.arrival.as_deref()?, &gaps, lane, lag_p99)
+}
+
+/// The merged result stands for the whole plan.
+fn placement(first: &RunResult, statuses: &[ShardStatus]) -> Placement {
+    let p = first.placement.as_ref().expect("checked before");
+    Placement {
+        fingerprint: fingerprint(&key_of(first)),
+        shard: Shard::WHOLE,
+        due: statuses.iter().map(|s| s.due).sum(),
+        start_at_unix_ns: p.start_at_unix_ns,
+        start_skew_ns: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::plan_key;
+    use crate::record::{Recorder, Stamps};
+    use crate::result::{RunConfig, RunFacts};
+    use crate::schedule::{Arrival, End, Schedule};
+    use crate::units::Rate;
+    use crate::{Mode, Outcome};
+
+    const START: u64 = 1_700_000_000_000_000_000;
+
+    fn config() -> RunConfig {
+        RunConfig {
+            rate: Some(300.0),
+            arrival: Some("constant".into()),
+            duration_ns: Some(2_000_000_000),
+            connections: 16,
+            threads: Some(1),
+            timeout_ns: Some(1_000_000_000),
+            interval_ns: 1_000_000_000,
+            ..Default::default()
+        }
+    }
+
+    /// Shard `k` of `n` of 300 req/s for 2 s: each request answered in 1 ms, shard 1 also
+    /// stalls 200 ms a second into the run. `stop` cuts it short after that many requests.
+    fn shard(k: u32, n: u32, stop: Option<usize>) -> Input {
+        let schedule = Schedule::new(
+            Arrival::Constant,
+            Rate::per_second(300.0).unwrap(),
+            End::After(Duration::from_secs(2)),
+        )
+        .unwrap();
+        let s = Shard::new(k, n).unwrap();
+        let (w, ws) = s.slot(0, 1);
+        let mut rec = Recorder::new(Duration::from_secs(1));
+        let mut scheduled = 0;
+        for due in schedule.slice(w, ws).take(stop.unwrap_or(usize::MAX)) {
+            rec.record_send_at(schedule.expected_by(due.at) / ws as f64);
+            let stall = k == 1 && (1000..1200).contains(&due.at.as_millis());
+            let took = if stall {
+                Duration::from_millis(1200) - due.at
+            } else {
+                Duration::ZERO
+            };
+            rec.record(
+                &Stamps::on_time(due.at),
+                due.at + took + Duration::from_millis(1),
+                Outcome::Ok,
+            );
+            scheduled += 1;
+        }
+        let facts = RunFacts {
+            label: format!("shard {k}"),
+            mode: Mode::Open,
+            config: config(),
+            scheduled,
+            elapsed: Duration::from_millis(2001),
+            interrupted: stop.is_some(),
+            checks: Checks::not_applicable(vec![format!("note of {k}")]),
+            backfill_interval: None,
+        };
+        let mut result = RunResult::build(&Recorder::merge_all([rec]), facts);
+        result.started_unix_ns = Some(START);
+        let key = plan_key(Mode::Open, &result.config, n, Some(START));
+        result.placement = Some(Placement {
+            fingerprint: fingerprint(&key),
+            shard: s,
+            due: schedule.due_count(s, 1),
+            start_at_unix_ns: Some(START),
+            start_skew_ns: Some(1_000 * i64::from(k)),
+        });
+        Input {
+            source: format!("shard-{k}.json"),
+            result,
+        }
+    }
+
+    fn shards(n: u32) -> Vec<Input> {
+        (0..n).map(|k| shard(k, n, None)).collect()
+    }
+
+    fn again(r: &RunResult, source: &str) -> Input {
+        Input {
+            source: source.into(),
+            result: r.clone(),
+        }
+    }
+
+    #[test]
+    fn all_shards_make_the_whole_plan() {
+        let m = merge(shards(3), false).unwrap();
+        assert_eq!(m.counts.scheduled, 600);
+        assert_eq!(m.counts.completed, 600);
+        assert_eq!(m.counts.not_measured, 0);
+        assert_eq!(m.counts.unaccounted(), 0);
+        assert_eq!(m.histograms.response.count, 600);
+        let info = m.merged.as_ref().unwrap();
+        assert!(!info.partial);
+        assert!(info
+            .shards
+            .iter()
+            .all(|s| s.status == ShardState::Complete && s.due == 200));
+        assert_eq!(info.shards[2].start_skew_ns, Some(2_000));
+        // The stall of shard 1 lands in the second second of the merged timeline, for all.
+        assert_eq!(m.intervals.len(), 2);
+        assert!(
+            m.intervals[1].max >= 190_000_000,
+            "{:?}",
+            m.intervals[1].max
+        );
+        assert_eq!(m.intervals.iter().map(|i| i.completed).sum::<u64>(), 600);
+        // The pooled conformance test saw every sender's gaps.
+        let c = m.statistics.conformance.as_ref().unwrap();
+        assert_eq!(c.gaps, 600 - 3);
+        assert_eq!(m.placement.as_ref().unwrap().due, 600);
+        assert_eq!(m.checks.notes.len(), 3);
+    }
+
+    #[test]
+    fn merging_is_associative_and_order_independent() {
+        let all = merge(shards(3), false).unwrap();
+        let mut parts = shards(3);
+        let c = parts.pop().unwrap();
+        let ab = merge(parts, false).unwrap();
+        let nested = merge(vec![again(&ab, "ab.json"), c], false).unwrap();
+        let mut reversed = shards(3);
+        reversed.reverse();
+        let reversed = merge(reversed, false).unwrap();
+        for other in [&nested, &reversed] {
+            assert_eq!(other.histograms, all.histograms);
+            assert_eq!(other.intervals, all.intervals);
+            assert_eq!(other.counts, all.counts);
+            assert_eq!(other.merged.as_ref().unwrap().partial, false);
+        }
+        assert_eq!(
+            serde_json::to_string(&nested.histograms).unwrap(),
+            serde_json::to_string(&all.histograms).unwrap(),
+            "byte for byte"
+        );
+    }
+
+    #[test]
+    fn a_missing_or_short_shard_is_named_and_counted_not_measured() {
+        let mut inputs = shards(4);
+        inputs.remove(2);
+        inputs[2] = shard(3, 4, Some(40));
+        let m = merge(inputs, false).unwrap();
+        let info = m.merged.as_ref().unwrap();
+        assert!(info.partial);
+        let states: Vec<ShardState> = info.shards.iter().map(|s| s.status).collect();
+        use ShardState::*;
+        assert_eq!(states, [Complete, Complete, Missing, Short]);
+        assert_eq!(info.shards[2].due, 150, "from the plan: 600 / 4");
+        assert_eq!(info.shards[3].accounted, 40);
+        assert_eq!(m.counts.not_measured, 150 + 110);
+        assert_eq!(
+            m.counts.scheduled, 600,
+            "the plan's total, never a smaller one"
+        );
+        assert_eq!(m.counts.unaccounted(), 0);
+        // Merging in the missing shard later completes the plan.
+        let m2 = merge(vec![again(&m, "partial.json"), shard(2, 4, None)], false).unwrap();
+        assert_eq!(m2.counts.not_measured, 110, "shard 3 is still short");
+        assert_eq!(m2.merged.unwrap().shards[2].status, Complete);
+    }
+
+    #[test]
+    fn other_plans_and_duplicates_are_refused() {
+        let mut inputs = shards(2);
+        inputs[1].result.config.duration_ns = Some(3_000_000_000);
+        let e = merge(inputs, false).unwrap_err();
+        assert!(
+            matches!(&e, MergeError::PlanDiffers { field, file, .. } if field == "duration_ns" && file == "shard-1.json"),
+            "{e}"
+        );
+        let mut inputs = shards(2);
+        inputs[1].result.config.duration_ns = Some(3_000_000_000);
+        assert!(merge(inputs, true).unwrap().merged.unwrap().forced);
+        let e = merge(vec![shard(0, 2, None), shard(0, 2, None)], false).unwrap_err();
+        assert!(matches!(e, MergeError::Duplicate { shard: 0, .. }), "{e}");
+        let mut plain = shard(0, 1, None);
+        plain.result.placement = None;
+        assert!(matches!(
+            merge(vec![plain], false),
+            Err(MergeError::NoPlacement(_))
+        ));
+        assert!(matches!(merge(vec![], false), Err(MergeError::Empty)));
+    }
+}
