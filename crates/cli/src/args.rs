@@ -148,14 +148,16 @@ pub fn shard_count(text: &str) -> Result<u32, String> {
 
 /// `K/N`: shard K (from 0) of N.
 pub fn shard(text: &str) -> Result<sojourn_core::Shard, String> {
-    text.parse().map_err(|e: sojourn_core::shard::ShardError| e.to_string())
+    text.parse()
+        .map_err(|e: sojourn_core::shard::ShardError| e.to_string())
 }
 
 /// A wall-clock instant: RFC 3339 (`2026-11-23T10:00:00Z`, fractions allowed) or Unix seconds
 /// with an optional fraction (`1763892000.5`).
 pub fn instant(text: &str) -> Result<std::time::SystemTime, String> {
     let text = text.trim();
-    let accepted = "expected an RFC 3339 time like 2026-11-23T10:00:00Z, or Unix seconds like 1763892000.5";
+    let accepted =
+        "expected an RFC 3339 time like 2026-11-23T10:00:00Z, or Unix seconds like 1763892000.5";
     if let Ok(t) = humantime::parse_rfc3339_weak(text) {
         return Ok(t);
     }

@@ -42,6 +42,9 @@ pub enum Command {
     Suite(Box<crate::suite::SuiteArgs>),
     /// Compare two runs' tails: per-percentile differences with bootstrap intervals.
     Diff(Box<crate::diff::DiffArgs>),
+    /// Merge the shard results of one plan (`run --shard`) into one result, losslessly; a
+    /// missing or short shard is named and counted as not measured.
+    Merge(Box<crate::merge::MergeArgs>),
 }
 
 /// Parses the command line. Number and duration flags take values that start with a hyphen,
@@ -109,6 +112,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sweep(args) => crate::sweep::run(*args),
         Command::Diff(args) => crate::diff::run(*args),
         Command::Suite(args) => crate::suite::run(*args),
+        Command::Merge(args) => crate::merge::run(*args),
     }
 }
 

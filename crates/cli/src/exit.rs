@@ -6,12 +6,14 @@
 //! | 1    | the run could not be carried out (I/O error, server vanished, …) |
 //! | 2    | bad input: a flag or file is wrong; the message names it |
 //! | 3    | `--strict` and a self-check failed (the generator fell behind) |
+//! | 5    | `merge`: a shard is missing or cut short (not with `--allow-partial`) |
 use std::fmt;
 use std::io::Write;
 use std::process::ExitCode;
 
 pub const BAD_INPUT: u8 = 2;
 pub const CHECK_FAILED: u8 = 3;
+pub const PARTIAL: u8 = 5;
 
 /// An error in what the user asked for. Its message names the flag, what was given and what is
 /// accepted; the process exits 2.

@@ -8,6 +8,7 @@ mod demo;
 mod diff;
 mod embedded;
 mod exit;
+mod merge;
 mod outputs;
 mod peer_run;
 mod plan;

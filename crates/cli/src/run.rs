@@ -272,11 +272,14 @@ fn shard(a: &RunArgs, var: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Sh
 }
 
 /// Kubernetes' Indexed Job sets JOB_COMPLETION_INDEX; Slurm sets SLURM_PROCID and SLURM_NTASKS.
-fn shard_from_env(var: &dyn Fn(&str) -> Option<String>, count: Option<u32>) -> anyhow::Result<Shard> {
+fn shard_from_env(
+    var: &dyn Fn(&str) -> Option<String>,
+    count: Option<u32>,
+) -> anyhow::Result<Shard> {
     let number = |name: &str, text: String| {
-        text.trim().parse::<u32>().map_err(|_| {
-            bad_input!("--shard-from-env: {name} is {text:?}, not a shard number")
-        })
+        text.trim()
+            .parse::<u32>()
+            .map_err(|_| bad_input!("--shard-from-env: {name} is {text:?}, not a shard number"))
     };
     let (index, slurm_count) = match (var("JOB_COMPLETION_INDEX"), var("SLURM_PROCID")) {
         (Some(k), _) => (number("JOB_COMPLETION_INDEX", k)?, None),

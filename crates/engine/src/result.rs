@@ -96,7 +96,12 @@ fn share_of_the_plan(result: &mut RunResult, m: &Measurements, plan: &Plan, sche
 /// Where this run stands in its plan.
 fn placement(plan: &Plan, report: &RunReport, result: &RunResult) -> Placement {
     let start_at_unix_ns = plan.start_at.and_then(unix_ns);
-    let key = plan_key(result.mode, &result.config, plan.shard.count, start_at_unix_ns);
+    let key = plan_key(
+        result.mode,
+        &result.config,
+        plan.shard.count,
+        start_at_unix_ns,
+    );
     Placement {
         fingerprint: fingerprint(&key),
         shard: plan.shard,

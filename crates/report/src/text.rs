@@ -297,8 +297,16 @@ fn counts(r: &RunResult) -> String {
     if failed.is_empty() {
         failed.push("none".into());
     }
+    let not_measured = if c.not_measured > 0 {
+        format!(
+            "  NOT MEASURED {} (shards missing or cut short)",
+            c.not_measured
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "requests  scheduled {}  completed {}  failed {} ({})  censored {}  never sent {}",
+        "requests  scheduled {}  completed {}  failed {} ({})  censored {}  never sent {}{not_measured}",
         c.scheduled,
         c.completed,
         c.failed.total(),
@@ -306,6 +314,52 @@ fn counts(r: &RunResult) -> String {
         c.censored,
         c.never_sent
     )
+}
+
+/// A merge's shards: each one's status, its due and accounted requests, and how late it began.
+pub fn shard_table(r: &RunResult) -> String {
+    let mut out = String::new();
+    let Some(info) = &r.merged else {
+        return out;
+    };
+    let _ = writeln!(
+        out,
+        "\nshards ({} of {}{}):",
+        info.shards
+            .iter()
+            .filter(|s| s.status == sojourn_core::placement::ShardState::Complete)
+            .count(),
+        info.shards.len(),
+        if info.forced {
+            "; plans differed: --force"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "{:>7}  {:<9}{:>12}{:>12}  {:<14}source",
+        "shard", "status", "due", "accounted", "start skew"
+    );
+    for s in &info.shards {
+        let skew = s.start_skew_ns.map_or("-".into(), signed_ns_i);
+        let _ = writeln!(
+            out,
+            "{:>7}  {:<9}{:>12}{:>12}  {:<14}{}",
+            s.index,
+            format!("{:?}", s.status).to_lowercase(),
+            s.due,
+            s.accounted,
+            skew,
+            s.source.as_deref().unwrap_or("(none)")
+        );
+    }
+    out
+}
+
+fn signed_ns_i(ns: i64) -> String {
+    let sign = if ns < 0 { "−" } else { "+" };
+    format!("{sign}{}", format_ns(ns.unsigned_abs()))
 }
 
 fn rates(r: &RunResult) -> String {

@@ -1,0 +1,96 @@
+//! `sojourn merge A.json B.json … -o run.json`: the shards of one plan as one result.
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use sojourn_core::merge::{merge, Input, MergeError};
+use sojourn_core::placement::ShardState;
+use sojourn_core::RunResult;
+
+use crate::bad_input;
+use crate::exit::PARTIAL;
+use crate::run::Outputs;
+
+#[derive(clap::Args, Debug)]
+pub struct MergeArgs {
+    /// Shard results (the JSON files `sojourn run --shard` wrote), or earlier merges of some
+    /// of them.
+    #[arg(required = true, value_name = "RESULT")]
+    pub inputs: Vec<PathBuf>,
+    /// Write the merged result here (an ordinary result: report, diff, --hgrm all read it).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: PathBuf,
+    /// Exit 0 even if a shard is missing or cut short. Its requests are still counted as not
+    /// measured and named; only the exit status changes.
+    #[arg(long)]
+    pub allow_partial: bool,
+    /// Merge results of different plans anyway (the merged result says it was forced).
+    #[arg(long)]
+    pub force: bool,
+    /// Also write HdrHistogram percentile distributions of the merge, as `run --hgrm` does.
+    #[arg(long, value_name = "PREFIX")]
+    pub hgrm: Option<PathBuf>,
+    /// Also write the merged timeline as an HdrHistogram interval log, as `run --hlog` does.
+    #[arg(long, value_name = "FILE")]
+    pub hlog: Option<PathBuf>,
+}
+
+pub fn run(a: MergeArgs) -> anyhow::Result<ExitCode> {
+    let inputs = a
+        .inputs
+        .iter()
+        .map(|path| {
+            let result =
+                sojourn_report::html::load_result(path).map_err(|e| bad_input!("RESULT: {e}"))?;
+            Ok(Input {
+                source: path.display().to_string(),
+                result,
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let merged = merge(inputs, a.force).map_err(|e: MergeError| bad_input!("RESULT: {e}"))?;
+    print!("{}", sojourn_report::text::summary(&merged));
+    print!("{}", sojourn_report::text::shard_table(&merged));
+    crate::run::write_json(&a.output, &merged)?;
+    let outputs = Outputs {
+        hgrm: a.hgrm.clone(),
+        hlog: a.hlog.clone(),
+        ..Outputs::default()
+    };
+    crate::outputs::write_histograms(&outputs, &merged)?;
+    println!("merged: {}", a.output.display());
+    Ok(verdict(&merged, a.allow_partial))
+}
+
+/// A partial merge is never silent: it says which shards, and exits 5 unless allowed.
+fn verdict(merged: &RunResult, allow_partial: bool) -> ExitCode {
+    let Some(info) = &merged.merged else {
+        return ExitCode::SUCCESS;
+    };
+    let gaps: Vec<String> = info
+        .shards
+        .iter()
+        .filter(|s| s.status != ShardState::Complete)
+        .map(|s| match s.status {
+            ShardState::Missing => format!("shard {} missing", s.index),
+            _ => format!("shard {} short ({} of {})", s.index, s.accounted, s.due),
+        })
+        .collect();
+    if gaps.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    eprintln!(
+        "partial merge: {}; {} requests not measured{}",
+        gaps.join(", "),
+        merged.counts.not_measured,
+        if allow_partial {
+            " (--allow-partial)"
+        } else {
+            ""
+        }
+    );
+    if allow_partial {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(PARTIAL)
+    }
+}
