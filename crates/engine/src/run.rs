@@ -106,7 +106,9 @@ pub fn execute<T: Transport>(
     let t0 = Instant::now() + WARMUP;
     let started = std::time::SystemTime::now() + WARMUP;
     let meter = plan.hiccup.and_then(HiccupMeter::start);
+    progress.start(t0.into_std());
     let reports: Vec<std::io::Result<(WorkerReport, WorkerHealth)>> = std::thread::scope(|scope| {
+        let collector = spawn_collector(scope, &progress, t0);
         let handles: Vec<_> = (0..workers)
             .map(|w| {
                 let cfg = WorkerConfig {
@@ -134,10 +136,12 @@ pub fn execute<T: Transport>(
                     .expect("spawning a worker thread")
             })
             .collect();
-        handles
+        let reports = handles
             .into_iter()
             .map(|h| h.join().expect("worker thread panicked"))
-            .collect()
+            .collect();
+        drop(collector);
+        reports
     });
     let hiccup = meter.map(|m| m.stop().histogram);
     let (reports, health): (Vec<WorkerReport>, Vec<WorkerHealth>) = reports
@@ -160,6 +164,24 @@ pub fn execute<T: Transport>(
         busiest_worker,
         hiccup,
     })
+}
+
+/// When the run is watched, a thread that closes each interval of the live histograms at its
+/// end. It stops when the returned sender is dropped.
+fn spawn_collector<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    progress: &'scope Progress,
+    t0: Instant,
+) -> Option<std::sync::mpsc::Sender<()>> {
+    let live = progress.live()?;
+    let (stop, stopped) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("sojourn-live".into())
+        .spawn_scoped(scope, move || {
+            crate::live::collect_until(live, t0.into_std(), stopped)
+        })
+        .expect("spawning the live collector");
+    Some(stop)
 }
 
 /// What a worker thread says about itself besides its measurements.
