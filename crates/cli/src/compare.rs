@@ -108,6 +108,7 @@ fn run_args(a: &CompareArgs, closed: bool) -> RunArgs {
         hgrm: None,
         hlog: None,
         samples: None,
+        metrics_listen: None,
         sample_ratio: 1.0,
     }
 }

@@ -486,6 +486,7 @@ fn run_args(a: &SweepArgs, config: &Config, rate: Rate) -> RunArgs {
         hgrm: None,
         hlog: None,
         samples: None,
+        metrics_listen: None,
         sample_ratio: 1.0,
     }
 }
