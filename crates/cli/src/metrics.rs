@@ -11,14 +11,14 @@ use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
 use sojourn_core::FailureClass;
 use tokio_util::sync::CancellationToken;
 
 use crate::live::{View, Watched};
 
-const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+const CLASSIC: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// Parses `--metrics-listen`: a bare port (`9464`) or `:PORT` listens on 127.0.0.1, so the
 /// numbers stay on this machine unless an address is given; `ADDRESS:PORT` listens exactly
@@ -127,11 +127,59 @@ fn answer<B>(req: &Request<B>, watched: &Watched) -> Response<Full<Bytes>> {
     let text = "text/plain; charset=utf-8";
     match (req.method(), req.uri().path()) {
         (&Method::GET | &Method::HEAD, "/metrics") => {
-            reply(StatusCode::OK, CONTENT_TYPE, render(&watched.view()))
+            let text = render(&watched.view());
+            if accepts_openmetrics(req) {
+                reply(StatusCode::OK, OPENMETRICS, text)
+            } else {
+                reply(StatusCode::OK, CLASSIC, classic(&text))
+            }
         }
         (_, "/metrics") => reply(StatusCode::METHOD_NOT_ALLOWED, text, "GET only\n".into()),
         _ => reply(StatusCode::NOT_FOUND, text, "see /metrics\n".into()),
     }
+}
+
+/// Prometheus asks for OpenMetrics in its Accept header; other clients (curl, promtool, older
+/// agents) get the classic text format, as from Prometheus's own client libraries.
+fn accepts_openmetrics<B>(req: &Request<B>) -> bool {
+    req.headers()
+        .get_all(hyper::header::ACCEPT)
+        .iter()
+        .any(|v| {
+            v.to_str()
+                .is_ok_and(|v| v.contains("application/openmetrics-text"))
+        })
+}
+
+/// OpenMetrics text as the classic text format (0.0.4): a counter's family is named with its
+/// `_total`, and there are no `# UNIT` or `# EOF` lines. Nothing else we write differs.
+pub fn classic(openmetrics: &str) -> String {
+    let counters: Vec<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        }
+        out.push_str(&total_suffixed(line, &counters));
+        out.push('\n');
+    }
+    out
+}
+
+/// `# HELP name …` and `# TYPE name counter` of a counter family, with `name_total`.
+fn total_suffixed(line: &str, counters: &[&str]) -> String {
+    for prefix in ["# HELP ", "# TYPE "] {
+        if let Some(rest) = line.strip_prefix(prefix) {
+            let name = rest.split(' ').next().unwrap_or_default();
+            if counters.contains(&name) {
+                return format!("{prefix}{name}_total{}", &rest[name.len()..]);
+            }
+        }
+    }
+    line.to_string()
 }
 
 type Labels = Vec<(&'static str, String)>;
@@ -158,11 +206,11 @@ pub fn render(v: &View) -> String {
             seconds(planned),
         );
     }
-    r.register(
-        "sojourn_run",
-        "The kind of load",
-        Info::new(vec![("mode", v.mode)]),
-    );
+    // An info-style gauge (always 1) rather than OpenMetrics' info type, which the classic
+    // text format, and so promtool, does not know.
+    let info = Family::<Labels, FloatGauge>::default();
+    info.get_or_create(&vec![("mode", v.mode.into())]).set(1.0);
+    r.register("sojourn_run_info", "The kind of load", info);
     let mut out = String::new();
     encode(&mut out, &r).expect("writing to a String cannot fail");
     out
@@ -182,12 +230,13 @@ fn counter(value: u64) -> Counter {
 
 type FloatGauge = Gauge<f64, std::sync::atomic::AtomicU64>;
 
-/// One gauge per quantile, in seconds, labelled as Prometheus labels quantiles.
-fn quantiles(values: &[(&'static str, Duration)]) -> Family<Labels, FloatGauge> {
+/// One gauge per percentile, in seconds. The label is `percentile`, not `quantile`: a gauge
+/// with a `quantile` label would pass for a summary's, which it is not (no count, no sum).
+fn percentiles(values: &[(&'static str, Duration)]) -> Family<Labels, FloatGauge> {
     let family = Family::<Labels, FloatGauge>::default();
     for (q, d) in values {
         family
-            .get_or_create(&vec![("quantile", (*q).into())])
+            .get_or_create(&vec![("percentile", (*q).into())])
             .set(d.as_secs_f64());
     }
     family
@@ -243,24 +292,6 @@ fn rates(r: &mut Registry, v: &View) {
 
 fn interval(r: &mut Registry, v: &View) {
     let Some(last) = v.last else { return };
-    let response = quantiles(&[
-        ("0.5", last.response_p50),
-        ("0.9", last.response_p90),
-        ("0.99", last.response_p99),
-        ("0.999", last.response_p999),
-    ]);
-    r.register_with_unit(
-        "sojourn_interval_response",
-        "Response time (from when each request was due) in the last completed interval",
-        Unit::Seconds,
-        response,
-    );
-    r.register_with_unit(
-        "sojourn_interval_send_lag",
-        "Send lag (from due to sent) in the last completed interval",
-        Unit::Seconds,
-        quantiles(&[("0.99", last.send_lag_p99)]),
-    );
     r.register(
         "sojourn_interval_requests_finished",
         "Requests finished in the last completed interval",
@@ -272,6 +303,32 @@ fn interval(r: &mut Registry, v: &View) {
         "When the last completed interval ended, from the start of the run",
         Unit::Seconds,
         gauge(end.as_secs_f64()),
+    );
+    // An interval in which nothing finished (a stall longer than it) has no percentiles: the
+    // gauges are left out rather than read as zero, which would pass for a fast interval.
+    if last.answers > 0 {
+        interval_percentiles(r, &last);
+    }
+}
+
+fn interval_percentiles(r: &mut Registry, last: &sojourn_engine::IntervalSnapshot) {
+    let response = percentiles(&[
+        ("50", last.response_p50),
+        ("90", last.response_p90),
+        ("99", last.response_p99),
+        ("99.9", last.response_p999),
+    ]);
+    r.register_with_unit(
+        "sojourn_interval_response",
+        "Response time (from when each request was due) in the last completed interval",
+        Unit::Seconds,
+        response,
+    );
+    r.register_with_unit(
+        "sojourn_interval_send_lag",
+        "Send lag (from due to sent) in the last completed interval",
+        Unit::Seconds,
+        percentiles(&[("99", last.send_lag_p99)]),
     );
 }
 
@@ -302,6 +359,16 @@ mod tests {
     }
 
     #[test]
+    fn the_classic_format_names_counters_with_their_total_and_drops_openmetrics_lines() {
+        let om = "# HELP a_sent Sent.\n# TYPE a_sent counter\na_sent_total 3\n\
+                  # HELP b_seconds B.\n# TYPE b_seconds gauge\n# UNIT b_seconds seconds\n\
+                  b_seconds 0.5\n# EOF\n";
+        let want = "# HELP a_sent_total Sent.\n# TYPE a_sent_total counter\na_sent_total 3\n\
+                    # HELP b_seconds B.\n# TYPE b_seconds gauge\nb_seconds 0.5\n";
+        assert_eq!(classic(om), want);
+    }
+
+    #[test]
     fn a_bad_value_exits_2_naming_the_flag() {
         let args = [
             "sojourn",
@@ -320,12 +387,12 @@ mod tests {
     }
 
     /// One GET on its own connection; the whole reply.
-    fn get(addr: SocketAddr, path: &str) -> std::io::Result<String> {
+    fn get(addr: SocketAddr, path: &str, accept: &str) -> std::io::Result<String> {
         let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
         s.set_read_timeout(Some(Duration::from_secs(5)))?;
         write!(
             s,
-            "GET {path} HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n"
+            "GET {path} HTTP/1.1\r\nhost: t\r\naccept: {accept}\r\nconnection: close\r\n\r\n"
         )?;
         let mut reply = String::new();
         s.read_to_string(&mut reply)?;
@@ -345,12 +412,20 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let scrape = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(900));
-            get(addr, "/metrics").unwrap()
+            let accept = "application/openmetrics-text;version=1.0.0,text/plain;q=0.5";
+            let openmetrics = get(addr, "/metrics", accept).unwrap();
+            (openmetrics, get(addr, "/metrics", "*/*").unwrap())
         });
         run(&server.url(), listener);
-        let reply = scrape.join().unwrap();
+        let (reply, plain) = scrape.join().unwrap();
+        assert!(plain.contains(CLASSIC), "{plain}");
+        assert!(
+            plain.contains("# TYPE sojourn_requests_sent_total counter"),
+            "{plain}"
+        );
+        assert!(!plain.contains("# EOF"), "{plain}");
         assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
-        assert!(reply.contains(CONTENT_TYPE), "{reply}");
+        assert!(reply.contains(OPENMETRICS), "{reply}");
         for line in [
             "# TYPE sojourn_requests_sent counter",
             "sojourn_requests_finished_total{outcome=\"ok\"}",
@@ -358,16 +433,16 @@ mod tests {
             "sojourn_requests_in_flight ",
             "sojourn_target_rate_requests_per_second 200.0",
             "sojourn_achieved_rate_requests_per_second ",
-            "sojourn_interval_response_seconds{quantile=\"0.99\"} ",
-            "sojourn_interval_send_lag_seconds{quantile=\"0.99\"} ",
+            "sojourn_interval_response_seconds{percentile=\"99\"} ",
+            "sojourn_interval_send_lag_seconds{percentile=\"99\"} ",
             "sojourn_planned_seconds 1.5",
-            "sojourn_run_info{mode=\"open\"} 1",
+            "sojourn_run_info{mode=\"open\"} 1.0",
         ] {
             assert!(reply.contains(line), "no {line:?} in {reply}");
         }
         assert!(reply.trim_end().ends_with("# EOF"), "{reply}");
         assert!(
-            get(addr, "/metrics").is_err(),
+            get(addr, "/metrics", "*/*").is_err(),
             "the endpoint stopped with the run"
         );
         let _ = server.stop();

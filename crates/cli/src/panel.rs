@@ -15,6 +15,7 @@ use sojourn_core::{format_ns, FailureClass};
 
 use crate::live::{View, Watched};
 use crate::progress::Bar;
+use sojourn_engine::IntervalSnapshot;
 
 /// Borders, three lines of figures, and two rows of sparkline.
 const HEIGHT: u16 = 7;
@@ -141,15 +142,9 @@ fn lines(v: &View) -> Vec<Line<'static>> {
         .target_rate
         .map_or("none (closed loop)".into(), |r| format!("{r:.0}/s"));
     let achieved = v.last.map_or("-".into(), |l| format!("{:.0}/s", l.rate()));
-    let interval = v.last.map_or(String::new(), |l| {
-        format!(
-            "last {}: p50 {}  p99 {}  send lag p99 {}",
-            format_ns(l.width.as_nanos() as u64),
-            format_ns(l.response_p50.as_nanos() as u64),
-            format_ns(l.response_p99.as_nanos() as u64),
-            format_ns(l.send_lag_p99.as_nanos() as u64),
-        )
-    });
+    let interval = v
+        .last
+        .map_or("last interval: not yet complete".into(), interval_line);
     vec![
         Line::from(format!(
             "rate target {target}  achieved {achieved}  in flight {}",
@@ -161,12 +156,23 @@ fn lines(v: &View) -> Vec<Line<'static>> {
             c.answered,
             errors(v)
         )),
-        Line::from(if interval.is_empty() {
-            "last interval: not yet complete".to_string()
-        } else {
-            interval
-        }),
+        Line::from(interval),
     ]
+}
+
+/// `last 1 s: p50 … p99 … send lag p99 …`; nothing finished (a stall) says so.
+fn interval_line(l: IntervalSnapshot) -> String {
+    let width = format_ns(l.width.as_nanos() as u64);
+    if l.answers == 0 {
+        return format!("last {width}: nothing finished");
+    }
+    let ns = |d: std::time::Duration| format_ns(d.as_nanos() as u64);
+    format!(
+        "last {width}: p50 {}  p99 {}  send lag p99 {}",
+        ns(l.response_p50),
+        ns(l.response_p99),
+        ns(l.send_lag_p99)
+    )
 }
 
 /// The error total and its classes, largest first: `12 (timeout 10, io 2)`.
