@@ -196,7 +196,7 @@ fn errors(v: &View) -> String {
 
 /// The newest p99s that fit, scaled to the highest of them, which the label names.
 fn sparkline(f: &mut Frame, area: Rect, p99s: &[u64]) {
-    const LABEL: u16 = 10;
+    const LABEL: u16 = 12;
     let [label, bars] =
         Layout::horizontal([Constraint::Length(LABEL), Constraint::Min(1)]).areas(area);
     let shown = &p99s[p99s.len().saturating_sub(bars.width as usize)..];
