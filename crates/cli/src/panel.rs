@@ -2,7 +2,8 @@
 //! Elapsed against planned, target against achieved rate, in flight, errors, the last
 //! interval's p50 and p99, and a sparkline of p99 over the run. Drawn in an inline viewport
 //! (no alternate screen, no raw mode), so the terminal needs no restoring beyond the cursor,
-//! and the panel is cleared before the summary is printed. Off a terminal it draws nothing.
+//! and the panel is cleared before the summary is printed. With stdout redirected it falls
+//! back to the one-line progress; off a terminal it draws nothing.
 use std::collections::VecDeque;
 use std::io::{IsTerminal, Stderr};
 
@@ -196,7 +197,7 @@ fn errors(v: &View) -> String {
 
 /// The newest p99s that fit, scaled to the highest of them, which the label names.
 fn sparkline(f: &mut Frame, area: Rect, p99s: &[u64]) {
-    const LABEL: u16 = 12;
+    const LABEL: u16 = 14;
     let [label, bars] =
         Layout::horizontal([Constraint::Length(LABEL), Constraint::Min(1)]).areas(area);
     let shown = &p99s[p99s.len().saturating_sub(bars.width as usize)..];

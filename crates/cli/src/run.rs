@@ -77,7 +77,8 @@ pub struct RunArgs {
     /// Write the result document (JSON, schema sojourn.result/1) here.
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Width of the timeline's intervals.
+    /// Width of the timeline's intervals, and of the last interval the live panel and
+    /// --metrics-listen show.
     #[arg(long, value_parser = args::positive_duration, default_value = "1s")]
     pub interval: Duration,
     /// A name for this run in reports.
@@ -479,7 +480,7 @@ fn raise_fd_limit() {
     let _ = rlimit::increase_nofile_limit(u64::MAX);
 }
 
-/// Whether the terminal shows a live progress line.
+/// Whether the terminal shows the live panel (or progress line).
 pub fn interactive() -> bool {
     std::io::stderr().is_terminal()
 }

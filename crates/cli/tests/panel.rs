@@ -212,8 +212,8 @@ fn sparkline_row(screen: &str) -> String {
         .trim_start_matches('│')
         .trim_end()
         .trim_end_matches('│');
-    // The label column is 12 wide.
-    inside.chars().skip(12).collect()
+    // The label column is 14 wide.
+    inside.chars().skip(14).collect()
 }
 
 #[test]
