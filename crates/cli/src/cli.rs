@@ -158,6 +158,7 @@ mod tests {
         ("run", "--requests", Whole),
         ("run", "--connections", Whole),
         ("run", "--threads", Whole),
+        ("run", "--shard-count", Whole),
         ("run", "--timeout", PositiveDuration),
         ("run", "--interval", PositiveDuration),
         ("run", "--warmup", Warmup),

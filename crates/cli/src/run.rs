@@ -111,7 +111,8 @@ pub struct RunArgs {
     /// Write the result document (JSON, schema sojourn.result/2) here.
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Width of the timeline's intervals.
+    /// Width of the timeline's intervals, and of the last interval the live panel and
+    /// --metrics-listen show.
     #[arg(long, value_parser = args::positive_duration, default_value = "1s")]
     pub interval: Duration,
     /// A name for this run in reports.
@@ -159,6 +160,13 @@ pub struct RunArgs {
     /// wakes a sleeping thread: the floor under any send lag).
     #[arg(long)]
     pub no_hiccup_meter: bool,
+    /// Serve live metrics (OpenMetrics text, for Prometheus) on http://ADDR/metrics while the
+    /// run goes on: counts by outcome, in flight, target and achieved rate, the last interval's
+    /// response-time percentiles and send lag. A bare port (9464) or :9464 listens on
+    /// 127.0.0.1 only; ADDRESS:PORT listens exactly there. Port 0 picks a free one. The address
+    /// is printed on stderr; the endpoint stops with the run.
+    #[arg(long, value_name = "[ADDRESS:]PORT", value_parser = crate::metrics::listen_addr)]
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 impl RunArgs {
@@ -461,6 +469,7 @@ fn closed_load(a: &RunArgs, end: End) -> anyhow::Result<Load> {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let metrics = args.metrics_listen.map(crate::metrics::bind).transpose()?;
     let mut v = validate(args)?;
     raise_fd_limit();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -469,13 +478,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let transport = rt.block_on(connectable(&v))?;
     let samples = crate::outputs::SampleThread::start(&v.outputs)?;
     v.plan.samples = samples.as_ref().map(|s| s.sender());
-    let result = execute(
+    let result = execute_watched(
         &rt,
         &v.plan,
         transport,
         &v.label,
         v.request.url.as_str(),
         v.warmup,
+        metrics,
     );
     v.plan.samples = None;
     let written = samples.map(|s| s.finish()).transpose()?;
@@ -543,20 +553,45 @@ pub fn execute(
     url: &str,
     warmup: Option<sojourn_core::result::WarmupRequest>,
 ) -> anyhow::Result<RunResult> {
+    execute_watched(rt, plan, transport, label, url, warmup, None)
+}
+
+/// [`execute`], also serving live metrics on `metrics` (`--metrics-listen`) during the run.
+pub fn execute_watched(
+    rt: &tokio::runtime::Runtime,
+    plan: &Plan,
+    transport: HttpTransport,
+    label: &str,
+    url: &str,
+    warmup: Option<sojourn_core::result::WarmupRequest>,
+    metrics: Option<std::net::TcpListener>,
+) -> anyhow::Result<RunResult> {
     let cancel = CancellationToken::new();
-    let progress = Progress::new(plan.worker_count());
-    let bar = crate::progress::Bar::new(plan, progress.clone());
+    let progress = if metrics.is_some() || interactive() {
+        Progress::with_live(plan.worker_count(), plan.interval)
+    } else {
+        Progress::new(plan.worker_count())
+    };
+    let watched = crate::live::Watched::new(plan, progress.clone());
+    let server = metrics
+        .map(|l| crate::metrics::MetricsServer::start(l, watched.clone()))
+        .transpose()?;
+    let mut panel = crate::panel::Panel::new(watched, || {
+        crate::progress::Bar::new(plan, progress.clone())
+    });
     let report = std::thread::scope(|scope| {
         let engine = scope
             .spawn(|| sojourn_engine::execute(plan, transport, cancel.clone(), progress.clone()));
-        rt.block_on(watch(&cancel, &bar, || engine.is_finished()));
+        rt.block_on(watch(&cancel, &mut panel, || engine.is_finished()));
         engine.join().expect("engine thread panicked")
-    })
-    .context("running the load")?;
-    bar.finish();
+    });
+    panel.finish();
+    if let Some(server) = server {
+        server.stop();
+    }
     Ok(sojourn_engine::result::build(
         plan,
-        &report,
+        &report.context("running the load")?,
         label,
         Some(url.to_string()),
         warmup,
@@ -565,13 +600,16 @@ pub fn execute(
 
 async fn watch(
     cancel: &CancellationToken,
-    bar: &crate::progress::Bar,
+    panel: &mut crate::panel::Panel,
     finished: impl Fn() -> bool,
 ) {
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     loop {
         tokio::select! {
             _ = tokio::signal::ctrl_c(), if !cancel.is_cancelled() => {
+                // The panel goes first, so the terminal is itself again for the message and
+                // the summary while the last answers drain.
+                panel.finish();
                 eprintln!("\ninterrupted: stopping the schedule and reporting what was gathered");
                 cancel.cancel();
             }
@@ -579,7 +617,7 @@ async fn watch(
                 if finished() {
                     return;
                 }
-                bar.update();
+                panel.update();
             }
         }
     }
@@ -599,7 +637,7 @@ fn raise_fd_limit() {
     let _ = rlimit::increase_nofile_limit(u64::MAX);
 }
 
-/// Whether the terminal shows a live progress line.
+/// Whether the terminal shows the live panel (or progress line).
 pub fn interactive() -> bool {
     std::io::stderr().is_terminal()
 }

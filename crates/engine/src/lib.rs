@@ -15,6 +15,7 @@ pub mod closed;
 mod cpu;
 pub mod http;
 mod insecure;
+pub mod live;
 pub mod open;
 pub mod paced;
 mod pool;
@@ -26,6 +27,7 @@ pub mod transport;
 pub mod worker;
 
 pub use http::{ConnectError, HttpRequest, HttpTransport, TargetError, Trust};
+pub use live::{IntervalSnapshot, Live};
 pub use progress::{Progress, ProgressSnapshot};
 pub use run::{execute, Load, Plan, RunReport, Slack, HICCUP_TICK};
 pub use sojourn_timer::DEFAULT_MAX_SPIN;

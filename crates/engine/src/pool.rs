@@ -126,7 +126,7 @@ async fn attempt<T: Transport>(
             Outcome::Failed(FailureClass::Timeout)
         }
     };
-    counters.on_answer(outcome != Outcome::Ok);
+    counters.on_answer(outcome);
     outcome
 }
 

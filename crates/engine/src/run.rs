@@ -143,7 +143,9 @@ pub fn execute<T: Transport>(
     let workers = plan.worker_count();
     let (t0, started, start_skew) = clock_start(plan.start_at);
     let meter = plan.hiccup.and_then(HiccupMeter::start);
+    progress.start(t0.into_std());
     let reports: Vec<std::io::Result<(WorkerReport, WorkerHealth)>> = std::thread::scope(|scope| {
+        let collector = spawn_collector(scope, &progress, t0);
         let handles: Vec<_> = (0..workers)
             .map(|w| {
                 let cfg = WorkerConfig {
@@ -171,10 +173,12 @@ pub fn execute<T: Transport>(
                     .expect("spawning a worker thread")
             })
             .collect();
-        handles
+        let reports = handles
             .into_iter()
             .map(|h| h.join().expect("worker thread panicked"))
-            .collect()
+            .collect();
+        drop(collector);
+        reports
     });
     let hiccup = meter.map(|m| m.stop().histogram);
     let (reports, health): (Vec<WorkerReport>, Vec<WorkerHealth>) = reports
@@ -198,6 +202,24 @@ pub fn execute<T: Transport>(
         busiest_worker,
         hiccup,
     })
+}
+
+/// When the run is watched, a thread that closes each interval of the live histograms at its
+/// end. It stops when the returned sender is dropped.
+fn spawn_collector<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    progress: &'scope Progress,
+    t0: Instant,
+) -> Option<std::sync::mpsc::Sender<()>> {
+    let live = progress.live()?;
+    let (stop, stopped) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("sojourn-live".into())
+        .spawn_scoped(scope, move || {
+            crate::live::collect_until(live, t0.into_std(), stopped)
+        })
+        .expect("spawning the live collector");
+    Some(stop)
 }
 
 /// What a worker thread says about itself besides its measurements.

@@ -264,6 +264,7 @@ impl<T: Transport> Worker<T> {
                 recorder.record(&stamps, done, outcome);
                 let service = done.saturating_sub(stamps.sent);
                 self.sample(stamps.intended, done, service, outcome);
+                self.live(stamps.intended, done, Some(stamps.sent));
             }
             None => {
                 let class = match outcome {
@@ -272,7 +273,17 @@ impl<T: Transport> Worker<T> {
                 };
                 recorder.record_unsent_failure(job.intended, job.dispatched, done, class);
                 self.sample(job.intended, done, Duration::ZERO, outcome);
+                self.live(job.intended, done, None);
             }
+        }
+    }
+
+    /// The live per-interval histograms, when someone watches the run.
+    fn live(&self, intended: Duration, done: Duration, sent: Option<Duration>) {
+        if let Some(live) = self.cfg.progress.live() {
+            let response = done.saturating_sub(intended);
+            let send_lag = sent.map(|s| s.saturating_sub(intended));
+            live.record(self.cfg.worker, response, send_lag);
         }
     }
 

@@ -58,6 +58,49 @@ fn a_request_allocates_nothing_in_steady_state() {
     );
 }
 
+/// Watching the run (per-interval histograms, swapped out by a collector ten times a second)
+/// costs a fixed set of histograms, not a thing per request.
+#[test]
+fn watching_a_run_allocates_nothing_per_request() {
+    let server = TestServer::start(Behaviour::Answer);
+    let interval = Duration::from_millis(100);
+    let count = |rate: f64| {
+        let t = transport(&server.url());
+        let plan = open_plan(rate, Duration::from_secs(1), 1);
+        heap_over(|| {
+            let progress = Progress::with_live(plan.worker_count(), interval);
+            let cancel = CancellationToken::new();
+            let report = sojourn_engine::execute(&plan, t, cancel, progress.clone()).unwrap();
+            assert_nothing_lost(&report);
+            let last = progress
+                .live()
+                .unwrap()
+                .last_interval()
+                .expect("an interval closed");
+            assert!(last.index >= 8, "ten intervals in a second: {last:?}");
+            let expected = rate * interval.as_secs_f64();
+            assert!(
+                (last.answers as f64 - expected).abs() <= expected * 0.5,
+                "{last:?}"
+            );
+            report.measurements.tally.completed
+        })
+    };
+    let (few, a) = count(1_000.0);
+    let (many, b) = count(3_000.0);
+    assert_eq!((few, many), (1_000, 3_000), "every request answered");
+    let extra = b.total_blocks.saturating_sub(a.total_blocks);
+    println!(
+        "allocations while watched: {} for {few} requests, {} for {many}",
+        a.total_blocks, b.total_blocks
+    );
+    assert!(
+        extra <= 64,
+        "{extra} more allocations for {} more",
+        many - few
+    );
+}
+
 /// Against a target that never answers, the waiting line grows by a million requests in a
 /// second of virtual time, and the peak heap does not move.
 #[test]

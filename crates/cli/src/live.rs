@@ -1,0 +1,138 @@
+//! What someone watching a run sees at one moment, for the metrics endpoint and the panel:
+//! the engine's live counters and last completed interval, set against the plan.
+use std::sync::Arc;
+use std::time::Duration;
+
+use sojourn_core::{End, Schedule};
+use sojourn_engine::{IntervalSnapshot, Load, Plan, Progress, ProgressSnapshot};
+
+/// A run being watched: its plan and its live counters.
+#[derive(Clone)]
+pub struct Watched {
+    plan: Arc<Plan>,
+    progress: Arc<Progress>,
+}
+
+/// One look at the run.
+#[derive(Debug, Clone, Copy)]
+pub struct View {
+    pub mode: &'static str,
+    pub elapsed: Duration,
+    /// How long the schedule runs, when known.
+    pub planned: Option<Duration>,
+    /// Requests per second the schedule asks for now; `None` for an unpaced closed loop.
+    pub target_rate: Option<f64>,
+    pub counters: ProgressSnapshot,
+    /// The last completed interval, once there is one.
+    pub last: Option<IntervalSnapshot>,
+}
+
+impl Watched {
+    pub fn new(plan: &Plan, progress: Arc<Progress>) -> Watched {
+        // The plan without its sample channel: a watcher must not keep the sample file open.
+        let plan = Plan {
+            samples: None,
+            ..plan.clone()
+        };
+        Watched {
+            plan: Arc::new(plan),
+            progress,
+        }
+    }
+
+    pub fn view(&self) -> View {
+        let elapsed = self.progress.elapsed().unwrap_or_default();
+        View {
+            mode: mode(&self.plan.load),
+            elapsed,
+            planned: planned(&self.plan),
+            target_rate: target_rate_at(&self.plan, elapsed),
+            counters: self.progress.snapshot(),
+            last: self.progress.live().and_then(|l| l.last_interval()),
+        }
+    }
+}
+
+pub fn mode(load: &Load) -> &'static str {
+    match load {
+        Load::Open(_) => "open",
+        Load::Closed(_) => "closed",
+        Load::Paced(_) => "paced",
+    }
+}
+
+/// The rate this process is asked for at `t` into the run, requests per second: the
+/// schedule's rate there (along its ramp or stages), its share of it for a shard, and zero
+/// once a timed schedule is over. `None` for an unpaced closed loop, which has no rate.
+pub fn target_rate_at(plan: &Plan, t: Duration) -> Option<f64> {
+    let (Load::Open(s) | Load::Paced(s)) = &plan.load else {
+        return None;
+    };
+    Some(match s.end {
+        End::After(d) if t >= d => 0.0,
+        _ => s.rate_at(t) / f64::from(plan.shard.count),
+    })
+}
+
+/// How long the plan runs, when that is known before running it.
+fn planned(plan: &Plan) -> Option<Duration> {
+    match &plan.load {
+        Load::Open(s) | Load::Paced(s) => Some(schedule_span(s)),
+        Load::Closed(End::After(d)) => Some(*d),
+        Load::Closed(End::Count(_)) => None,
+    }
+}
+
+/// A timed schedule's duration; a counted one's expected span (count over rate, without
+/// walking a possibly huge schedule).
+fn schedule_span(s: &Schedule) -> Duration {
+    match s.end {
+        End::After(d) => d,
+        End::Count(n) => Duration::from_secs_f64(n as f64 / s.rate.get()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sojourn_core::{Arrival, Rate};
+
+    fn plan(load: Load) -> Plan {
+        Plan {
+            load,
+            connections: 1,
+            threads: 1,
+            timeout: Duration::from_secs(1),
+            interval: Duration::from_secs(1),
+            spin: Duration::ZERO,
+            slack: sojourn_engine::Slack::Auto,
+            hiccup: None,
+            samples: None,
+            shard: sojourn_core::Shard::WHOLE,
+            start_at: None,
+        }
+    }
+
+    fn open(arrival: Arrival, rate: f64, end: End) -> Load {
+        Load::Open(Schedule::new(arrival, Rate::per_second(rate).unwrap(), end).unwrap())
+    }
+
+    #[test]
+    fn target_rate_follows_the_schedule_and_its_ramp() {
+        let secs = Duration::from_secs;
+        let constant = plan(open(Arrival::Constant, 100.0, End::After(secs(10))));
+        assert_eq!(target_rate_at(&constant, secs(3)), Some(100.0));
+        assert_eq!(target_rate_at(&constant, secs(10)), Some(0.0), "over");
+        let to = Rate::per_second(300.0).unwrap();
+        let ramp = plan(open(Arrival::Ramp { to }, 100.0, End::After(secs(10))));
+        assert_eq!(target_rate_at(&ramp, secs(5)), Some(200.0));
+        let counted = plan(open(Arrival::Constant, 50.0, End::Count(500)));
+        assert_eq!(target_rate_at(&counted, secs(60)), Some(50.0));
+        assert_eq!(planned(&counted), Some(secs(10)));
+        let closed = plan(Load::Closed(End::Count(5)));
+        assert_eq!(
+            (target_rate_at(&closed, secs(1)), planned(&closed)),
+            (None, None)
+        );
+    }
+}

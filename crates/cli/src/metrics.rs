@@ -1,0 +1,490 @@
+//! `--metrics-listen`: the run's live numbers as OpenMetrics text on `http://ADDR/metrics`,
+//! for Prometheus to scrape while a long run goes on. Served from its own thread, so a slow
+//! scraper never delays the progress display or Ctrl-C, and stopped with the run.
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
+use std::time::Duration;
+
+use http_body_util::Full;
+use hyper::body::Bytes;
+use hyper::{Method, Request, Response, StatusCode};
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::{Registry, Unit};
+use sojourn_core::FailureClass;
+use tokio_util::sync::CancellationToken;
+
+use crate::live::{View, Watched};
+
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+const CLASSIC: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Parses `--metrics-listen`: a bare port (`9464`) or `:PORT` listens on 127.0.0.1, so the
+/// numbers stay on this machine unless an address is given; `ADDRESS:PORT` listens exactly
+/// there (`localhost` is 127.0.0.1). Port 0 picks a free port.
+pub fn listen_addr(text: &str) -> Result<SocketAddr, String> {
+    let accepted = "expected a port (9464, on 127.0.0.1) or ADDRESS:PORT like 127.0.0.1:9464";
+    let text = text.trim();
+    let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    let port = |p: &str| p.parse::<u16>().map_err(|_| accepted.to_string());
+    if let Some(p) = text
+        .strip_prefix(':')
+        .or(Some(text).filter(|t| !t.contains(':')))
+    {
+        return Ok(SocketAddr::new(loopback, port(p)?));
+    }
+    if let Some(p) = text.strip_prefix("localhost:") {
+        return Ok(SocketAddr::new(loopback, port(p)?));
+    }
+    text.parse().map_err(|_| accepted.to_string())
+}
+
+/// Binds the address now, before the run, so a taken port is an error up front.
+pub fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
+    let listener = TcpListener::bind(addr)
+        .map_err(|e| crate::bad_input!("--metrics-listen: cannot listen on {addr}: {e}"))?;
+    listener.set_nonblocking(true)?;
+    Ok(listener)
+}
+
+/// The endpoint while it serves; [`MetricsServer::stop`] ends it.
+pub struct MetricsServer {
+    stop: CancellationToken,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl MetricsServer {
+    /// Serves `watched` on `listener` until stopped, and says where on stderr.
+    pub fn start(listener: TcpListener, watched: Watched) -> anyhow::Result<MetricsServer> {
+        let addr = listener.local_addr()?;
+        let stop = CancellationToken::new();
+        let token = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("sojourn-metrics".into())
+            .spawn(move || serve(listener, watched, token))?;
+        eprintln!("metrics: http://{addr}/metrics");
+        Ok(MetricsServer { stop, thread })
+    }
+
+    /// Stops serving: the listener closes and open scrapes are dropped.
+    pub fn stop(self) {
+        self.stop.cancel();
+        let _ = self.thread.join();
+    }
+}
+
+fn serve(listener: TcpListener, watched: Watched, stop: CancellationToken) {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        eprintln!("metrics: cannot start the endpoint's runtime");
+        return;
+    };
+    rt.block_on(async move {
+        let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+            return;
+        };
+        // Owns every connection: dropping it when the run ends closes them all.
+        let mut connections = tokio::task::JoinSet::new();
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                accepted = listener.accept() => {
+                    if let Ok((stream, _)) = accepted {
+                        connections.spawn(connection(stream, watched.clone()));
+                    }
+                }
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            }
+        }
+    });
+}
+
+/// One scraper's connection, kept alive between scrapes as Prometheus does.
+async fn connection(stream: tokio::net::TcpStream, watched: Watched) {
+    let io = hyper_util::rt::TokioIo::new(stream);
+    let service = hyper::service::service_fn(move |req| {
+        let reply = answer(&req, &watched);
+        async move { Ok::<_, std::convert::Infallible>(reply) }
+    });
+    let served = hyper::server::conn::http1::Builder::new()
+        .header_read_timeout(Duration::from_secs(10))
+        .timer(hyper_util::rt::TokioTimer::new())
+        .serve_connection(io, service);
+    let _ = served.await;
+}
+
+fn answer<B>(req: &Request<B>, watched: &Watched) -> Response<Full<Bytes>> {
+    let reply = |status, kind, body: String| {
+        Response::builder()
+            .status(status)
+            .header("content-type", kind)
+            .body(Full::new(Bytes::from(body)))
+            .expect("static headers are valid")
+    };
+    let text = "text/plain; charset=utf-8";
+    match (req.method(), req.uri().path()) {
+        (&Method::GET | &Method::HEAD, "/metrics") => {
+            let text = render(&watched.view());
+            if accepts_openmetrics(req) {
+                reply(StatusCode::OK, OPENMETRICS, text)
+            } else {
+                reply(StatusCode::OK, CLASSIC, classic(&text))
+            }
+        }
+        (_, "/metrics") => reply(StatusCode::METHOD_NOT_ALLOWED, text, "GET only\n".into()),
+        _ => reply(StatusCode::NOT_FOUND, text, "see /metrics\n".into()),
+    }
+}
+
+/// Prometheus asks for OpenMetrics in its Accept header; other clients (curl, promtool, older
+/// agents) get the classic text format, as from Prometheus's own client libraries.
+fn accepts_openmetrics<B>(req: &Request<B>) -> bool {
+    req.headers()
+        .get_all(hyper::header::ACCEPT)
+        .iter()
+        .any(|v| {
+            v.to_str()
+                .is_ok_and(|v| v.contains("application/openmetrics-text"))
+        })
+}
+
+/// OpenMetrics text as the classic text format (0.0.4): a counter's family is named with its
+/// `_total`, and there are no `# UNIT` or `# EOF` lines. Nothing else we write differs.
+pub fn classic(openmetrics: &str) -> String {
+    let counters: Vec<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        }
+        out.push_str(&total_suffixed(line, &counters));
+        out.push('\n');
+    }
+    out
+}
+
+/// `# HELP name …` and `# TYPE name counter` of a counter family, with `name_total`.
+fn total_suffixed(line: &str, counters: &[&str]) -> String {
+    for prefix in ["# HELP ", "# TYPE "] {
+        if let Some(rest) = line.strip_prefix(prefix) {
+            let name = rest.split(' ').next().unwrap_or_default();
+            if counters.contains(&name) {
+                return format!("{prefix}{name}_total{}", &rest[name.len()..]);
+            }
+        }
+    }
+    line.to_string()
+}
+
+type Labels = Vec<(&'static str, String)>;
+
+/// The view as OpenMetrics text. A fresh registry per scrape: values are read from the run,
+/// not accumulated here, and a scrape is rare beside a request.
+pub fn render(v: &View) -> String {
+    let mut r = Registry::default();
+    counters(&mut r, v);
+    rates(&mut r, v);
+    interval(&mut r, v);
+    let seconds = |d: Duration| gauge(d.as_secs_f64());
+    r.register_with_unit(
+        "sojourn_elapsed",
+        "Time since the run started",
+        Unit::Seconds,
+        seconds(v.elapsed),
+    );
+    if let Some(planned) = v.planned {
+        r.register_with_unit(
+            "sojourn_planned",
+            "How long the schedule runs",
+            Unit::Seconds,
+            seconds(planned),
+        );
+    }
+    // An info-style gauge (always 1) rather than OpenMetrics' info type, which the classic
+    // text format, and so promtool, does not know.
+    let info = Family::<Labels, FloatGauge>::default();
+    info.get_or_create(&vec![("mode", v.mode.into())]).set(1.0);
+    r.register("sojourn_run_info", "The kind of load", info);
+    let mut out = String::new();
+    encode(&mut out, &r).expect("writing to a String cannot fail");
+    out
+}
+
+fn gauge(value: f64) -> FloatGauge {
+    let g = Gauge::default();
+    g.set(value);
+    g
+}
+
+fn counter(value: u64) -> Counter {
+    let c = Counter::default();
+    c.inc_by(value);
+    c
+}
+
+type FloatGauge = Gauge<f64, std::sync::atomic::AtomicU64>;
+
+/// One gauge per percentile, in seconds. The label is `percentile`, not `quantile`: a gauge
+/// with a `quantile` label would pass for a summary's, which it is not (no count, no sum).
+fn percentiles(values: &[(&'static str, Duration)]) -> Family<Labels, FloatGauge> {
+    let family = Family::<Labels, FloatGauge>::default();
+    for (q, d) in values {
+        family
+            .get_or_create(&vec![("percentile", (*q).into())])
+            .set(d.as_secs_f64());
+    }
+    family
+}
+
+fn counters(r: &mut Registry, v: &View) {
+    let c = &v.counters;
+    r.register(
+        "sojourn_requests_sent",
+        "Requests whose first byte left for the target",
+        counter(c.sent),
+    );
+    let finished = Family::<Labels, Counter>::default();
+    let ok = c.answered.saturating_sub(c.failed);
+    finished
+        .get_or_create(&vec![("outcome", "ok".into())])
+        .inc_by(ok);
+    for class in FailureClass::ALL {
+        finished
+            .get_or_create(&vec![("outcome", class.name().into())])
+            .inc_by(c.failures.get(class));
+    }
+    r.register(
+        "sojourn_requests_finished",
+        "Requests finished, by outcome: ok or the failure's class",
+        finished,
+    );
+    r.register(
+        "sojourn_requests_in_flight",
+        "Requests sent and not yet answered",
+        gauge(c.in_flight as f64),
+    );
+}
+
+fn rates(r: &mut Registry, v: &View) {
+    if let Some(target) = v.target_rate {
+        r.register_with_unit(
+            "sojourn_target_rate",
+            "Requests per second the schedule asks for now",
+            Unit::Other("requests_per_second".into()),
+            gauge(target),
+        );
+    }
+    if let Some(last) = v.last {
+        r.register_with_unit(
+            "sojourn_achieved_rate",
+            "Requests finished per second in the last completed interval",
+            Unit::Other("requests_per_second".into()),
+            gauge(last.rate()),
+        );
+    }
+}
+
+fn interval(r: &mut Registry, v: &View) {
+    let Some(last) = v.last else { return };
+    r.register(
+        "sojourn_interval_requests_finished",
+        "Requests finished in the last completed interval",
+        gauge(last.answers as f64),
+    );
+    let end = last.width * (last.index as u32 + 1);
+    r.register_with_unit(
+        "sojourn_interval_end",
+        "When the last completed interval ended, from the start of the run",
+        Unit::Seconds,
+        gauge(end.as_secs_f64()),
+    );
+    // An interval in which nothing finished (a stall longer than it) has no percentiles: the
+    // gauges are left out rather than read as zero, which would pass for a fast interval.
+    if last.answers > 0 {
+        interval_percentiles(r, &last);
+    }
+}
+
+fn interval_percentiles(r: &mut Registry, last: &sojourn_engine::IntervalSnapshot) {
+    let response = percentiles(&[
+        ("50", last.response_p50),
+        ("90", last.response_p90),
+        ("99", last.response_p99),
+        ("99.9", last.response_p999),
+    ]);
+    r.register_with_unit(
+        "sojourn_interval_response",
+        "Response time (from when each request was due) in the last completed interval",
+        Unit::Seconds,
+        response,
+    );
+    r.register_with_unit(
+        "sojourn_interval_send_lag",
+        "Send lag (from due to sent) in the last completed interval",
+        Unit::Seconds,
+        percentiles(&[("99", last.send_lag_p99)]),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    #[test]
+    fn a_bare_port_stays_on_loopback_and_an_address_is_taken_as_given() {
+        let ok = |t: &str| listen_addr(t).unwrap().to_string();
+        assert_eq!(ok("9464"), "127.0.0.1:9464");
+        assert_eq!(ok(":9464"), "127.0.0.1:9464");
+        assert_eq!(ok("localhost:0"), "127.0.0.1:0");
+        assert_eq!(ok("0.0.0.0:9464"), "0.0.0.0:9464");
+        assert_eq!(ok("[::1]:9464"), "[::1]:9464");
+        for bad in [
+            "",
+            "abc",
+            "70000",
+            ":",
+            "host.example:9464",
+            "-1",
+            "1.2.3.4",
+        ] {
+            assert!(listen_addr(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_classic_format_names_counters_with_their_total_and_drops_openmetrics_lines() {
+        let om = "# HELP a_sent Sent.\n# TYPE a_sent counter\na_sent_total 3\n\
+                  # HELP b_seconds B.\n# TYPE b_seconds gauge\n# UNIT b_seconds seconds\n\
+                  b_seconds 0.5\n# EOF\n";
+        let want = "# HELP a_sent_total Sent.\n# TYPE a_sent_total counter\na_sent_total 3\n\
+                    # HELP b_seconds B.\n# TYPE b_seconds gauge\nb_seconds 0.5\n";
+        assert_eq!(classic(om), want);
+    }
+
+    #[test]
+    fn a_bad_value_exits_2_naming_the_flag() {
+        let args = [
+            "sojourn",
+            "run",
+            "http://127.0.0.1:9/",
+            "--metrics-listen",
+            "abc",
+        ];
+        let e = crate::cli::parse_from(args).unwrap_err();
+        let line = crate::exit::one_line(&e).unwrap();
+        assert!(e.use_stderr());
+        assert!(
+            line.starts_with("error: --metrics-listen: expected") && line.ends_with("got \"abc\""),
+            "{line}"
+        );
+    }
+
+    /// One GET on its own connection; the whole reply.
+    fn get(addr: SocketAddr, path: &str, accept: &str) -> std::io::Result<String> {
+        let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+        s.set_read_timeout(Some(Duration::from_secs(5)))?;
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nhost: t\r\naccept: {accept}\r\nconnection: close\r\n\r\n"
+        )?;
+        let mut reply = String::new();
+        s.read_to_string(&mut reply)?;
+        Ok(reply)
+    }
+
+    /// A real run against an embedded stalling server, scraped with a plain GET mid-run.
+    #[test]
+    fn a_run_serves_its_numbers_while_it_goes_and_stops_with_it() {
+        let sets = [
+            "hiccup.at=300ms".to_string(),
+            "hiccup.duration=400ms".into(),
+        ];
+        let scenario = crate::scenario_arg::resolve("hiccup", &sets).unwrap();
+        let server = crate::embedded::EmbeddedServer::start(scenario).unwrap();
+        let listener = bind(listen_addr("0").unwrap()).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let scrape = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(900));
+            let accept = "application/openmetrics-text;version=1.0.0,text/plain;q=0.5";
+            let openmetrics = get(addr, "/metrics", accept).unwrap();
+            (openmetrics, get(addr, "/metrics", "*/*").unwrap())
+        });
+        run(&server.url(), listener);
+        let (reply, plain) = scrape.join().unwrap();
+        assert!(plain.contains(CLASSIC), "{plain}");
+        assert!(
+            plain.contains("# TYPE sojourn_requests_sent_total counter"),
+            "{plain}"
+        );
+        assert!(!plain.contains("# EOF"), "{plain}");
+        assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+        assert!(reply.contains(OPENMETRICS), "{reply}");
+        for line in [
+            "# TYPE sojourn_requests_sent counter",
+            "sojourn_requests_finished_total{outcome=\"ok\"}",
+            "sojourn_requests_finished_total{outcome=\"timeout\"} 0",
+            "sojourn_requests_in_flight ",
+            "sojourn_target_rate_requests_per_second 200.0",
+            "sojourn_achieved_rate_requests_per_second ",
+            "sojourn_interval_response_seconds{percentile=\"99\"} ",
+            "sojourn_interval_send_lag_seconds{percentile=\"99\"} ",
+            "sojourn_planned_seconds 1.5",
+            "sojourn_run_info{mode=\"open\"} 1.0",
+        ] {
+            assert!(reply.contains(line), "no {line:?} in {reply}");
+        }
+        assert!(reply.trim_end().ends_with("# EOF"), "{reply}");
+        assert!(
+            get(addr, "/metrics", "*/*").is_err(),
+            "the endpoint stopped with the run"
+        );
+        let _ = server.stop();
+    }
+
+    fn run(url: &str, listener: TcpListener) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let schedule = sojourn_core::Schedule::new(
+            sojourn_core::Arrival::Constant,
+            sojourn_core::Rate::per_second(200.0).unwrap(),
+            sojourn_core::End::After(Duration::from_millis(1500)),
+        )
+        .unwrap();
+        let plan = sojourn_engine::Plan {
+            load: sojourn_engine::Load::Open(schedule),
+            connections: 256,
+            threads: 1,
+            timeout: Duration::from_secs(5),
+            interval: Duration::from_millis(200),
+            spin: Duration::ZERO,
+            slack: sojourn_engine::Slack::Auto,
+            hiccup: None,
+            samples: None,
+            shard: sojourn_core::Shard::WHOLE,
+            start_at: None,
+        };
+        let request = sojourn_engine::HttpRequest {
+            url: url.parse().unwrap(),
+            method: "GET".into(),
+            headers: Vec::new(),
+            body: Vec::new(),
+        };
+        let trust = sojourn_engine::Trust::PublicRoots;
+        let transport = rt
+            .block_on(sojourn_engine::HttpTransport::new(&request, &trust))
+            .unwrap();
+        let result =
+            crate::run::execute_watched(&rt, &plan, transport, "t", url, None, Some(listener));
+        let result = result.unwrap();
+        assert_eq!(result.counts.scheduled, 300);
+    }
+}

@@ -1,0 +1,211 @@
+//! The live panel: a few lines on stderr while a run goes on, when stderr is a terminal.
+//! Elapsed against planned, target against achieved rate, in flight, errors, the last
+//! interval's p50 and p99, and a sparkline of p99 over the run. Drawn in an inline viewport
+//! (no alternate screen, no raw mode), so the terminal needs no restoring beyond the cursor,
+//! and the panel is cleared before the summary is printed. With stdout redirected it falls
+//! back to the one-line progress; off a terminal it draws nothing.
+use std::collections::VecDeque;
+use std::io::{IsTerminal, Stderr};
+
+use ratatui::backend::CrosstermBackend;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Paragraph, Sparkline};
+use ratatui::{Frame, Terminal, TerminalOptions, Viewport};
+use sojourn_core::{format_ns, FailureClass};
+
+use crate::live::{View, Watched};
+use crate::progress::Bar;
+use sojourn_engine::IntervalSnapshot;
+
+/// Borders, three lines of figures, and two rows of sparkline.
+const HEIGHT: u16 = 7;
+/// The most p99 values kept for the sparkline: wider than any terminal.
+const HISTORY: usize = 512;
+
+/// How the run is shown while it goes.
+enum Screen {
+    Panel(Terminal<CrosstermBackend<Stderr>>),
+    /// The one-line progress bar (drawn only if stderr is a terminal): used when stdout is not
+    /// a terminal, because placing the panel asks the terminal where the cursor is, and that
+    /// question goes out on stdout, into whatever file or pipe the summary goes to.
+    Line(Bar),
+}
+
+pub struct Panel {
+    screen: Option<Screen>,
+    watched: Watched,
+    /// p99 of each completed interval, in microseconds, oldest first.
+    p99s: VecDeque<u64>,
+    last_index: Option<u64>,
+}
+
+impl Panel {
+    /// The panel if stdout and stderr are terminals and the terminal answers; otherwise the
+    /// progress line, which draws nothing off a terminal.
+    pub fn new(watched: Watched, bar: impl FnOnce() -> Bar) -> Panel {
+        let screen = match inline_terminal() {
+            Some(terminal) => Screen::Panel(terminal),
+            None => Screen::Line(bar()),
+        };
+        Panel {
+            screen: Some(screen),
+            watched,
+            p99s: VecDeque::new(),
+            last_index: None,
+        }
+    }
+
+    pub fn update(&mut self) {
+        let view = self.watched.view();
+        self.remember(&view);
+        match self.screen.as_mut() {
+            Some(Screen::Panel(terminal)) => {
+                let p99s = self.p99s.make_contiguous();
+                // A terminal that stops answering only loses the panel, never the run.
+                let _ = terminal.draw(|f| draw(f, &view, p99s));
+            }
+            Some(Screen::Line(bar)) => bar.update(),
+            None => {}
+        }
+    }
+
+    fn remember(&mut self, view: &View) {
+        let Some(last) = view.last else { return };
+        if self.last_index == Some(last.index) {
+            return;
+        }
+        self.last_index = Some(last.index);
+        if self.p99s.len() == HISTORY {
+            self.p99s.pop_front();
+        }
+        self.p99s.push_back(last.response_p99.as_micros() as u64);
+    }
+
+    /// Clears the panel and gives the cursor back, so the summary prints where it stood.
+    pub fn finish(&mut self) {
+        match self.screen.take() {
+            Some(Screen::Panel(mut terminal)) => {
+                let _ = terminal.clear();
+                let top = terminal.get_frame().area().as_position();
+                let _ = terminal.set_cursor_position(top);
+                let _ = terminal.show_cursor();
+            }
+            Some(Screen::Line(bar)) => bar.finish(),
+            None => {}
+        }
+    }
+}
+
+/// A few lines of stderr below the cursor, cleared, when both stdout and stderr are terminals.
+fn inline_terminal() -> Option<Terminal<CrosstermBackend<Stderr>>> {
+    if !(crate::run::interactive() && std::io::stdout().is_terminal()) {
+        return None;
+    }
+    let options = TerminalOptions {
+        viewport: Viewport::Inline(HEIGHT),
+    };
+    let mut terminal =
+        Terminal::with_options(CrosstermBackend::new(std::io::stderr()), options).ok()?;
+    terminal.clear().ok()?;
+    Some(terminal)
+}
+
+impl Drop for Panel {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+fn draw(f: &mut Frame, v: &View, p99s: &[u64]) {
+    let title = format!(" sojourn {} · {} ", v.mode, progress(v));
+    let block = Block::bordered().title(title);
+    let inner = block.inner(f.area());
+    f.render_widget(block, f.area());
+    let [figures, spark] =
+        Layout::vertical([Constraint::Length(3), Constraint::Min(1)]).areas(inner);
+    f.render_widget(Paragraph::new(lines(v)), figures);
+    sparkline(f, spark, p99s);
+}
+
+/// `12.3 s of 60 s`, or just the elapsed time when the plan has no known length.
+fn progress(v: &View) -> String {
+    let secs = |d: std::time::Duration| format!("{:.1} s", d.as_secs_f64());
+    match v.planned {
+        Some(p) => format!("{} of {}", secs(v.elapsed), secs(p)),
+        None => secs(v.elapsed),
+    }
+}
+
+fn lines(v: &View) -> Vec<Line<'static>> {
+    let c = &v.counters;
+    let target = v
+        .target_rate
+        .map_or("none (closed loop)".into(), |r| format!("{r:.0}/s"));
+    let achieved = v.last.map_or("-".into(), |l| format!("{:.0}/s", l.rate()));
+    let interval = v
+        .last
+        .map_or("last interval: not yet complete".into(), interval_line);
+    vec![
+        Line::from(format!(
+            "rate target {target}  achieved {achieved}  in flight {}",
+            c.in_flight
+        )),
+        Line::from(format!(
+            "sent {}  answered {}  errors {}",
+            c.sent,
+            c.answered,
+            errors(v)
+        )),
+        Line::from(interval),
+    ]
+}
+
+/// `last 1 s: p50 … p99 … send lag p99 …`; nothing finished (a stall) says so.
+fn interval_line(l: IntervalSnapshot) -> String {
+    let width = format_ns(l.width.as_nanos() as u64);
+    if l.answers == 0 {
+        return format!("last {width}: nothing finished");
+    }
+    let ns = |d: std::time::Duration| format_ns(d.as_nanos() as u64);
+    format!(
+        "last {width}: p50 {}  p99 {}  send lag p99 {}",
+        ns(l.response_p50),
+        ns(l.response_p99),
+        ns(l.send_lag_p99)
+    )
+}
+
+/// The error total and its classes, largest first: `12 (timeout 10, io 2)`.
+fn errors(v: &View) -> String {
+    let f = &v.counters.failures;
+    let mut classes: Vec<(u64, FailureClass)> = FailureClass::ALL
+        .iter()
+        .map(|&c| (f.get(c), c))
+        .filter(|(n, _)| *n > 0)
+        .collect();
+    if classes.is_empty() {
+        return "0".into();
+    }
+    classes.sort_by_key(|(n, _)| std::cmp::Reverse(*n));
+    let each: Vec<String> = classes
+        .iter()
+        .map(|(n, c)| format!("{} {n}", c.name()))
+        .collect();
+    format!("{} ({})", f.total(), each.join(", "))
+}
+
+/// The newest p99s that fit, scaled to the highest of them, which the label names.
+fn sparkline(f: &mut Frame, area: Rect, p99s: &[u64]) {
+    const LABEL: u16 = 14;
+    let [label, bars] =
+        Layout::horizontal([Constraint::Length(LABEL), Constraint::Min(1)]).areas(area);
+    let shown = &p99s[p99s.len().saturating_sub(bars.width as usize)..];
+    let top = shown.iter().copied().max().unwrap_or(0);
+    let scale = format!("top {}", format_ns(top.saturating_mul(1_000)));
+    f.render_widget(
+        Paragraph::new(vec![Line::from("p99"), Line::from(scale)]),
+        label,
+    );
+    f.render_widget(Sparkline::default().data(shown), bars);
+}
