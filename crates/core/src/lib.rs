@@ -8,6 +8,7 @@ pub mod confidence;
 pub mod conformance;
 pub mod diff;
 pub mod evidence;
+pub mod gate;
 pub mod outcome;
 pub mod record;
 pub mod result;
