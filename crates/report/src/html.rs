@@ -111,6 +111,15 @@ pub struct HtmlOptions {
 
 /// The whole report as one HTML document.
 pub fn render(runs: &[ReportRun], opts: &HtmlOptions) -> Result<String, ReportError> {
+    render_gated(runs, opts, &[])
+}
+
+/// The report with the SLO gate's verdicts (`report --slo`) in a section after the header.
+pub fn render_gated(
+    runs: &[ReportRun],
+    opts: &HtmlOptions,
+    gates: &[crate::gate::Gated],
+) -> Result<String, ReportError> {
     let views: Vec<RunView> = runs
         .iter()
         .enumerate()
@@ -125,6 +134,7 @@ pub fn render(runs: &[ReportRun], opts: &HtmlOptions) -> Result<String, ReportEr
         escape(&title),
         lede(runs)
     );
+    crate::gate::html_section(&mut page, gates);
     crate::board::board_section(&mut page, &views);
     summary_section(&mut page, &views);
     percentile_section(&mut page, &views);
