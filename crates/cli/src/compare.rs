@@ -109,6 +109,7 @@ fn run_args(a: &CompareArgs, closed: bool) -> RunArgs {
         hlog: None,
         samples: None,
         sample_ratio: 1.0,
+        gate: Default::default(),
     }
 }
 

@@ -8,6 +8,7 @@ mod demo;
 mod diff;
 mod embedded;
 mod exit;
+mod gate;
 mod outputs;
 mod peer_run;
 mod progress;

@@ -12,7 +12,7 @@ use url::Url;
 
 use crate::args::{self, ArrivalKind};
 use crate::bad_input;
-use crate::exit::CHECK_FAILED;
+use crate::exit::{CHECK_FAILED, GATE_FAILED};
 
 /// The arguments as typed.
 #[derive(clap::Args, Debug)]
@@ -125,6 +125,9 @@ pub struct RunArgs {
     /// wakes a sleeping thread: the floor under any send lag).
     #[arg(long)]
     pub no_hiccup_meter: bool,
+    /// --slo and --junit: gate the run on service-level objectives (exit 4 when one fails).
+    #[command(flatten)]
+    pub gate: crate::gate::GateArgs,
 }
 
 /// A run that has passed validation: the engine's plan plus what to send and where to write.
@@ -137,6 +140,7 @@ pub struct Validated {
     pub label: String,
     pub strict: bool,
     pub warmup: Option<sojourn_core::result::WarmupRequest>,
+    pub gate: crate::gate::Gate,
 }
 
 /// The HdrHistogram and per-request files asked for.
@@ -153,6 +157,7 @@ const DEFAULT_OPEN_CONNECTIONS: usize = 2048;
 const DEFAULT_CLOSED_CONNECTIONS: usize = 10;
 
 pub fn validate(a: RunArgs) -> anyhow::Result<Validated> {
+    let gate = crate::gate::Gate::parse(a.gate.clone())?;
     let request = request(&a)?;
     let end = end(&a)?;
     let load = if a.closed {
@@ -190,6 +195,7 @@ pub fn validate(a: RunArgs) -> anyhow::Result<Validated> {
         label: a.label.unwrap_or_else(|| default_label.into()),
         strict: a.strict,
         warmup: a.warmup,
+        gate,
     })
 }
 
@@ -341,8 +347,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .conformance
         .as_ref()
         .is_none_or(|c| c.conforms);
+    let gate_passed = v.gate.check(&result)?;
     if v.strict && !(result.checks.passed() && conforms) {
         return Ok(ExitCode::from(CHECK_FAILED));
+    }
+    if !gate_passed {
+        return Ok(ExitCode::from(GATE_FAILED));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -487,6 +487,7 @@ fn run_args(a: &SweepArgs, config: &Config, rate: Rate) -> RunArgs {
         hlog: None,
         samples: None,
         sample_ratio: 1.0,
+        gate: Default::default(),
     }
 }
 

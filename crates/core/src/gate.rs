@@ -255,10 +255,10 @@ impl Estimate {
     }
 
     /// `[987.00 ms, 1.05 s]`; an open upper end reads `[987.00 ms, ∞)`; an exact count
-    /// reads `exact`.
+    /// (the interval is the value itself) reads `exact count`.
     pub fn interval_text(&self) -> String {
         if self.exact {
-            return "exact (no sampling noise)".into();
+            return "exact count".into();
         }
         let lo = self.unit.format(self.lo);
         match self.hi {

@@ -248,6 +248,8 @@ table.board td.verdict, table.board th.verdict { text-align: center; } table.boa
 .v-overstates { background: #a85a00; } .v-corrected { background: #6a3d9a; } .v-nodata { background: #999; }
 details { margin: 4px 0; } details > summary { cursor: pointer; } details ul { margin: 4px 0 8px; }
 table.per-run td, table.per-run th { padding: 3px 8px; }
+#gate td { white-space: nowrap; } #gate td.note { white-space: normal; min-width: 240px; }
+#gate tr.bad td { font-weight: normal; }
 ";
 
 /// Everything the page needs about one run, computed once.
