@@ -94,6 +94,18 @@ impl FromStr for Objective {
     }
 }
 
+impl Objective {
+    /// The objective as a sweep step judges it: a response-time percentile over the whole
+    /// step. `None` for error and rate objectives and for one stage, which a sweep's steps do
+    /// not have.
+    pub fn step_slo(&self) -> Option<Slo> {
+        match (&self.stage, self.measure) {
+            (None, Measure::Percentile(slo)) => Some(slo),
+            _ => None,
+        }
+    }
+}
+
 fn parse_stage(text: &str) -> Result<StageRef, ObjectiveError> {
     let bad = || ObjectiveError::Stage(text.into());
     if text.is_empty() {

@@ -93,6 +93,15 @@ fn objective_parsing_table() {
     }
 }
 
+#[test]
+fn a_sweep_step_takes_whole_run_percentiles_only() {
+    let step = |text: &str| text.parse::<Objective>().unwrap().step_slo();
+    assert_eq!(step("p99<200ms"), Some(slo(99.0, 200)));
+    assert_eq!(step("3:p99<200ms"), None);
+    assert_eq!(step("errors<1%"), None);
+    assert_eq!(step("rate>=99%"), None);
+}
+
 /// 1 ms, 2 ms, …, 1,000 ms: p50 is 500 ms with a 95% interval of ranks [470, 532].
 fn spread() -> Histogram<u64> {
     let mut h = new_histogram();
