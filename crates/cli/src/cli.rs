@@ -7,11 +7,16 @@ use clap::{Arg, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// sojourn: a load generator that measures every request from the moment it was due.
 #[derive(Parser, Debug)]
-#[command(name = "sojourn", version, about, long_about = None)]
+#[command(name = "sojourn", version, about, long_about = None, after_help = EXIT_CODES)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
+
+/// The exit codes, for `--help` (crate::exit has them as constants).
+const EXIT_CODES: &str = "Exit codes: 0 success; 1 the run could not be carried out; 2 bad input \
+(the message names the flag); 3 --strict and the self-check failed; 4 --slo: an objective was \
+breached or had too few samples to judge.";
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
@@ -21,6 +26,7 @@ pub enum Command {
     /// Closed loop then open loop against your own URL, side by side, with a verdict.
     Compare(Box<crate::compare::CompareArgs>),
     /// Drive HTTP load on a schedule (open loop) or from N looping connections (--closed).
+    #[command(after_help = EXIT_CODES)]
     Run(Box<crate::run::RunArgs>),
     /// Serve a misbehaving scenario over HTTP on 127.0.0.1.
     ///
@@ -37,6 +43,7 @@ pub enum Command {
     /// Step or search the offered rate against your URL: find the capacity cliff.
     Sweep(Box<crate::sweep::SweepArgs>),
     /// Turn result files into one self-contained HTML report with plots.
+    #[command(after_help = EXIT_CODES)]
     Report(crate::report::ReportArgs),
     /// Every scenario × every peer tool installed here, against the model: who hides the stall.
     Suite(Box<crate::suite::SuiteArgs>),

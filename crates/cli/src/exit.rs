@@ -6,13 +6,19 @@
 //! | 1    | the run could not be carried out (I/O error, server vanished, …) |
 //! | 2    | bad input: a flag or file is wrong; the message names it |
 //! | 3    | `--strict` and a self-check failed (the generator fell behind) |
+//! | 4    | `--slo`: an objective was breached, or had too few samples to judge |
 //! | 5    | `merge`: a shard is missing or cut short (not with `--allow-partial`) |
+//!
+//! When both 3 and 4 apply, 3 wins: a generator that fell behind measured itself, not the target.
 use std::fmt;
 use std::io::Write;
 use std::process::ExitCode;
 
 pub const BAD_INPUT: u8 = 2;
 pub const CHECK_FAILED: u8 = 3;
+/// The SLO gate failed: a breach, or an objective the sample cannot judge.
+pub const GATE_FAILED: u8 = 4;
+/// `merge`: a shard is missing or cut short.
 pub const PARTIAL: u8 = 5;
 
 /// An error in what the user asked for. Its message names the flag, what was given and what is

@@ -8,6 +8,7 @@ mod demo;
 mod diff;
 mod embedded;
 mod exit;
+mod gate;
 mod live;
 mod merge;
 mod metrics;

@@ -55,6 +55,7 @@ pub struct PlanFile {
     interval: Option<String>,
     label: Option<String>,
     closed: Option<bool>,
+    /// Objectives, as `--slo` takes them.
     #[serde(default)]
     slo: Vec<String>,
 }
@@ -81,11 +82,6 @@ impl PlanFile {
                 e.to_string().trim()
             )
         })
-    }
-
-    /// The objectives the plan asks for, as `--slo` would take them.
-    pub fn slos(&self) -> &[String] {
-        &self.slo
     }
 }
 
@@ -173,6 +169,9 @@ pub fn apply(a: &mut RunArgs, path: &Path) -> anyhow::Result<PlanFile> {
     }
     if !given("closed") {
         a.closed = a.closed || p.closed.unwrap_or(false);
+    }
+    if !given("slo") {
+        a.gate.slo = p.slo.clone();
     }
     Ok(p)
 }

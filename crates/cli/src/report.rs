@@ -3,7 +3,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use sojourn_report::html::{render, HtmlOptions, ReportRun};
+use sojourn_report::gate::Gated;
+use sojourn_report::html::{render_gated, HtmlOptions, ReportRun};
 use sojourn_report::ReportError;
 
 #[derive(clap::Args, Debug)]
@@ -18,15 +19,32 @@ pub struct ReportArgs {
     /// The report's title [default: the runs' labels].
     #[arg(long, value_name = "TEXT")]
     pub title: Option<String>,
+    /// --slo and --junit: judge every result file; exit 4 when any fails an objective.
+    #[command(flatten)]
+    pub gate: crate::gate::GateArgs,
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let gate = crate::gate::Gate::parse(args.gate)?;
     let runs = args
         .results
         .iter()
         .map(|p| ReportRun::load(p).map_err(input_error))
         .collect::<Result<Vec<_>, _>>()?;
-    let html = render(&runs, &HtmlOptions { title: args.title }).context("drawing the report")?;
+    let verdicts = runs
+        .iter()
+        .map(|r| gate.judge(&r.result))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let gated: Vec<Gated> = runs
+        .iter()
+        .zip(&verdicts)
+        .map(|(r, judgements)| Gated {
+            label: &r.result.label,
+            judgements,
+        })
+        .collect();
+    let options = HtmlOptions { title: args.title };
+    let html = render_gated(&runs, &options, &gated).context("drawing the report")?;
     std::fs::write(&args.output, html)
         .map_err(|e| crate::bad_input!("-o {}: {e}", args.output.display()))?;
     eprintln!(
@@ -35,6 +53,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         runs.len(),
         if runs.len() == 1 { "" } else { "s" }
     );
+    if !gate.is_empty() && !gate.report(&gated)? {
+        return Ok(ExitCode::from(crate::exit::GATE_FAILED));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -74,6 +95,7 @@ mod tests {
             results: vec![fixture("hiccup-closed.json"), fixture("hiccup-open.json")],
             output: output.clone(),
             title: Some("t<1>".into()),
+            gate: Default::default(),
         };
         assert_eq!(run(args).unwrap(), ExitCode::SUCCESS);
         let html = std::fs::read_to_string(&output).unwrap();
@@ -90,6 +112,7 @@ mod tests {
                 results: vec![path.clone()],
                 output: out_dir().join("x.html"),
                 title: None,
+                gate: Default::default(),
             };
             let err = run(args).unwrap_err();
             assert!(

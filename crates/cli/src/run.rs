@@ -12,7 +12,7 @@ use url::Url;
 
 use crate::args::{self, ArrivalKind};
 use crate::bad_input;
-use crate::exit::CHECK_FAILED;
+use crate::exit::{CHECK_FAILED, GATE_FAILED};
 
 /// The arguments as typed.
 #[derive(clap::Args, Debug)]
@@ -167,6 +167,9 @@ pub struct RunArgs {
     /// is printed on stderr; the endpoint stops with the run.
     #[arg(long, value_name = "[ADDRESS:]PORT", value_parser = crate::metrics::listen_addr)]
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// --slo and --junit: gate the run on service-level objectives (exit 4 when one fails).
+    #[command(flatten)]
+    pub gate: crate::gate::GateArgs,
 }
 
 impl RunArgs {
@@ -192,6 +195,7 @@ pub struct Validated {
     pub label: String,
     pub strict: bool,
     pub warmup: Option<sojourn_core::result::WarmupRequest>,
+    pub gate: crate::gate::Gate,
 }
 
 /// The HdrHistogram and per-request files asked for.
@@ -211,6 +215,7 @@ pub fn validate(mut a: RunArgs) -> anyhow::Result<Validated> {
     if let Some(path) = a.plan.clone() {
         crate::plan::apply(&mut a, &path)?;
     }
+    let gate = crate::gate::Gate::parse(a.gate.clone())?;
     let request = request(&a)?;
     let end = end(&a)?;
     let load = if a.closed {
@@ -257,6 +262,7 @@ pub fn validate(mut a: RunArgs) -> anyhow::Result<Validated> {
         label: a.label.unwrap_or_else(|| default_label.into()),
         strict: a.strict,
         warmup: a.warmup,
+        gate,
     })
 }
 
@@ -508,8 +514,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .conformance
         .as_ref()
         .is_none_or(|c| c.conforms);
+    let gate_passed = v.gate.check(&result)?;
     if v.strict && !(result.checks.passed() && conforms) {
         return Ok(ExitCode::from(CHECK_FAILED));
+    }
+    if !gate_passed {
+        return Ok(ExitCode::from(GATE_FAILED));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -113,6 +113,20 @@ pub struct Config {
     pub report: Option<PathBuf>,
 }
 
+/// One `--slo` through the parser `run` and `report` use; a step is judged on response-time
+/// percentiles only.
+fn step_slo(text: &str) -> anyhow::Result<Slo> {
+    let objective = text
+        .parse::<sojourn_core::gate::Objective>()
+        .map_err(|e| bad_input!("--slo: {e}"))?;
+    objective.step_slo().ok_or_else(|| {
+        bad_input!(
+            "--slo: {}: a sweep judges each step on a response-time percentile like p99<200ms; error, rate and per-stage objectives are for run and report",
+            objective.text
+        )
+    })
+}
+
 /// The kept part of a step must hold enough intervals for a trend test to mean anything.
 const MIN_KEPT: Duration = Duration::from_secs(1);
 const MAX_SETTLE: Duration = Duration::from_secs(5);
@@ -133,7 +147,7 @@ impl SweepFlags {
         let slos = self
             .slo
             .iter()
-            .map(|s| s.parse::<Slo>().map_err(|e| bad_input!("--slo: {e}")))
+            .map(|s| step_slo(s))
             .collect::<anyhow::Result<Vec<_>>>()?;
         let interval = (kept / 12).clamp(Duration::from_millis(100), Duration::from_secs(1));
         Ok(Config {
@@ -567,6 +581,29 @@ mod tests {
             bracket: sweep::bracket_of(&probes),
             steps,
             search: None,
+        }
+    }
+
+    #[test]
+    fn sweep_objectives_share_the_gate_parser_and_take_percentiles_only() {
+        assert_eq!(step_slo("p99<200ms").unwrap().percentile, 99.0);
+        for (text, says) in [
+            (
+                "errors<1%",
+                "a sweep judges each step on a response-time percentile",
+            ),
+            (
+                "2:p99<1s",
+                "a sweep judges each step on a response-time percentile",
+            ),
+            ("p99>1s", "e.g. p99<200ms"),
+        ] {
+            let e = step_slo(text).unwrap_err();
+            assert!(e.is::<crate::exit::BadInput>(), "{text}");
+            assert!(
+                e.to_string().starts_with("--slo: ") && e.to_string().contains(says),
+                "{text}: {e}"
+            );
         }
     }
 

@@ -9,6 +9,7 @@ pub mod confidence;
 pub mod conformance;
 pub mod diff;
 pub mod evidence;
+pub mod gate;
 pub mod merge;
 pub mod outcome;
 pub mod placement;

@@ -112,6 +112,15 @@ pub struct HtmlOptions {
 
 /// The whole report as one HTML document.
 pub fn render(runs: &[ReportRun], opts: &HtmlOptions) -> Result<String, ReportError> {
+    render_gated(runs, opts, &[])
+}
+
+/// The report with the SLO gate's verdicts (`report --slo`) in a section after the header.
+pub fn render_gated(
+    runs: &[ReportRun],
+    opts: &HtmlOptions,
+    gates: &[crate::gate::Gated],
+) -> Result<String, ReportError> {
     let views: Vec<RunView> = runs
         .iter()
         .enumerate()
@@ -126,6 +135,7 @@ pub fn render(runs: &[ReportRun], opts: &HtmlOptions) -> Result<String, ReportEr
         escape(&title),
         lede(runs)
     );
+    crate::gate::html_section(&mut page, gates);
     crate::board::board_section(&mut page, &views);
     summary_section(&mut page, &views);
     percentile_section(&mut page, &views);
@@ -241,6 +251,8 @@ table.board td.verdict, table.board th.verdict { text-align: center; } table.boa
 .v-overstates { background: #a85a00; } .v-corrected { background: #6a3d9a; } .v-nodata { background: #999; }
 details { margin: 4px 0; } details > summary { cursor: pointer; } details ul { margin: 4px 0 8px; }
 table.per-run td, table.per-run th { padding: 3px 8px; }
+#gate td { white-space: nowrap; } #gate td.note { white-space: normal; min-width: 240px; }
+#gate tr.bad td { font-weight: normal; }
 ";
 
 /// Everything the page needs about one run, computed once.

@@ -5,6 +5,7 @@
 //! - [`hgrm`]: the percentile-distribution text format, as the HdrHistogram reference writes it;
 //! - [`hlog`]: the HdrHistogram interval log (tagged, compressed V2 histograms);
 //! - [`samples`]: streaming per-request samples (CSV or compact binary), with uniform sampling;
+//! - [`gate`]: the SLO gate's verdict table, its HTML section and its JUnit XML;
 //! - [`html`]: `sojourn report`: result files → one HTML file with inline SVG charts;
 //! - [`sweep_plot`]: the capacity sweep's charts, offered vs achieved and latency vs offered.
 #![forbid(unsafe_code)]
@@ -12,6 +13,7 @@
 mod board;
 pub mod compare;
 mod error;
+pub mod gate;
 pub mod hgrm;
 pub mod hlog;
 pub mod html;

@@ -23,6 +23,16 @@ pub fn chromium() -> Option<PathBuf> {
         .or_else(|| on_path("chromium"))
 }
 
+/// The JUnit XML schema (`junit-10.xsd`, as Jenkins' xUnit plugin has it) that `.ci/run`
+/// fetches: `$SOJOURN_JUNIT_XSD`, or where `.ci/run` keeps it, if the file is there.
+pub fn junit_schema() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    std::env::var_os("SOJOURN_JUNIT_XSD")
+        .map(PathBuf::from)
+        .or_else(|| home.map(|h| h.join(".cache/sojourn/junit-10.xsd")))
+        .filter(|p| p.is_file())
+}
+
 /// A check that cannot run here: under CI (`.ci/run` sets CI=true and installs everything) that
 /// is a failure; elsewhere the test passes with a line on the terminal. The line goes straight
 /// to stdout, which the test harness does not capture, so the skip is seen.

@@ -1,0 +1,93 @@
+//! `--slo` and `--junit` on `run` and `report`: judge results against objectives, print the
+//! verdict table, write JUnit XML, and fail the gate (exit 4) on a breach or an objective the
+//! sample cannot judge.
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use sojourn_core::gate::{evaluate, passes, Judgement, Objective};
+use sojourn_core::RunResult;
+use sojourn_report::gate::{junit, table, Gated};
+
+use crate::bad_input;
+
+/// The flags, as typed.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct GateArgs {
+    /// A service-level objective to gate on; repeatable. `p99<200ms` (a response-time
+    /// percentile), `errors<0.1%` (failed / answered), `rate>=99%` (answered / scheduled);
+    /// `3:p99<200ms` or `hold:errors<0.1%` for one stage of a shaped run. Each gets a verdict
+    /// with its 95% interval; any breach, or any objective with too few samples to judge,
+    /// exits 4.
+    #[arg(long = "slo", value_name = "OBJECTIVE")]
+    pub slo: Vec<String>,
+    /// Write the verdicts as JUnit XML here: a test case per objective, a failure for each
+    /// breached or unjudged one.
+    #[arg(long, value_name = "FILE", requires = "slo")]
+    pub junit: Option<PathBuf>,
+}
+
+/// The objectives parsed (before any run, so a typo costs nothing) and where to write JUnit.
+#[derive(Debug, Clone, Default)]
+pub struct Gate {
+    pub objectives: Vec<Objective>,
+    pub junit: Option<PathBuf>,
+}
+
+impl Gate {
+    pub fn parse(args: GateArgs) -> anyhow::Result<Gate> {
+        let objectives = args
+            .slo
+            .iter()
+            .map(|text| {
+                text.parse::<Objective>()
+                    .map_err(|e| bad_input!("--slo: {e}"))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        Ok(Gate {
+            objectives,
+            junit: args.junit,
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.objectives.is_empty()
+    }
+
+    /// The verdicts on one result. A stage the result does not have is bad input.
+    pub fn judge(&self, result: &RunResult) -> anyhow::Result<Vec<Judgement>> {
+        evaluate(result, &self.objectives).map_err(|e| bad_input!("--slo: {e}"))
+    }
+
+    /// Prints each result's verdict table, writes `--junit`, and says whether every objective
+    /// of every result was met.
+    pub fn report(&self, runs: &[Gated]) -> anyhow::Result<bool> {
+        for run in runs {
+            println!("\nobjectives for {}:", run.label);
+            print!("{}", table(run.judgements));
+        }
+        if let Some(path) = &self.junit {
+            write_junit(path, runs)?;
+        }
+        Ok(runs.iter().all(|r| passes(r.judgements)))
+    }
+
+    /// [`Gate::judge`] and [`Gate::report`] for one result; `true` without objectives.
+    pub fn check(&self, result: &RunResult) -> anyhow::Result<bool> {
+        if self.is_empty() {
+            return Ok(true);
+        }
+        let judgements = self.judge(result)?;
+        self.report(&[Gated {
+            label: &result.label,
+            judgements: &judgements,
+        }])
+    }
+}
+
+fn write_junit(path: &Path, runs: &[Gated]) -> anyhow::Result<()> {
+    let xml = junit(runs).context("--junit: serializing the verdicts")?;
+    std::fs::write(path, xml)
+        .map_err(|e| bad_input!("--junit: cannot write {}: {e}", path.display()))?;
+    println!("junit: {}", path.display());
+    Ok(())
+}

@@ -1,0 +1,558 @@
+//! Service-level gates for CI: objectives such as `p99<200ms`, `errors<0.1%` and `rate>=99%`,
+//! each for the whole run or for one stage (`3:p99<200ms`, `hold:errors<0.1%`), and a verdict
+//! for each: met, breached, or too few samples to judge, with the measured value's 95%
+//! confidence interval and whether the verdict is significant (the whole interval on one side
+//! of the limit).
+//!
+//! A gate that cannot judge an objective fails it: a p99.9 objective on 500 requests, or an
+//! error budget of 0.1% on 200 answers, must not pass only because the sample was too small to
+//! show the breach. docs/gates.md explains every rule.
+use std::fmt;
+use std::str::FromStr;
+
+use hdrhistogram::Histogram;
+
+use crate::confidence::{percentile_interval, sample_warning, LEVEL};
+use crate::record::{bound_at, new_histogram};
+use crate::result::{decode_base64, RunResult, StageConfig};
+use crate::sweep::{Slo, SloError};
+use crate::units::{format_ns, nanos};
+
+/// The normal quantile of a two-sided interval at [`LEVEL`] (95%).
+const Z: f64 = 1.959_963_984_540_054;
+
+/// One objective as given to `--slo`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Objective {
+    /// As written, whitespace removed: the objective's name in tables and JUnit files.
+    pub text: String,
+    /// The stage it judges; `None` for the whole run.
+    pub stage: Option<StageRef>,
+    pub measure: Measure,
+}
+
+/// What an objective measures and the limit it sets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Measure {
+    /// A response-time percentile below a limit: `p99<200ms`.
+    Percentile(Slo),
+    /// Failed over answered (completed + failed) below this share: `errors<0.1%` is 0.001.
+    Errors { below: f64 },
+    /// Answered over scheduled (a stage: over its expected count) at least this share:
+    /// `rate>=99%` is 0.99.
+    Rate { at_least: f64 },
+}
+
+/// A stage, by its number from 1 or by its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StageRef {
+    Number(usize),
+    Name(String),
+}
+
+impl fmt::Display for StageRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StageRef::Number(n) => write!(f, "{n}"),
+            StageRef::Name(name) => f.write_str(name),
+        }
+    }
+}
+
+/// Why a text is not an objective. Each message says what was wrong and shows a good form.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ObjectiveError {
+    #[error("expected an objective like p99<200ms, errors<0.1% or rate>=99%, optionally for one stage as 3:p99<200ms or hold:errors<0.1%; got {0:?}")]
+    Shape(String),
+    /// The percentile form, as `sweep --slo` parses it.
+    #[error("{0}; e.g. p99<200ms")]
+    Percentile(#[from] SloError),
+    #[error(
+        "an error budget is a percentage above 0 and at most 100, like errors<0.1%; got {0:?}"
+    )]
+    ErrorShare(String),
+    #[error("a rate objective is a percentage above 0 and at most 100 of the scheduled requests, like rate>=99%; got {0:?}")]
+    RateShare(String),
+    #[error("before ':' give a stage's number from 1 or its name, like 3:p99<200ms or hold:p99<200ms; got {0:?}")]
+    Stage(String),
+}
+
+impl FromStr for Objective {
+    type Err = ObjectiveError;
+    fn from_str(text: &str) -> Result<Objective, ObjectiveError> {
+        let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        let (stage, body) = match compact.split_once(':') {
+            Some((stage, body)) => (Some(parse_stage(stage)?), body),
+            None => (None, compact.as_str()),
+        };
+        let measure = parse_measure(body).ok_or_else(|| ObjectiveError::Shape(text.into()))??;
+        Ok(Objective {
+            text: compact.clone(),
+            stage,
+            measure,
+        })
+    }
+}
+
+impl Objective {
+    /// The objective as a sweep step judges it: a response-time percentile over the whole
+    /// step. `None` for error and rate objectives and for one stage, which a sweep's steps do
+    /// not have.
+    pub fn step_slo(&self) -> Option<Slo> {
+        match (&self.stage, self.measure) {
+            (None, Measure::Percentile(slo)) => Some(slo),
+            _ => None,
+        }
+    }
+}
+
+fn parse_stage(text: &str) -> Result<StageRef, ObjectiveError> {
+    let bad = || ObjectiveError::Stage(text.into());
+    if text.is_empty() {
+        return Err(bad());
+    }
+    if text.chars().all(|c| c.is_ascii_digit()) {
+        return match text.parse::<usize>() {
+            Ok(n) if n >= 1 => Ok(StageRef::Number(n)),
+            _ => Err(bad()),
+        };
+    }
+    Ok(StageRef::Name(text.into()))
+}
+
+/// The measure named at the start of `body`, parsed; `None` when no measure is named there.
+fn parse_measure(body: &str) -> Option<Result<Measure, ObjectiveError>> {
+    let lower = body.to_ascii_lowercase();
+    if let Some(rest) = lower.strip_prefix("errors") {
+        let share = rest.strip_prefix('<').and_then(parse_percent);
+        return Some(
+            share
+                .map(|below| Measure::Errors { below })
+                .ok_or_else(|| ObjectiveError::ErrorShare(body.into())),
+        );
+    }
+    if let Some(rest) = lower.strip_prefix("rate") {
+        let share = rest.strip_prefix(">=").and_then(parse_percent);
+        return Some(
+            share
+                .map(|at_least| Measure::Rate { at_least })
+                .ok_or_else(|| ObjectiveError::RateShare(body.into())),
+        );
+    }
+    if lower.starts_with('p') {
+        return Some(
+            body.parse::<Slo>()
+                .map(Measure::Percentile)
+                .map_err(Into::into),
+        );
+    }
+    None
+}
+
+/// `0.1%` as 0.001: a percentage above 0 and at most 100.
+fn parse_percent(text: &str) -> Option<f64> {
+    let number: f64 = text.strip_suffix('%')?.parse().ok()?;
+    (number > 0.0 && number <= 100.0).then_some(number / 100.0)
+}
+
+/// An objective that names a stage the result does not have.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum GateError {
+    #[error("{objective}: the run has no stages, so there is no stage {stage}; drop the \"{stage}:\" prefix to judge the whole run")]
+    NoStages { objective: String, stage: String },
+    #[error("{objective}: there is no stage {stage}; the run's stages are {known}")]
+    UnknownStage {
+        objective: String,
+        stage: String,
+        known: String,
+    },
+}
+
+/// The index (from 0) of the stage `r` names among `stages`.
+pub fn resolve_stage(
+    objective: &Objective,
+    r: &StageRef,
+    stages: Option<&[StageConfig]>,
+) -> Result<usize, GateError> {
+    let stages = stages
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| GateError::NoStages {
+            objective: objective.text.clone(),
+            stage: r.to_string(),
+        })?;
+    let found = match r {
+        StageRef::Number(n) => (*n >= 1 && *n <= stages.len()).then(|| n - 1),
+        StageRef::Name(name) => stages
+            .iter()
+            .position(|s| s.name.as_deref() == Some(name.as_str())),
+    };
+    found.ok_or_else(|| GateError::UnknownStage {
+        objective: objective.text.clone(),
+        stage: r.to_string(),
+        known: stage_list(stages),
+    })
+}
+
+/// "1, 2 (hold), 3": every stage by number, with its name where it has one.
+fn stage_list(stages: &[StageConfig]) -> String {
+    let names: Vec<String> = stages
+        .iter()
+        .enumerate()
+        .map(|(i, s)| match &s.name {
+            Some(name) => format!("{} ({name})", i + 1),
+            None => (i + 1).to_string(),
+        })
+        .collect();
+    names.join(", ")
+}
+
+/// What a measured value is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Nanoseconds of response time.
+    Nanos,
+    /// A share from 0 to 1, printed as a percentage.
+    Share,
+}
+
+impl Unit {
+    pub fn format(self, value: f64) -> String {
+        match self {
+            Unit::Nanos => format_ns(value.max(0.0) as u64),
+            Unit::Share => format_share(value),
+        }
+    }
+}
+
+/// A share as a percentage with enough digits to tell 99.95% from 100%, and 0.012% from 0.
+pub fn format_share(share: f64) -> String {
+    let percent = share * 100.0;
+    if percent == 0.0 || !percent.is_finite() {
+        return format!("{percent}%");
+    }
+    let decimals = (2 - percent.abs().log10().floor() as i32).clamp(2, 6) as usize;
+    format!("{percent:.decimals$}%")
+}
+
+/// A measured value and its 95% confidence interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    pub unit: Unit,
+    pub value: f64,
+    /// The value is only a lower bound: requests unanswered or timed out could raise it.
+    pub lower_bound: bool,
+    pub lo: f64,
+    /// `None`: no upper end the data can vouch for.
+    pub hi: Option<f64>,
+    /// An exact count with no sampling noise: the interval is the value itself.
+    pub exact: bool,
+}
+
+impl Estimate {
+    fn exact(unit: Unit, value: f64) -> Estimate {
+        Estimate {
+            unit,
+            value,
+            lower_bound: false,
+            lo: value,
+            hi: Some(value),
+            exact: true,
+        }
+    }
+
+    /// `1.02 s`, or `≥1.02 s` for a lower bound.
+    pub fn value_text(&self) -> String {
+        let bound = if self.lower_bound { "≥" } else { "" };
+        format!("{bound}{}", self.unit.format(self.value))
+    }
+
+    /// `[987.00 ms, 1.05 s]`; an open upper end reads `[987.00 ms, ∞)`; an exact count
+    /// (the interval is the value itself) reads `exact count`.
+    pub fn interval_text(&self) -> String {
+        if self.exact {
+            return "exact count".into();
+        }
+        let lo = self.unit.format(self.lo);
+        match self.hi {
+            Some(hi) => format!("[{lo}, {}]", self.unit.format(hi)),
+            None => format!("[{lo}, ∞)"),
+        }
+    }
+}
+
+/// The verdict on one objective.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// Within the limit; significant when the whole interval is.
+    Met { significant: bool },
+    /// Beyond the limit; significant when the whole interval is.
+    Breached { significant: bool },
+    /// The sample cannot say whether the limit holds: why, and what would fix it.
+    TooFew { reason: String },
+}
+
+impl Verdict {
+    /// Whether the gate lets this objective through: only a met one.
+    pub fn passes(&self) -> bool {
+        matches!(self, Verdict::Met { .. })
+    }
+
+    pub fn label(&self) -> &'static str {
+        match self {
+            Verdict::Met { .. } => "met",
+            Verdict::Breached { .. } => "BREACHED",
+            Verdict::TooFew { .. } => "TOO FEW SAMPLES",
+        }
+    }
+
+    /// "significant", "not significant", or "" for an unjudged objective.
+    pub fn significance(&self) -> &'static str {
+        match self {
+            Verdict::Met { significant } | Verdict::Breached { significant } if *significant => {
+                "significant"
+            }
+            Verdict::Met { .. } | Verdict::Breached { .. } => "not significant",
+            Verdict::TooFew { .. } => "",
+        }
+    }
+}
+
+/// One objective judged against one result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judgement {
+    pub objective: Objective,
+    /// The stage's title (name or number), `None` for the whole run.
+    pub stage: Option<String>,
+    /// `None` when there was nothing to measure.
+    pub estimate: Option<Estimate>,
+    pub verdict: Verdict,
+}
+
+/// Whether every objective was met: the gate's pass (exit 0) or fail (exit 4).
+pub fn passes(judgements: &[Judgement]) -> bool {
+    judgements.iter().all(|j| j.verdict.passes())
+}
+
+fn too_few(reason: impl Into<String>) -> Verdict {
+    Verdict::TooFew {
+        reason: reason.into(),
+    }
+}
+
+/// The verdict on `value < limit` (or `value >= limit` when `higher_is_better`) from the value
+/// and its interval. An open upper end cannot vouch for "below", so it is judged by the caller.
+fn against(limit: f64, e: &Estimate, higher_is_better: bool) -> Verdict {
+    let hi = e.hi.unwrap_or(f64::INFINITY);
+    if higher_is_better {
+        match e.value >= limit {
+            true => Verdict::Met {
+                significant: e.lo >= limit,
+            },
+            false => Verdict::Breached {
+                significant: hi < limit,
+            },
+        }
+    } else {
+        match e.value < limit {
+            true => Verdict::Met {
+                significant: hi < limit,
+            },
+            false => Verdict::Breached {
+                significant: e.lo >= limit,
+            },
+        }
+    }
+}
+
+/// A percentile objective on the response times in `h`, of which those in `censored` are
+/// lower bounds (in flight at the end, timed out).
+///
+/// Breached when the measured value reaches the limit (a lower bound that reaches it is a
+/// breach too). Below it, the interval's upper end must be bounded by the data, or the sample
+/// cannot vouch for the percentile: too few samples to judge.
+pub fn judge_percentile(
+    slo: Slo,
+    h: &Histogram<u64>,
+    censored: &Histogram<u64>,
+) -> (Option<Estimate>, Verdict) {
+    let limit = nanos(slo.limit) as f64;
+    let Some(ci) = percentile_interval(h, censored, slo.percentile, LEVEL) else {
+        return (None, too_few("no requests finished in this window"));
+    };
+    let bound = bound_at(h, censored, slo.percentile);
+    let e = Estimate {
+        unit: Unit::Nanos,
+        value: bound.value as f64,
+        lower_bound: bound.lower_bound,
+        lo: ci.lo as f64,
+        hi: (!ci.hi_open).then_some(ci.hi as f64),
+        exact: false,
+    };
+    if e.value < limit && ci.hi_open {
+        return (
+            Some(e),
+            too_few(open_end_reason(slo.percentile, h, censored)),
+        );
+    }
+    (Some(e), against(limit, &e, false))
+}
+
+/// Why a percentile's upper end is open: too few requests beyond it, or unanswered ones.
+fn open_end_reason(p: f64, h: &Histogram<u64>, censored: &Histogram<u64>) -> String {
+    let n = h.len();
+    if p >= 100.0 {
+        return format!("{n} requests; no sample can bound the maximum from above, so p100 can never be shown below a limit: use a percentile such as p99.9");
+    }
+    match sample_warning(n, p) {
+        Some(w) => format!(
+            "{n} requests put {:.1} beyond p{p}; p{p} needs about {} for its interval to close",
+            w.beyond, w.needed
+        ),
+        None => format!(
+            "{} of {n} requests went unanswered (in flight at the end or timed out) and could lie beyond p{p}",
+            censored.len()
+        ),
+    }
+}
+
+/// Wilson's score interval at 95% for `x` successes in `n` trials; `None` for `n = 0`.
+pub fn wilson(x: u64, n: u64) -> Option<(f64, f64)> {
+    if n == 0 {
+        return None;
+    }
+    let (n, p) = (n as f64, x as f64 / n as f64);
+    let z2 = Z * Z;
+    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+    let half = Z / (1.0 + z2 / n) * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    // At the edges the interval ends exactly at 0 or 1; rounding would leave a speck.
+    let lo = if x == 0 {
+        0.0
+    } else {
+        (centre - half).max(0.0)
+    };
+    let hi = if p == 1.0 {
+        1.0
+    } else {
+        (centre + half).min(1.0)
+    };
+    Some((lo, hi))
+}
+
+/// The fewest answers whose Wilson upper bound with no errors at all is below `limit`:
+/// z² / (n + z²) < limit.
+pub fn answers_needed(limit: f64) -> u64 {
+    (Z * Z * (1.0 - limit) / limit).floor() as u64 + 1
+}
+
+/// An error-rate objective: `failed` of `answered` (completed + failed) against `below`.
+///
+/// Too few samples to judge: the rate is under the limit, but even no errors at all in this
+/// many answers would leave the interval's upper end at or above it.
+pub fn judge_errors(below: f64, failed: u64, answered: u64) -> (Option<Estimate>, Verdict) {
+    let Some((lo, hi)) = wilson(failed.min(answered), answered) else {
+        return (None, too_few("no requests were answered in this window"));
+    };
+    let e = Estimate {
+        unit: Unit::Share,
+        value: failed.min(answered) as f64 / answered as f64,
+        lower_bound: false,
+        lo,
+        hi: Some(hi),
+        exact: false,
+    };
+    let zero_errors_hi = wilson(0, answered).map_or(1.0, |(_, hi)| hi);
+    if e.value < below && zero_errors_hi >= below {
+        let reason = format!(
+            "{answered} answers cannot show an error rate below {}: even none failing leaves up to {} at 95%; it needs at least {} answers",
+            format_share(below),
+            format_share(zero_errors_hi),
+            answers_needed(below)
+        );
+        return (Some(e), too_few(reason));
+    }
+    (Some(e), against(below, &e, false))
+}
+
+/// How the count a window expected was drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrivals {
+    /// A fixed schedule (constant or ramped rate), or the count actually scheduled: exact.
+    Exact,
+    /// Poisson arrivals: the window's actual count varies around its expectation.
+    Poisson,
+}
+
+/// A rate objective: `answered` requests against the `expected` count of the window.
+///
+/// With a fixed schedule the ratio is an exact count. With Poisson arrivals the count the
+/// window really drew is Poisson(expected), so the share of it that was answered is uncertain:
+/// the interval divides by the ends of that count's 95% range (normal approximation). Too few
+/// samples to judge: the window expected no requests.
+pub fn judge_rate(
+    at_least: f64,
+    answered: u64,
+    expected: f64,
+    arrivals: Arrivals,
+) -> (Option<Estimate>, Verdict) {
+    // NaN (a damaged file) expects nothing too.
+    if expected.is_nan() || expected <= 0.0 {
+        return (None, too_few("the window expected no requests"));
+    }
+    let value = answered as f64 / expected;
+    let e = match arrivals {
+        Arrivals::Exact => Estimate::exact(Unit::Share, value),
+        Arrivals::Poisson => {
+            let spread = Z * expected.sqrt();
+            Estimate {
+                unit: Unit::Share,
+                value,
+                lower_bound: false,
+                lo: answered as f64 / (expected + spread),
+                hi: (expected > spread).then(|| answered as f64 / (expected - spread)),
+                exact: false,
+            }
+        }
+    };
+    (Some(e), against(at_least, &e, true))
+}
+
+/// Judges every objective against `result`. An objective naming a stage the result does not
+/// have is an error (bad input), not a verdict.
+pub fn evaluate(result: &RunResult, objectives: &[Objective]) -> Result<Vec<Judgement>, GateError> {
+    let stages = result.config.stages.as_deref();
+    objectives
+        .iter()
+        .map(|o| {
+            let index = match &o.stage {
+                Some(r) => Some(resolve_stage(o, r, stages)?),
+                None => None,
+            };
+            let window = match (index, stages) {
+                (Some(i), Some(s)) => window::stage(result, s, i),
+                _ => window::whole(result),
+            };
+            let (estimate, verdict) = window.judge(o.measure);
+            Ok(Judgement {
+                objective: o.clone(),
+                stage: index.zip(stages).map(|(i, s)| s[i].title(i)),
+                estimate,
+                verdict,
+            })
+        })
+        .collect()
+}
+
+mod window;
+
+#[cfg(test)]
+mod tests;
+
+/// Decodes a carried histogram, `None` when the result carries none (an imported summary).
+fn decoded(hdr: &str) -> Option<Histogram<u64>> {
+    decode_base64(hdr).ok()
+}
+
+/// An empty histogram of the recording precision.
+fn empty() -> Histogram<u64> {
+    new_histogram()
+}

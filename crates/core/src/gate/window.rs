@@ -1,0 +1,178 @@
+//! The requests an objective is judged on: the whole run, or the intervals of one stage.
+use hdrhistogram::Histogram;
+
+use super::{decoded, empty, judge_errors, judge_percentile, judge_rate, too_few, Arrivals};
+use super::{Estimate, Measure, Verdict};
+use crate::result::{RunResult, StageConfig};
+use crate::units::format_ns;
+
+pub(super) struct Window {
+    /// `None` when the result carries no histogram (an imported summary).
+    response: Option<Histogram<u64>>,
+    /// The values in `response` that are only lower bounds.
+    censored: Histogram<u64>,
+    completed: u64,
+    failed: u64,
+    /// The count the window was due to send and how it was drawn, or why there is none.
+    schedule: Result<(f64, Arrivals), String>,
+    /// Why nothing in the window can be judged (the run ended before it).
+    not_reached: Option<String>,
+}
+
+impl Window {
+    pub(super) fn judge(&self, measure: Measure) -> (Option<Estimate>, Verdict) {
+        if let Some(reason) = &self.not_reached {
+            return (None, too_few(reason.clone()));
+        }
+        let answered = self.completed.saturating_add(self.failed);
+        match measure {
+            Measure::Percentile(slo) => match &self.response {
+                Some(h) => judge_percentile(slo, h, &self.censored),
+                None => (None, too_few("the result carries no response histogram (an imported summary), so no percentile interval")),
+            },
+            Measure::Errors { below } => judge_errors(below, self.failed, answered),
+            Measure::Rate { at_least } => match &self.schedule {
+                Ok((expected, arrivals)) => judge_rate(at_least, answered, *expected, *arrivals),
+                Err(reason) => (None, too_few(reason.clone())),
+            },
+        }
+    }
+}
+
+/// The whole run: the summary histograms (less any warm-up trim) and the run's counts. The
+/// rate's denominator is the count actually scheduled, exact whatever the arrival law.
+pub(super) fn whole(r: &RunResult) -> Window {
+    let censored = r.histograms.censored.as_ref().and_then(|c| decoded(&c.hdr));
+    let schedule = match r.config.rate {
+        Some(_) => Ok((r.counts.scheduled as f64, Arrivals::Exact)),
+        None => Err("an unpaced closed loop has no schedule to keep; a rate objective needs a run with --rate".into()),
+    };
+    Window {
+        response: decoded(&r.histograms.response.hdr),
+        censored: censored.unwrap_or_else(empty),
+        completed: r.counts.completed,
+        failed: r.counts.failed.total(),
+        schedule,
+        not_reached: None,
+    }
+}
+
+/// Stage `i` of `stages`: the intervals that start in it (those after the last stage, the
+/// drain, belong to the last), and its expected count ∫rate = (from + to) / 2 × duration.
+pub(super) fn stage(r: &RunResult, stages: &[StageConfig], i: usize) -> Window {
+    let s = &stages[i];
+    let mut w = Window {
+        response: Some(empty()),
+        censored: empty(),
+        completed: 0,
+        failed: 0,
+        schedule: Ok((expected(r, s), arrivals(r))),
+        not_reached: (s.start_ns >= r.elapsed_ns).then(|| {
+            format!(
+                "the run ended at {}, before stage {} began at {}",
+                format_ns(r.elapsed_ns),
+                s.title(i),
+                format_ns(s.start_ns)
+            )
+        }),
+    };
+    for interval in r
+        .intervals
+        .iter()
+        .filter(|v| stage_of(stages, v.start_ns) == i)
+    {
+        let h = decoded(&interval.response_hdr);
+        match (&mut w.response, h) {
+            (Some(all), Some(h)) => add(all, &h),
+            _ => w.response = None,
+        }
+        w.completed += interval.completed;
+        w.failed += interval.failed;
+    }
+    if let Some(h) = &mut w.response {
+        w.censored = possible_timeouts(h, r.config.timeout_ns);
+        if holds_the_end(r, stages, i) {
+            add_unfinished(r, h, &mut w.censored);
+        }
+    }
+    w
+}
+
+/// The stage an interval starting at `start_ns` belongs to: the one containing its start, the
+/// last one for the drain after the schedule.
+fn stage_of(stages: &[StageConfig], start_ns: u64) -> usize {
+    stages
+        .iter()
+        .rposition(|s| s.start_ns <= start_ns)
+        .unwrap_or(0)
+}
+
+/// The stage the run ended in: requests unanswered at the end were sent there.
+fn holds_the_end(r: &RunResult, stages: &[StageConfig], i: usize) -> bool {
+    let last_started = stages.iter().rposition(|s| s.start_ns < r.elapsed_ns);
+    last_started.unwrap_or(0) == i
+}
+
+/// ∫rate over the stage (up to where an interrupted run stopped): the rate moves linearly.
+fn expected(r: &RunResult, s: &StageConfig) -> f64 {
+    let end = match r.interrupted {
+        true => s.end_ns().min(r.elapsed_ns),
+        false => s.end_ns(),
+    };
+    let ran = end.saturating_sub(s.start_ns) as f64;
+    let share = match s.duration_ns {
+        0 => 0.0,
+        d => ran / d as f64,
+    };
+    let rate_at_end = s.from + (s.to - s.from) * share;
+    (s.from + rate_at_end) / 2.0 * ran / 1e9
+}
+
+fn arrivals(r: &RunResult) -> Arrivals {
+    match r.config.arrival.as_deref() {
+        Some("poisson") => Arrivals::Poisson,
+        _ => Arrivals::Exact,
+    }
+}
+
+/// The values in `h` at or above the timeout: the intervals do not say which requests timed
+/// out, and a timed-out request's time is only a lower bound, so every value that could be
+/// one is treated as one. That only ever widens the interval.
+fn possible_timeouts(h: &Histogram<u64>, timeout_ns: Option<u64>) -> Histogram<u64> {
+    let mut out = empty();
+    let Some(timeout) = timeout_ns else {
+        return out;
+    };
+    for v in h.iter_recorded() {
+        let value = v.value_iterated_to();
+        if value >= timeout {
+            let _ = out.record_n(value, v.count_at_value());
+        }
+    }
+    out
+}
+
+/// The requests in flight or never sent at the end are in no interval. They join the stage
+/// the run ended in as censored values at the smallest lower bound the run recorded, which is
+/// at most each one's own.
+fn add_unfinished(r: &RunResult, h: &mut Histogram<u64>, censored: &mut Histogram<u64>) {
+    let unfinished = r.counts.censored.saturating_add(r.counts.never_sent);
+    if unfinished == 0 {
+        return;
+    }
+    let floor = r
+        .histograms
+        .censored
+        .as_ref()
+        .and_then(|c| decoded(&c.hdr))
+        .map_or(0, |c| c.min());
+    for target in [h, censored] {
+        let _ = target.record_n(floor, unfinished);
+    }
+}
+
+fn add(into: &mut Histogram<u64>, h: &Histogram<u64>) {
+    // Both come from sojourn's own recording precision; a stray one that will not add leaves
+    // the sum as it was rather than failing the gate.
+    let _ = into.add(h);
+}
