@@ -162,7 +162,7 @@ pub fn instant(text: &str) -> Result<std::time::SystemTime, String> {
         return Ok(t);
     }
     match text.parse::<f64>() {
-        Ok(secs) if secs.is_finite() && secs >= 0.0 && secs < 1e11 => {
+        Ok(secs) if (0.0..1e11).contains(&secs) => {
             Ok(std::time::UNIX_EPOCH + Duration::from_secs_f64(secs))
         }
         _ => Err(accepted.into()),

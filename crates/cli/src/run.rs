@@ -614,13 +614,29 @@ async fn watch(
     finished: impl Fn() -> bool,
 ) {
     let mut tick = tokio::time::interval(Duration::from_millis(200));
+    // SIGTERM as Ctrl-C: it is how Kubernetes stops a pod (a failed Job stops its other
+    // shards so), and a shard stopped early must still write what it measured, so that a
+    // merge names it short rather than missing.
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     loop {
+        let terminated = async {
+            match term.as_mut() {
+                Some(t) => {
+                    t.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
         tokio::select! {
             _ = tokio::signal::ctrl_c(), if !cancel.is_cancelled() => {
                 // The panel goes first, so the terminal is itself again for the message and
                 // the summary while the last answers drain.
                 panel.finish();
                 eprintln!("\ninterrupted: stopping the schedule and reporting what was gathered");
+                cancel.cancel();
+            }
+            _ = terminated, if !cancel.is_cancelled() => {
+                eprintln!("\nterminated (SIGTERM): stopping the schedule and reporting what was gathered");
                 cancel.cancel();
             }
             _ = tick.tick() => {
