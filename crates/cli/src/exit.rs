@@ -10,6 +10,7 @@
 //! | 5    | `merge`: a shard is missing or cut short (not with `--allow-partial`) |
 //!
 //! When both 3 and 4 apply, 3 wins: a generator that fell behind measured itself, not the target.
+//! When both 4 and 5 apply, 5 wins: objectives judged on part of a plan say little about it.
 use std::fmt;
 use std::io::Write;
 use std::process::ExitCode;

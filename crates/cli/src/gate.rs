@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use sojourn_core::gate::{evaluate, passes, Judgement, Objective};
+use sojourn_core::gate::{evaluate, passes, resolve_stage, Judgement, Objective};
+use sojourn_core::result::StageConfig;
 use sojourn_core::RunResult;
 use sojourn_report::gate::{junit, table, Gated};
 
@@ -69,6 +70,17 @@ impl Gate {
             write_junit(path, runs)?;
         }
         Ok(runs.iter().all(|r| passes(r.judgements)))
+    }
+
+    /// Every objective's stage exists among `stages` (the plan's): checked before a run, so a
+    /// typo costs nothing.
+    pub fn check_stages(&self, stages: Option<&[StageConfig]>) -> anyhow::Result<()> {
+        for o in &self.objectives {
+            if let Some(stage) = &o.stage {
+                resolve_stage(o, stage, stages).map_err(|e| bad_input!("--slo: {e}"))?;
+            }
+        }
+        Ok(())
     }
 
     /// [`Gate::judge`] and [`Gate::report`] for one result; `true` without objectives.

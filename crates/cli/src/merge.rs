@@ -7,7 +7,7 @@ use sojourn_core::placement::ShardState;
 use sojourn_core::RunResult;
 
 use crate::bad_input;
-use crate::exit::PARTIAL;
+use crate::exit::{GATE_FAILED, PARTIAL};
 use crate::run::Outputs;
 
 #[derive(clap::Args, Debug)]
@@ -32,9 +32,13 @@ pub struct MergeArgs {
     /// Also write the merged timeline as an HdrHistogram interval log, as `run --hlog` does.
     #[arg(long, value_name = "FILE")]
     pub hlog: Option<PathBuf>,
+    /// --slo and --junit: gate the merged result on objectives, as `run` does (exit 4).
+    #[command(flatten)]
+    pub gate: crate::gate::GateArgs,
 }
 
 pub fn run(a: MergeArgs) -> anyhow::Result<ExitCode> {
+    let gate = crate::gate::Gate::parse(a.gate.clone())?;
     let inputs = a
         .inputs
         .iter()
@@ -58,14 +62,18 @@ pub fn run(a: MergeArgs) -> anyhow::Result<ExitCode> {
     };
     crate::outputs::write_histograms(&outputs, &merged)?;
     println!("merged: {}", a.output.display());
-    Ok(verdict(&merged, a.allow_partial))
+    let gate_passed = gate.check(&merged)?;
+    Ok(match verdict(&merged, a.allow_partial) {
+        Some(partial) => partial,
+        None if !gate_passed => ExitCode::from(GATE_FAILED),
+        None => ExitCode::SUCCESS,
+    })
 }
 
-/// A partial merge is never silent: it says which shards, and exits 5 unless allowed.
-fn verdict(merged: &RunResult, allow_partial: bool) -> ExitCode {
-    let Some(info) = &merged.merged else {
-        return ExitCode::SUCCESS;
-    };
+/// A partial merge is never silent: it says which shards, and exits 5 unless allowed (before
+/// any gate: objectives judged on part of a plan say little about the whole).
+fn verdict(merged: &RunResult, allow_partial: bool) -> Option<ExitCode> {
+    let info = merged.merged.as_ref()?;
     let gaps: Vec<String> = info
         .shards
         .iter()
@@ -76,7 +84,7 @@ fn verdict(merged: &RunResult, allow_partial: bool) -> ExitCode {
         })
         .collect();
     if gaps.is_empty() {
-        return ExitCode::SUCCESS;
+        return None;
     }
     eprintln!(
         "partial merge: {}; {} requests not measured{}",
@@ -88,9 +96,5 @@ fn verdict(merged: &RunResult, allow_partial: bool) -> ExitCode {
             ""
         }
     );
-    if allow_partial {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(PARTIAL)
-    }
+    (!allow_partial).then_some(ExitCode::from(PARTIAL))
 }

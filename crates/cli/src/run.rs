@@ -231,6 +231,11 @@ pub fn validate(mut a: RunArgs) -> anyhow::Result<Validated> {
         ));
     }
     check_start(a.start_at, &load)?;
+    let stages = match &load {
+        Load::Open(s) | Load::Paced(s) => s.stages.as_ref().map(sojourn_core::Stages::configs),
+        Load::Closed(_) => None,
+    };
+    gate.check_stages(stages.as_deref())?;
     let default_label = match load {
         Load::Open(_) => "open",
         Load::Closed(_) => "closed",

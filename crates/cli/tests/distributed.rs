@@ -957,6 +957,18 @@ fn a_stall_seen_by_all_shards_matches_the_simulation() {
     let real = merge_ok(&files, &dir.join("run.json"), &[]);
     assert_nothing_lost(&real);
     assert_eq!(real.counts.completed, real.counts.scheduled, "all answered");
+    // The merge gates like a run: the stall breaches p99 < 100 ms (exit 4), errors < 1% holds.
+    let gated = merge(
+        &files,
+        &dir.join("gated.json"),
+        &["--slo", "p99<100ms", "--slo", "errors<1%"],
+    );
+    let table = String::from_utf8_lossy(&gated.stdout);
+    assert_eq!(gated.status.code(), Some(4), "{table}");
+    assert!(
+        table.contains("BREACHED") && table.contains("errors<1%"),
+        "{table}"
+    );
 
     let senders = (n as usize * load.threads).to_string();
     let sim_json = dir.join("sim.json");

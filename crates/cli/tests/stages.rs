@@ -76,6 +76,7 @@ connections = 7
 label = "from-the-plan"
 arrival = "poisson"
 seed = 42
+slo = ["hold:errors<50%", "p50<10s"]
 
 [[stage]]
 name = "warm"
@@ -110,6 +111,11 @@ rate = 200
     let r = read_result(&json);
     assert_nothing_lost(&r);
     assert_eq!(r.label, "from-the-flag", "a flag wins over the plan");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("hold:errors<50%") && text.contains("p50<10s"),
+        "the plan's objectives are judged: {text}"
+    );
     assert_eq!(r.config.connections, 7);
     assert_eq!(r.config.arrival.as_deref(), Some("poisson"));
     assert_eq!(r.config.seed, Some(42));
@@ -118,7 +124,8 @@ rate = 200
     // Poisson along the stages: 50 + 200 expected, within ±5 sd (√250 ≈ 16).
     assert!(r.counts.scheduled.abs_diff(250) < 80, "{:?}", r.counts);
 
-    // The same plan, with the load overridden on the command line: the flags' run.
+    // The same plan, with the load overridden on the command line: the flags' run. The plan's
+    // objectives name its stages, so they are overridden too (a stage the run lacks is refused).
     let out = sojourn(&[
         "run",
         "--plan",
@@ -129,6 +136,8 @@ rate = 200
         "500ms",
         "--arrival",
         "constant",
+        "--slo",
+        "p50<10s",
         "--json",
         json.to_str().unwrap(),
     ]);
@@ -197,6 +206,15 @@ fn bad_stages_and_plans_name_what_is_wrong_and_exit_2() {
         (
             vec!["sim", "--stages", "0s@5"],
             "--stages: stage 1: the duration must be longer than zero",
+        ),
+        // A stage an objective names must be in the plan: refused before the run.
+        (
+            vec!["run", url, "--stages", "a=1s@5", "--slo", "b:p99<1s"],
+            "--slo: ",
+        ),
+        (
+            vec!["run", url, "--rate", "5", "--slo", "2:p99<1s"],
+            "--slo: ",
         ),
     ];
     for (args, want) in cases {

@@ -35,11 +35,6 @@ impl StageSlice<'_> {
     pub fn response(&self) -> Result<Histogram<u64>, HdrDecodeError> {
         IntervalSummary::merged_response(&self.intervals)
     }
-
-    /// Requests the stage was due to send: the integral of its rate.
-    pub fn expected(&self) -> f64 {
-        (self.config.from + self.config.to) / 2.0 * self.config.duration_ns as f64 / 1e9
-    }
 }
 
 /// Every stage of `r` with its intervals; empty for a run without stages.
@@ -68,16 +63,6 @@ pub fn stages(r: &RunResult) -> Vec<StageSlice<'_>> {
             }
         })
         .collect()
-}
-
-/// The stage called `key`: its number from 1, or its name.
-pub fn find<'a>(slices: &'a [StageSlice<'a>], key: &str) -> Option<&'a StageSlice<'a>> {
-    match key.parse::<usize>() {
-        Ok(n) => slices.iter().find(|s| s.index + 1 == n),
-        Err(_) => slices
-            .iter()
-            .find(|s| s.config.name.as_deref() == Some(key)),
-    }
 }
 
 #[cfg(test)]
@@ -145,19 +130,11 @@ mod tests {
             1
         );
         assert!(s[1].response().unwrap().value_at_quantile(0.5) >= 49_000_000);
-        assert_eq!(s[0].expected(), 200.0);
     }
 
     #[test]
-    fn stages_are_found_by_number_or_name() {
-        let r = two_stage_run();
-        let s = stages(&r);
-        assert_eq!(find(&s, "1").map(|x| x.index), Some(0));
-        assert_eq!(find(&s, "fast").map(|x| x.index), Some(0));
-        assert_eq!(find(&s, "2").map(|x| x.index), Some(1));
-        assert!(find(&s, "3").is_none());
-        assert!(find(&s, "slow").is_none());
-        let mut flat = r.clone();
+    fn a_run_without_stages_has_no_slices() {
+        let mut flat = two_stage_run();
         flat.config.stages = None;
         assert!(stages(&flat).is_empty());
     }

@@ -57,8 +57,9 @@ pub(super) fn whole(r: &RunResult) -> Window {
     }
 }
 
-/// Stage `i` of `stages`: the intervals that start in it (those after the last stage, the
-/// drain, belong to the last), and its expected count ∫rate = (from + to) / 2 × duration.
+/// Stage `i` of `stages`: its intervals as [`crate::by_stage`] cuts them (those that start in
+/// it; the drain belongs to the last), and its expected count ∫rate = (from + to) / 2 ×
+/// duration.
 pub(super) fn stage(r: &RunResult, stages: &[StageConfig], i: usize) -> Window {
     let s = &stages[i];
     let mut w = Window {
@@ -76,11 +77,8 @@ pub(super) fn stage(r: &RunResult, stages: &[StageConfig], i: usize) -> Window {
             )
         }),
     };
-    for interval in r
-        .intervals
-        .iter()
-        .filter(|v| stage_of(stages, v.start_ns) == i)
-    {
+    let slices = crate::by_stage::stages(r);
+    for interval in slices.get(i).map_or(&[][..], |s| &s.intervals[..]) {
         let h = decoded(&interval.response_hdr);
         match (&mut w.response, h) {
             (Some(all), Some(h)) => add(all, &h),
@@ -96,15 +94,6 @@ pub(super) fn stage(r: &RunResult, stages: &[StageConfig], i: usize) -> Window {
         }
     }
     w
-}
-
-/// The stage an interval starting at `start_ns` belongs to: the one containing its start, the
-/// last one for the drain after the schedule.
-fn stage_of(stages: &[StageConfig], start_ns: u64) -> usize {
-    stages
-        .iter()
-        .rposition(|s| s.start_ns <= start_ns)
-        .unwrap_or(0)
 }
 
 /// The stage the run ended in: requests unanswered at the end were sent there.
