@@ -135,4 +135,22 @@ mod tests {
             (None, None)
         );
     }
+
+    #[test]
+    fn target_rate_follows_stages_and_a_shard_asks_for_its_share() {
+        let secs = Duration::from_secs;
+        let stages = sojourn_core::Stages::parse("10s@0..1000,10s@1000").unwrap();
+        let staged = Schedule::staged(Arrival::Constant, stages).unwrap();
+        let mut p = plan(Load::Open(staged));
+        assert_eq!(
+            target_rate_at(&p, secs(5)),
+            Some(500.0),
+            "half-way up the ramp"
+        );
+        assert_eq!(target_rate_at(&p, secs(15)), Some(1000.0));
+        assert_eq!(target_rate_at(&p, secs(20)), Some(0.0), "over");
+        assert_eq!(planned(&p), Some(secs(20)));
+        p.shard = sojourn_core::Shard::new(1, 4).unwrap();
+        assert_eq!(target_rate_at(&p, secs(15)), Some(250.0));
+    }
 }
