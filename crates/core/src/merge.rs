@@ -579,7 +579,7 @@ mod tests {
             assert_eq!(other.histograms, all.histograms);
             assert_eq!(other.intervals, all.intervals);
             assert_eq!(other.counts, all.counts);
-            assert_eq!(other.merged.as_ref().unwrap().partial, false);
+            assert!(!other.merged.as_ref().unwrap().partial);
         }
         assert_eq!(
             serde_json::to_string(&nested.histograms).unwrap(),

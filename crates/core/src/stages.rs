@@ -370,9 +370,12 @@ mod tests {
         Stages::parse("10s@0..100, hold=10s@100, 5s@0, 10s@100..300").unwrap()
     }
 
+    /// A stage as the table writes it: name, seconds, from, to.
+    type Row<'a> = (Option<&'a str>, f64, f64, f64);
+
     #[test]
     fn parse_table() {
-        let table: &[(&str, Result<Vec<(Option<&str>, f64, f64, f64)>, &str>)] = &[
+        let table: &[(&str, Result<Vec<Row>, &str>)] = &[
             ("30s@0..1000", Ok(vec![(None, 30.0, 0.0, 1000.0)])),
             (
                 "30s@0..1000,5m@1000",
