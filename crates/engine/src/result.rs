@@ -117,7 +117,8 @@ fn unix_ns(t: std::time::SystemTime) -> Option<u64> {
 
 /// Judges an open loop at its rate as a sweep judges a step, leaving a quarter of it (at most
 /// 5 s) out as its settle: who, if anyone, held it back. A ramp or a staged run has no one rate
-/// to be judged at, and a run cut short no whole schedule.
+/// to be judged at, a run cut short no whole schedule, and a run shorter than its settle plus
+/// one interval no interval to judge it on.
 fn rate_verdict(result: &RunResult, schedule: &Schedule, shard: Shard) -> Option<RateVerdict> {
     if matches!(schedule.arrival, Arrival::Ramp { .. })
         || schedule.stages.is_some()
@@ -126,7 +127,12 @@ fn rate_verdict(result: &RunResult, schedule: &Schedule, shard: Shard) -> Option
         return None;
     }
     let length = crate::run::schedule_end(schedule);
-    let rules = StepRules::new((length / 4).min(Duration::from_secs(5)), length);
+    let settle = (length / 4).min(Duration::from_secs(5));
+    let interval = Duration::from_nanos(result.config.interval_ns);
+    if !holds_a_judged_interval(length, settle, interval) {
+        return None;
+    }
+    let rules = StepRules::new(settle, length);
     let rate = schedule.rate.split(shard.count as usize);
     let step = sweep::evaluate(result, rate, &rules, &[]).ok()?;
     Some(RateVerdict {
@@ -134,4 +140,55 @@ fn rate_verdict(result: &RunResult, schedule: &Schedule, shard: Shard) -> Option
         why: step.reasons.iter().map(ToString::to_string).collect(),
         advice: step.advice,
     })
+}
+
+/// The achieved rate is read from whole intervals that start after the settle and end by the
+/// schedule's end: a run too short to hold one has nothing to be judged on (which is not an
+/// achieved rate of zero).
+fn holds_a_judged_interval(length: Duration, settle: Duration, interval: Duration) -> bool {
+    let width = interval.as_nanos().max(1);
+    let first = settle.as_nanos().div_ceil(width) * width;
+    first + width <= length.as_nanos()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rate_verdict_needs_a_whole_interval_after_the_settle() {
+        let ms = Duration::from_millis;
+        let table = [
+            (
+                1_000,
+                250,
+                1_000,
+                false,
+                "1 s: the only interval starts before the settle",
+            ),
+            (2_000, 500, 1_000, true, "2 s: the interval from 1 s to 2 s"),
+            (
+                1_000,
+                250,
+                250,
+                true,
+                "250 ms intervals: 250–500 ms is after the settle",
+            ),
+            (
+                1_500,
+                375,
+                1_000,
+                false,
+                "1.5 s: the interval from 1 s would end at 2 s",
+            ),
+            (10_000, 2_500, 1_000, true, "10 s"),
+        ];
+        for (length, settle, interval, judged, why) in table {
+            assert_eq!(
+                holds_a_judged_interval(ms(length), ms(settle), ms(interval)),
+                judged,
+                "{why}"
+            );
+        }
+    }
 }
