@@ -24,15 +24,9 @@ pub fn schedule(
     if ramp_to.is_some() && arrival != ArrivalKind::Ramp {
         return Err(bad_input!("--ramp-to: only applies to --arrival ramp"));
     }
-    if seed.is_some() && arrival != ArrivalKind::Poisson {
-        return Err(bad_input!("--seed: only applies to --arrival poisson"));
-    }
-    let arrival = match arrival {
-        ArrivalKind::Constant => Arrival::Constant,
-        ArrivalKind::Poisson => Arrival::Poisson {
-            seed: seed.unwrap_or(1),
-        },
-        ArrivalKind::Ramp => {
+    let arrival = match spacing(arrival, seed)? {
+        Some(arrival) => arrival,
+        None => {
             let to = ramp_to.ok_or_else(|| {
                 bad_input!(
                     "--ramp-to: required with --arrival ramp, e.g. --rate 100 --ramp-to 1000"
@@ -53,21 +47,27 @@ pub fn staged_schedule(
     arrival: ArrivalKind,
     seed: Option<u64>,
 ) -> anyhow::Result<Schedule> {
+    let arrival = spacing(arrival, seed)?.ok_or_else(|| {
+        bad_input!(
+            "--arrival: ramp does not combine with --stages; write the ramp as a stage, e.g. 30s@100..1000"
+        )
+    })?;
+    Schedule::staged(arrival, stages.clone()).map_err(|e| bad_input!("--stages: {e}"))
+}
+
+/// `--arrival constant|poisson` with its `--seed`; `None` for a ramp, which each caller builds
+/// (or refuses) its own way.
+fn spacing(arrival: ArrivalKind, seed: Option<u64>) -> anyhow::Result<Option<Arrival>> {
     if seed.is_some() && arrival != ArrivalKind::Poisson {
         return Err(bad_input!("--seed: only applies to --arrival poisson"));
     }
-    let arrival = match arrival {
-        ArrivalKind::Constant => Arrival::Constant,
-        ArrivalKind::Poisson => Arrival::Poisson {
+    Ok(match arrival {
+        ArrivalKind::Constant => Some(Arrival::Constant),
+        ArrivalKind::Poisson => Some(Arrival::Poisson {
             seed: seed.unwrap_or(1),
-        },
-        ArrivalKind::Ramp => {
-            return Err(bad_input!(
-                "--arrival: ramp does not combine with --stages; write the ramp as a stage, e.g. 30s@100..1000"
-            ))
-        }
-    };
-    Schedule::staged(arrival, stages.clone()).map_err(|e| bad_input!("--stages: {e}"))
+        }),
+        ArrivalKind::Ramp => None,
+    })
 }
 
 /// Parses `--stages`: `30s@0..1000,5m@1000,…`.

@@ -909,6 +909,46 @@ fn associativity_merge_of_merges_is_byte_identical() {
         }
     }
     assert!(all != abc, "a missing shard changes the sums");
+
+    // The merged document is an ordinary result: report, diff and --hgrm read it.
+    for args in [
+        vec![
+            "report".into(),
+            out("all").display().to_string(),
+            "-o".into(),
+            out("all").with_extension("html").display().to_string(),
+        ],
+        vec![
+            "diff".into(),
+            out("all").display().to_string(),
+            out("reversed").display().to_string(),
+        ],
+    ] {
+        let o = Command::new(bin()).args(&args).output().unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    merge_ok(
+        &f,
+        &out("hgrm"),
+        &["--hgrm", &dir.join("merged").display().to_string()],
+    );
+    let hgrm = std::fs::read_to_string(dir.join("merged.response.hgrm")).unwrap();
+    assert!(hgrm.contains("#[Mean"), "{hgrm}");
+
+    // A shard of another plan is refused, naming the field that differs.
+    let mut other: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&f[1]).unwrap()).unwrap();
+    other["config"]["duration_ns"] = serde_json::json!(9_000_000_000u64);
+    let odd = dir.join("other-plan.json");
+    std::fs::write(&odd, other.to_string()).unwrap();
+    let o = merge(&[f[0].clone(), odd], &out("refused"), &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("duration_ns"), "{err}");
 }
 
 // --- a stall seen by all --------------------------------------------------------------------

@@ -577,3 +577,59 @@ fn compare_runs_both_loops_and_gives_a_verdict() {
         "{stdout}"
     );
 }
+
+/// A process that starts after `--start-at` sends what fell due meanwhile at once, and every
+/// one of those requests is measured from its due time: the lateness is send lag, and the
+/// result says how late the process was.
+#[test]
+fn a_late_start_is_send_lag_never_hidden() {
+    let _guard = serial();
+    let server = TestServer::start(false);
+    let dir = temp_dir("late-start");
+    let json = dir.join("late.json");
+    let start = std::time::SystemTime::now() - Duration::from_millis(800);
+    let start = start
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let out = sojourn(&[
+        "run",
+        &server.url("http"),
+        "--rate",
+        "200",
+        "--duration",
+        "2s",
+        "--start-at",
+        &format!("{start:.3}"),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("requests due since then leave at once"),
+        "{err}"
+    );
+    let r = read_result(&json);
+    assert_nothing_lost(&r);
+    assert_eq!(
+        r.counts.scheduled, 400,
+        "the whole schedule, the missed part included"
+    );
+    let skew = r.placement.as_ref().unwrap().start_skew_ns.unwrap();
+    assert!(skew >= 800_000_000, "ready {skew} ns after the start");
+    // About 160 requests fell due before the process was ready: their send lag is at least
+    // what they waited, so the send-lag tail shows the late start.
+    let lag = r.histograms.send_lag.histogram().unwrap();
+    let late = lag.count_between(100_000_000, u64::MAX);
+    assert!(
+        (120..=250).contains(&late),
+        "requests sent late by the start: {late}"
+    );
+    let zero = r.started_unix_ns.unwrap() as f64 / 1e9;
+    let given: f64 = format!("{start:.3}").parse().unwrap();
+    assert!(
+        (zero - given).abs() < 1e-6,
+        "the schedule's zero is the plan's start: {zero} vs {given}"
+    );
+}

@@ -28,8 +28,8 @@ use crate::placement::{
 };
 use crate::record::new_histogram;
 use crate::result::{
-    decode_base64, encode_base64, Counts, HistogramSet, HistogramSummary, IntervalSummary,
-    RateSummary, RunResult, SCHEMA,
+    decode_base64, Counts, HistogramSet, HistogramSummary, IntervalSummary, RateSummary, RunResult,
+    SCHEMA,
 };
 use crate::shard::Shard;
 
@@ -337,18 +337,16 @@ fn interval(
         .iter()
         .map(|(s, i)| (*s, i.send_lag_hdr.as_str()))
         .collect::<Vec<_>>())?;
-    Ok(IntervalSummary {
+    Ok(IntervalSummary::summarise(
         start_ns,
-        duration_ns: parts.iter().map(|(_, i)| i.duration_ns).max().unwrap_or(0),
-        completed: parts.iter().map(|(_, i)| i.completed).sum(),
-        failed: parts.iter().map(|(_, i)| i.failed).sum(),
-        p50: response.value_at_quantile(0.5),
-        p99: response.value_at_quantile(0.99),
-        max: response.max(),
-        send_lag_p99: send_lag.value_at_quantile(0.99),
-        response_hdr: encode_base64(&response),
-        send_lag_hdr: encode_base64(&send_lag),
-    })
+        parts.iter().map(|(_, i)| i.duration_ns).max().unwrap_or(0),
+        (
+            parts.iter().map(|(_, i)| i.completed).sum(),
+            parts.iter().map(|(_, i)| i.failed).sum(),
+        ),
+        &response,
+        &send_lag,
+    ))
 }
 
 fn rate(merged: &RunResult) -> RateSummary {
@@ -607,6 +605,17 @@ mod tests {
             "the plan's total, never a smaller one"
         );
         assert_eq!(m.counts.unaccounted(), 0);
+        // A partial merge, with its shard table and not-measured count, is a valid document.
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../../schema/result.schema.json")).unwrap();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let doc = serde_json::to_value(&m).unwrap();
+        assert!(doc["merged"]["shards"][2]["status"] == "missing");
+        let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+        let mut broken = doc.clone();
+        broken["merged"]["shards"][2]["status"] = serde_json::json!("lost");
+        assert!(!validator.is_valid(&broken), "the schema knows the states");
         // Merging in the missing shard later completes the plan.
         let m2 = merge(vec![again(&m, "partial.json"), shard(2, 4, None)], false).unwrap();
         assert_eq!(m2.counts.not_measured, 110, "shard 3 is still short");

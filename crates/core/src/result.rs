@@ -522,19 +522,34 @@ impl IntervalSummary {
     }
 
     fn of(record: &IntervalRecord, width: Duration) -> IntervalSummary {
-        let response = record.response_histogram();
-        let send_lag = record.send_lag_histogram();
+        IntervalSummary::summarise(
+            record.index * nanos(width),
+            nanos(width),
+            (record.completed, record.failed),
+            &record.response_histogram(),
+            &record.send_lag_histogram(),
+        )
+    }
+
+    /// An interval from its histograms: its percentiles read off them, both carried whole.
+    pub fn summarise(
+        start_ns: u64,
+        duration_ns: u64,
+        (completed, failed): (u64, u64),
+        response: &Histogram<u64>,
+        send_lag: &Histogram<u64>,
+    ) -> IntervalSummary {
         IntervalSummary {
-            start_ns: record.index * nanos(width),
-            duration_ns: nanos(width),
-            completed: record.completed,
-            failed: record.failed,
+            start_ns,
+            duration_ns,
+            completed,
+            failed,
             p50: response.value_at_quantile(0.5),
             p99: response.value_at_quantile(0.99),
             max: response.max(),
             send_lag_p99: send_lag.value_at_quantile(0.99),
-            response_hdr: encode_base64(&response),
-            send_lag_hdr: encode_base64(&send_lag),
+            response_hdr: encode_base64(response),
+            send_lag_hdr: encode_base64(send_lag),
         }
     }
 }
