@@ -31,6 +31,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use common::tolerance::*;
 use common::{assert_nothing_lost, listening_addr, read_result, serial, temp_dir};
 use sojourn_core::placement::ShardState;
 use sojourn_core::{Arrival, End, Rate, RunResult, Schedule, Shard};
@@ -953,13 +954,6 @@ fn associativity_merge_of_merges_is_byte_identical() {
 
 // --- a stall seen by all --------------------------------------------------------------------
 
-const ABSOLUTE_MS: f64 = 2.0;
-const RELATIVE: f64 = 0.03;
-const SERVER_LATE_MS: f64 = 0.5;
-const PER_HELD_MS: f64 = 0.06;
-const DISPATCH_MS: f64 = 2.0;
-const DISPATCH_PER_HELD_MS: f64 = 0.01;
-
 fn p99_ms_of(late: &mut [u64]) -> f64 {
     late.sort_unstable();
     late[(late.len() * 99 / 100).min(late.len() - 1)] as f64 / 1e6
@@ -1076,24 +1070,13 @@ fn a_stall_seen_by_all_shards_matches_the_simulation() {
         "stall: server lateness p99 {server_late:.3} ms (ceiling {late_ceiling:.3}), dispatch lag p99 {dispatch:.3} ms (ceiling {dispatch_ceiling:.3}), machine hiccups p99 {floor:.3} ms, model peak queue {queue}, start skews (ns) {skews:?}"
     );
     let machine = server_late * (1 + queue) as f64 + dispatch;
-    let at = |r: &RunResult, p: f64| r.histograms.response.percentiles.get(p).unwrap() as f64 / 1e6;
-    let mut failures = Vec::new();
-    for p in [50.0, 90.0, 99.0, 99.9] {
-        let (r, m) = (at(&real, p), at(&model, p));
-        let tail = m > at(&model, 50.0) + ABSOLUTE_MS;
-        let allowed = ABSOLUTE_MS + RELATIVE * m + if tail { machine } else { 0.0 };
-        let ok = (r - m).abs() <= allowed;
-        println!(
-            "| 4 shards, hiccup | p{p} | {r:.2} | {m:.2} | {:+.2} | ±{allowed:.2} | {} |",
-            r - m,
-            if ok { "ok" } else { "OUT" }
-        );
-        if !ok {
-            failures.push(format!(
-                "p{p}: merged {r:.2} ms, sim {m:.2} ms, allowed ±{allowed:.2}"
-            ));
-        }
-    }
+    let failures = agreement(
+        "4 shards, hiccup",
+        &real.histograms.response,
+        &model.histograms.response,
+        machine,
+        &|_| false,
+    );
     assert!(
         server_late <= late_ceiling,
         "server lateness over its ceiling"
@@ -1105,6 +1088,7 @@ fn a_stall_seen_by_all_shards_matches_the_simulation() {
     assert!(failures.is_empty(), "{failures:#?}");
     // Every shard saw the stall, and at the same instant: each one's own p99 is in the stall's
     // wedge, not at baseline, and its worst interval is the merged timeline's worst.
+    let at = |r: &RunResult, p: f64| r.histograms.response.percentiles.get(p).unwrap() as f64 / 1e6;
     let worst = |r: &RunResult| {
         r.intervals
             .iter()
