@@ -15,10 +15,10 @@ pub const DISPATCH_MS: f64 = 2.0;
 pub const DISPATCH_PER_HELD_MS: f64 = 0.01;
 pub const PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
 
-/// Percentiles p50 to p99.9 of a real run against the model's, each within |real − sim| ≤ 2 ms
-/// + 3% of the model's value, plus `machine` (ms) for percentiles in the tail, above the body
-/// of the distribution; `thin` leaves out percentiles the sample cannot support. Prints a row
-/// per percentile and returns what disagrees, in words.
+/// Percentiles p50 to p99.9 of a real run against the model's, each within 2 ms plus 3% of the
+/// model's value of it, and `machine` (ms) more for percentiles in the tail, above the body of
+/// the distribution; `thin` leaves out percentiles the sample cannot support. Prints a row per
+/// percentile and returns what disagrees, in words.
 pub fn agreement(
     what: &str,
     real: &HistogramSummary,
