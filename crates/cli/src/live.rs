@@ -93,11 +93,13 @@ fn schedule_span(s: &Schedule) -> Duration {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use sojourn_core::{Arrival, Rate};
 
-    fn plan(load: Load) -> Plan {
+    /// A plan of `load` with one connection and the engine's quiet defaults (no hiccup meter,
+    /// no spinning), for tests here and in `metrics`.
+    pub(crate) fn plan(load: Load) -> Plan {
         Plan {
             load,
             connections: 1,

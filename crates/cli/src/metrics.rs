@@ -460,17 +460,10 @@ mod tests {
         )
         .unwrap();
         let plan = sojourn_engine::Plan {
-            load: sojourn_engine::Load::Open(schedule),
             connections: 256,
-            threads: 1,
             timeout: Duration::from_secs(5),
             interval: Duration::from_millis(200),
-            spin: Duration::ZERO,
-            slack: sojourn_engine::Slack::Auto,
-            hiccup: None,
-            samples: None,
-            shard: sojourn_core::Shard::WHOLE,
-            start_at: None,
+            ..crate::live::tests::plan(sojourn_engine::Load::Open(schedule))
         };
         let request = sojourn_engine::HttpRequest {
             url: url.parse().unwrap(),

@@ -67,7 +67,8 @@ impl FailureClass {
         }
     }
 
-    fn slot(self) -> usize {
+    /// Its place in [`FailureClass::ALL`], for per-class arrays.
+    pub fn slot(self) -> usize {
         self as usize
     }
 }

@@ -105,10 +105,24 @@ fn placement(plan: &Plan, report: &RunReport, result: &RunResult) -> Placement {
     Placement {
         fingerprint: fingerprint(&key),
         shard: plan.shard,
-        due: plan.due().unwrap_or(result.counts.scheduled),
+        due: due(plan, result),
         start_at_unix_ns,
         start_skew_ns: report.start_skew,
     }
+}
+
+/// Requests this process was due to schedule, from the plan. Where the plan's count has to be
+/// drawn (seeded Poisson arrivals bounded by a duration), a run that reached its end has just
+/// drawn exactly those: its scheduled count is taken rather than the streams drawn again.
+fn due(plan: &Plan, result: &RunResult) -> u64 {
+    let drawn = match &plan.load {
+        Load::Open(s) | Load::Paced(s) => s.planned_count().is_none(),
+        Load::Closed(_) => false,
+    };
+    if drawn && !result.interrupted {
+        return result.counts.scheduled;
+    }
+    plan.due().unwrap_or(result.counts.scheduled)
 }
 
 fn unix_ns(t: std::time::SystemTime) -> Option<u64> {
