@@ -41,17 +41,21 @@ fn a_request_allocates_nothing_in_steady_state() {
             report.measurements.tally.completed
         })
     };
-    let (few, a) = count(1_000.0);
-    let (many, b) = count(3_000.0);
+    assert_flat("allocations", count(1_000.0), count(3_000.0));
+}
+
+/// A run of 1,000 requests against one of 3,000 (each `(answered, heap statistics)`): every
+/// request answered, and at most 64 more allocations for the 2,000 more requests.
+fn assert_flat(what: &str, (few, a): (u64, dhat::HeapStats), (many, b): (u64, dhat::HeapStats)) {
     assert_eq!((few, many), (1_000, 3_000), "every request answered");
     let extra = b.total_blocks.saturating_sub(a.total_blocks);
     println!(
-        "allocations: {} for {few} requests, {} for {many}",
+        "{what}: {} for {few} requests, {} for {many}",
         a.total_blocks, b.total_blocks
     );
     assert!(
         extra <= 64,
-        "{extra} more allocations for {} more requests ({} vs {} in all)",
+        "{what}: {extra} more for {} more requests ({} vs {} in all)",
         many - few,
         b.total_blocks,
         a.total_blocks
@@ -86,19 +90,7 @@ fn watching_a_run_allocates_nothing_per_request() {
             report.measurements.tally.completed
         })
     };
-    let (few, a) = count(1_000.0);
-    let (many, b) = count(3_000.0);
-    assert_eq!((few, many), (1_000, 3_000), "every request answered");
-    let extra = b.total_blocks.saturating_sub(a.total_blocks);
-    println!(
-        "allocations while watched: {} for {few} requests, {} for {many}",
-        a.total_blocks, b.total_blocks
-    );
-    assert!(
-        extra <= 64,
-        "{extra} more allocations for {} more",
-        many - few
-    );
+    assert_flat("allocations while watched", count(1_000.0), count(3_000.0));
 }
 
 /// Against a target that never answers, the waiting line grows by a million requests in a
