@@ -136,6 +136,11 @@ pub fn connections(text: &str) -> Result<usize, String> {
     whole(text, 1, MAX_CONNECTIONS)
 }
 
+/// HTTP/2 streams per connection: 1 to [`sojourn_engine::http2::MAX_STREAMS`].
+pub fn streams(text: &str) -> Result<usize, String> {
+    whole(text, 1, sojourn_engine::http2::MAX_STREAMS as u64)
+}
+
 /// A number of worker threads, at least 1.
 pub fn threads(text: &str) -> Result<usize, String> {
     whole(text, 1, MAX_THREADS)

@@ -112,14 +112,8 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
             v.label,
             humantime::format_duration(a.duration)
         );
-        let result = crate::run::execute(
-            &rt,
-            &v.plan,
-            transport,
-            &v.label,
-            v.request.url.as_str(),
-            None,
-        )?;
+        let result =
+            crate::run::execute(&rt, &v.plan, transport, &v.label, &v.requests.shown(), None)?;
         if let Some(path) = &v.json {
             crate::run::write_json(path, &result)?;
         }

@@ -167,6 +167,7 @@ pub fn measure(
         samples: None,
         shard: sojourn_core::Shard::WHOLE,
         start_at: None,
+        targets: None,
     };
     let open_plan = Plan {
         load: Load::Open(schedule),

@@ -112,6 +112,7 @@ pub(crate) mod tests {
             samples: None,
             shard: sojourn_core::Shard::WHOLE,
             start_at: None,
+            targets: None,
         }
     }
 

@@ -18,6 +18,7 @@ mod peer_run;
 mod plan;
 mod progress;
 mod report;
+mod requests;
 mod run;
 mod scenario_arg;
 mod serve;

@@ -96,7 +96,7 @@ pub fn apply(a: &mut RunArgs, path: &Path) -> anyhow::Result<PlanFile> {
         a.url = p.url.clone().or(a.url.take());
     }
     if let (false, Some(m)) = (given("method"), &p.method) {
-        a.method = m.clone();
+        a.method = Some(m.clone());
     }
     if !given("headers") {
         for h in &p.headers {

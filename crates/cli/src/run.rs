@@ -6,20 +6,43 @@ use std::time::Duration;
 
 use anyhow::Context;
 use sojourn_core::{End, RunResult, Shard};
-use sojourn_engine::{HttpRequest, HttpTransport, Load, Plan, Progress, Trust};
+use sojourn_engine::{HttpRequest, Load, Plan, Progress, Trust};
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use crate::args::{self, ArrivalKind};
 use crate::bad_input;
 use crate::exit::{CHECK_FAILED, GATE_FAILED};
+use crate::requests::{AnyTransport, Protocol, Requests};
 
 /// The arguments as typed.
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
     /// The target, e.g. http://127.0.0.1:8080/api (or `url` in the --plan file).
-    #[arg(required_unless_present = "plan")]
+    #[arg(required_unless_present_any = ["plan", "targets"], conflicts_with = "targets")]
     pub url: Option<String>,
+    /// Many different requests instead of one URL: a file in vegeta's HTTP format (a
+    /// `METHOD URL` line, header lines, an optional `@body-file`, a blank line between
+    /// targets) or JSON Lines ({"method", "url", "header", "body" (base64), "label",
+    /// "weight"}). Request i sends a target chosen from i alone, and each label gets its own
+    /// histograms (see docs/targets.md).
+    #[arg(long, value_name = "FILE",
+          conflicts_with_all = ["method", "headers", "body", "body_file"])]
+    pub targets: Option<PathBuf>,
+    /// With --targets: take them in turn (weights interleaved), or at random by weight
+    /// (seeded by --seed).
+    #[arg(long, value_enum, default_value_t = crate::requests::TargetsOrder::RoundRobin,
+          requires = "targets")]
+    pub targets_order: crate::requests::TargetsOrder,
+    /// Speak HTTP/2: ALPN h2 over TLS for https://, prior-knowledge h2c for http://. Each
+    /// connection carries up to --streams requests at once; a due request takes any free
+    /// stream on any connection, FIFO.
+    #[arg(long)]
+    pub http2: bool,
+    /// With --http2: the most concurrent streams per connection. [default: what the server
+    /// advertises, at most 256]
+    #[arg(long, value_name = "N", value_parser = args::streams, requires = "http2")]
+    pub streams: Option<usize>,
     /// A TOML run file: the URL, the stages or rate, the arrival process, connections, timeout
     /// and objectives (see docs/plans.md). Flags given on the command line win over it.
     #[arg(long, value_name = "FILE")]
@@ -72,7 +95,8 @@ pub struct RunArgs {
     #[arg(long, value_parser = args::requests)]
     pub requests: Option<u64>,
     /// Open loop: the most connections to open (lazily; due requests queue FIFO for a free one).
-    /// Closed loop: the number of looping connections. [default: 2048 open, 10 closed]
+    /// Closed loop: the number of looping connections. With --http2, connections each carry
+    /// --streams requests. [default: 2048 open, 10 closed; with --http2, 16]
     #[arg(long, short = 'c', value_parser = args::connections)]
     pub connections: Option<usize>,
     /// Worker threads, each with its own connections and slice of the schedule.
@@ -89,9 +113,9 @@ pub struct RunArgs {
     /// or when its answer arrives, whichever is later (hey -q, bombardier -r, fortio -qps).
     #[arg(long)]
     pub closed: bool,
-    /// HTTP method.
-    #[arg(long, short = 'X', default_value = "GET")]
-    pub method: String,
+    /// HTTP method. [default: GET]
+    #[arg(long, short = 'X')]
+    pub method: Option<String>,
     /// A request header, "Name: value"; repeatable.
     #[arg(long = "header", short = 'H', value_parser = args::header)]
     pub headers: Vec<(String, String)>,
@@ -188,7 +212,13 @@ impl RunArgs {
 /// A run that has passed validation: the engine's plan plus what to send and where to write.
 pub struct Validated {
     pub plan: Plan,
-    pub request: HttpRequest,
+    pub requests: Requests,
+    pub protocol: Protocol,
+    /// Connections asked for; with HTTP/2 the plan's pool holds this many times the streams.
+    pub connections: usize,
+    /// `h2`/`h2c` once connected over HTTP/2, and its streams per connection.
+    pub protocol_name: Option<String>,
+    pub streams: Option<u32>,
     pub trust: Trust,
     pub json: Option<PathBuf>,
     pub outputs: Outputs,
@@ -209,6 +239,9 @@ pub struct Outputs {
 
 const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 const DEFAULT_OPEN_CONNECTIONS: usize = 2048;
+/// HTTP/2: 16 connections of up to 128 streams (nginx's limit) hold as many requests at once
+/// as the HTTP/1.1 default pool.
+const DEFAULT_HTTP2_CONNECTIONS: usize = 16;
 const DEFAULT_CLOSED_CONNECTIONS: usize = 10;
 
 pub fn validate(mut a: RunArgs) -> anyhow::Result<Validated> {
@@ -216,7 +249,10 @@ pub fn validate(mut a: RunArgs) -> anyhow::Result<Validated> {
         crate::plan::apply(&mut a, &path)?;
     }
     let gate = crate::gate::Gate::parse(a.gate.clone())?;
-    let request = request(&a)?;
+    let requests = match &a.targets {
+        Some(path) => Requests::from_file(path, a.targets_order, a.seed)?,
+        None => Requests::one(request(&a)?),
+    };
     let end = end(&a)?;
     let load = if a.closed {
         closed_load(&a, end)?
@@ -254,8 +290,16 @@ pub fn validate(mut a: RunArgs) -> anyhow::Result<Validated> {
             samples: None,
             shard,
             start_at: a.start_at,
+            targets: requests.targets.clone(),
         },
-        request,
+        requests,
+        protocol: match a.http2 {
+            true => Protocol::Http2 { streams: a.streams },
+            false => Protocol::Http1,
+        },
+        connections,
+        protocol_name: None,
+        streams: None,
         trust: trust(a.insecure, a.cacert.as_deref())?,
         outputs: Outputs {
             hgrm: a.hgrm,
@@ -383,11 +427,11 @@ fn request(a: &RunArgs) -> anyhow::Result<HttpRequest> {
             url.scheme()
         ));
     }
-    let method = a.method.to_ascii_uppercase();
+    let given = a.method.as_deref().unwrap_or("GET");
+    let method = given.to_ascii_uppercase();
     if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
         return Err(bad_input!(
-            "--method: {:?} is not an HTTP method; expected e.g. GET or POST",
-            a.method
+            "--method: {given:?} is not an HTTP method; expected e.g. GET or POST"
         ));
     }
     let body = match (&a.body, &a.body_file) {
@@ -422,10 +466,10 @@ const OPEN_RATE_PER_THREAD: f64 = 50_000.0;
 /// `--connections` and `--threads`, with their defaults: a closed loop gets a thread per CPU;
 /// an open loop as many as its peak rate needs, up to one per CPU.
 fn pool(a: &RunArgs, load: &Load) -> anyhow::Result<(usize, usize)> {
-    let default_connections = if a.closed {
-        DEFAULT_CLOSED_CONNECTIONS
-    } else {
-        DEFAULT_OPEN_CONNECTIONS
+    let default_connections = match (a.closed, a.http2) {
+        (true, _) => DEFAULT_CLOSED_CONNECTIONS,
+        (false, true) => DEFAULT_HTTP2_CONNECTIONS,
+        (false, false) => DEFAULT_OPEN_CONNECTIONS,
     };
     let connections = match a.connections {
         Some(0) => return Err(bad_input!("--connections: must be at least 1, got 0")),
@@ -487,6 +531,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     let transport = rt.block_on(connectable(&v))?;
+    v.fit_pool(&transport);
     let samples = crate::outputs::SampleThread::start(&v.outputs)?;
     v.plan.samples = samples.as_ref().map(|s| s.sender());
     let result = execute_watched(
@@ -494,10 +539,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         &v.plan,
         transport,
         &v.label,
-        v.request.url.as_str(),
+        &v.requests.shown(),
         v.warmup,
         metrics,
-    );
+    )
+    .map(|r| v.describe(r));
     v.plan.samples = None;
     let written = samples.map(|s| s.finish()).transpose()?;
     let result = result?;
@@ -529,32 +575,28 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Resolves the target and opens one connection, so an unreachable host is a clear error
-/// before the run rather than a run full of connect failures.
-pub async fn connectable(v: &Validated) -> anyhow::Result<HttpTransport> {
-    let url = v.request.url.as_str();
-    let transport = HttpTransport::new(&v.request, &v.trust)
-        .await
-        .map_err(|e| match e {
-            sojourn_engine::TargetError::TrustAnchor(_) => bad_input!("--cacert: {e}"),
-            _ => bad_input!("URL: {url}: {e}"),
-        })?;
-    let probe =
-        tokio::time::timeout(v.plan.timeout.min(Duration::from_secs(5)), transport.open()).await;
-    let addr = transport.addr();
-    match probe {
-        Ok(Ok(())) => Ok(transport),
-        Ok(Err(e)) if e.class == sojourn_core::FailureClass::Tls => Err(bad_input!(
-            "URL: TLS handshake with {url} ({addr}): {e}; for a private CA give \
-             --cacert FILE, for a self-signed test server --insecure"
-        )),
-        Ok(Err(e)) => Err(bad_input!(
-            "URL: cannot connect to {url} ({addr}): {e}; is the server running and the port right?"
-        )),
-        Err(_) => Err(bad_input!(
-            "URL: connecting to {url} ({}) timed out: is the host reachable?",
-            transport.addr()
-        )),
+/// Resolves the target and opens one connection (see [`crate::requests::connectable`]).
+pub async fn connectable(v: &Validated) -> anyhow::Result<AnyTransport> {
+    crate::requests::connectable(&v.requests, &v.trust, v.protocol, v.plan.timeout).await
+}
+
+impl Validated {
+    /// Sizes the pool in stream slots: each connection carries as many streams as the
+    /// transport was allowed (one for HTTP/1.1).
+    pub fn fit_pool(&mut self, transport: &AnyTransport) {
+        self.plan.connections = self.connections.saturating_mul(transport.streams());
+        self.protocol_name = transport.protocol_name(&self.requests.first().url);
+        self.streams = (transport.streams() > 1 || self.protocol_name.is_some())
+            .then_some(transport.streams() as u32);
+    }
+
+    /// What the result says about the protocol and the requests.
+    pub fn describe(&self, mut r: RunResult) -> RunResult {
+        r.config.connections = self.connections as u32;
+        r.config.protocol = self.protocol_name.clone();
+        r.config.streams = self.streams;
+        r.config.targets = self.requests.config.clone();
+        r
     }
 }
 
@@ -563,7 +605,7 @@ pub async fn connectable(v: &Validated) -> anyhow::Result<HttpTransport> {
 pub fn execute(
     rt: &tokio::runtime::Runtime,
     plan: &Plan,
-    transport: HttpTransport,
+    transport: impl Into<AnyTransport>,
     label: &str,
     url: &str,
     warmup: Option<sojourn_core::result::WarmupRequest>,
@@ -575,7 +617,7 @@ pub fn execute(
 pub fn execute_watched(
     rt: &tokio::runtime::Runtime,
     plan: &Plan,
-    transport: HttpTransport,
+    transport: impl Into<AnyTransport>,
     label: &str,
     url: &str,
     warmup: Option<sojourn_core::result::WarmupRequest>,
@@ -595,6 +637,7 @@ pub fn execute_watched(
         crate::progress::Bar::new(plan, progress.clone())
     });
     let report = std::thread::scope(|scope| {
+        let transport = transport.into();
         let engine = scope
             .spawn(|| sojourn_engine::execute(plan, transport, cancel.clone(), progress.clone()));
         rt.block_on(watch(&cancel, &mut panel, || engine.is_finished()));

@@ -289,6 +289,7 @@ fn own_runs(
         samples: None,
         shard: sojourn_core::Shard::WHOLE,
         start_at: None,
+        targets: None,
     };
     let closed = Plan {
         load: Load::Closed(End::After(load.duration)),

@@ -509,14 +509,7 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
         // A fresh schedule per step: each starts at its own time zero.
         let v = crate::run::validate(run_args(&a, &config, rate))?;
         let transport = rt.block_on(crate::run::connectable(&v))?;
-        crate::run::execute(
-            &rt,
-            &v.plan,
-            transport,
-            &v.label,
-            v.request.url.as_str(),
-            None,
-        )
+        crate::run::execute(&rt, &v.plan, transport, &v.label, &v.requests.shown(), None)
     })?;
     let modelled = match &model {
         Some(scenario) => {

@@ -22,14 +22,16 @@ pub mod stages;
 pub mod stats;
 pub mod steady;
 pub mod sweep;
+pub mod targets;
 pub mod units;
 pub mod verdict;
 
 pub use check::{Checks, GeneratorVerdict};
 pub use outcome::{FailureClass, FailureCounts, Outcome};
-pub use record::{Bound, Measurements, Recorder, RequestSample, Stamps};
-pub use result::{Mode, RunConfig, RunFacts, RunResult};
+pub use record::{Bound, LabelRecord, Measurements, Recorder, RequestSample, Stamps, StatusCounts};
+pub use result::{LabelCounts, Mode, RunConfig, RunFacts, RunResult, TargetResult, TargetsConfig};
 pub use schedule::{Arrival, Due, End, Schedule};
 pub use shard::Shard;
 pub use stages::{Stage, Stages};
+pub use targets::{Target, Targets, TargetsError};
 pub use units::{format_ns, nanos, Rate};

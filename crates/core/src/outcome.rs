@@ -11,7 +11,8 @@ pub enum FailureClass {
     Connect,
     /// The connection broke mid-exchange: reset, or closed before the response was complete.
     Io,
-    /// The server answered something that is not valid HTTP/1.1.
+    /// The server answered something that is not valid HTTP/1.1, or broke the HTTP/2 protocol
+    /// (a PROTOCOL_ERROR or FLOW_CONTROL_ERROR on the connection or the stream).
     Protocol,
     /// A 4xx status.
     #[serde(rename = "http_4xx")]
@@ -28,10 +29,17 @@ pub enum FailureClass {
     /// (expired, wrong name, unknown issuer) or client and server share no protocol version.
     /// Kept apart from `connect` because the fix is on the certificate, not the network.
     Tls,
+    /// HTTP/2: the server reset the request's stream (RST_STREAM) before its answer was
+    /// complete, e.g. REFUSED_STREAM under load or CANCEL. The connection carries on.
+    Reset,
+    /// HTTP/2: the server sent GOAWAY and did not process the request (its stream is past the
+    /// last one the server said it would handle), and a retry on a fresh connection failed too.
+    #[serde(rename = "goaway")]
+    GoAway,
 }
 
 impl FailureClass {
-    pub const ALL: [FailureClass; 9] = [
+    pub const ALL: [FailureClass; 11] = [
         FailureClass::Timeout,
         FailureClass::Connect,
         FailureClass::Io,
@@ -41,6 +49,8 @@ impl FailureClass {
         FailureClass::HttpOther,
         FailureClass::Error,
         FailureClass::Tls,
+        FailureClass::Reset,
+        FailureClass::GoAway,
     ];
 
     /// The class of a non-2xx HTTP status, or `None` for success.
@@ -64,6 +74,8 @@ impl FailureClass {
             FailureClass::HttpOther => "http_other",
             FailureClass::Error => "error",
             FailureClass::Tls => "tls",
+            FailureClass::Reset => "reset",
+            FailureClass::GoAway => "goaway",
         }
     }
 

@@ -135,7 +135,7 @@ impl Tally {
             .saturating_add(self.never_sent)
     }
 
-    fn merge(&mut self, other: &Tally) {
+    pub fn merge(&mut self, other: &Tally) {
         self.completed += other.completed;
         self.failed.merge(&other.failed);
         self.censored += other.censored;
@@ -143,6 +143,105 @@ impl Tally {
         self.waited_for_connection += other.waited_for_connection;
     }
 }
+
+/// One label's share of a run (`--targets`): its own response, service and send-lag
+/// histograms and its own counts, beside the whole run's. Every request of the run lands in
+/// exactly one label, so the labels' tallies add up to the run's.
+#[derive(Debug, Clone)]
+pub struct LabelRecord {
+    /// done − intended, censored requests at their lower bounds, as the run's.
+    pub response: Histogram<u64>,
+    /// done − sent.
+    pub service: Histogram<u64>,
+    /// sent − intended.
+    pub send_lag: Histogram<u64>,
+    /// The lower bounds inside `response`.
+    pub censored: Histogram<u64>,
+    pub tally: Tally,
+}
+
+impl LabelRecord {
+    pub fn new() -> Self {
+        LabelRecord {
+            response: new_histogram(),
+            service: new_histogram(),
+            send_lag: new_histogram(),
+            censored: new_histogram(),
+            tally: Tally::default(),
+        }
+    }
+
+    pub fn merge(&mut self, other: &LabelRecord) {
+        add(&mut self.response, &other.response);
+        add(&mut self.service, &other.service);
+        add(&mut self.send_lag, &other.send_lag);
+        add(&mut self.censored, &other.censored);
+        self.tally.merge(&other.tally);
+    }
+
+    /// The response time at percentile `p` (0–100) and whether it is only a lower bound.
+    pub fn response_at(&self, p: f64) -> Bound {
+        bound_at(&self.response, &self.censored, p)
+    }
+
+    /// A request that got an answer (or failed) at `done`, as [`Recorder::record`].
+    pub fn record(&mut self, s: &Stamps, done: Duration, outcome: Outcome) {
+        let response = done.saturating_sub(s.intended);
+        record_ns(&mut self.response, response);
+        record_ns(&mut self.service, done.saturating_sub(s.sent));
+        record_ns(&mut self.send_lag, s.sent.saturating_sub(s.intended));
+        self.count(outcome, response);
+    }
+
+    /// A request that failed before anything was sent, as [`Recorder::record_unsent_failure`].
+    pub fn record_unsent_failure(
+        &mut self,
+        intended: Duration,
+        done: Duration,
+        class: FailureClass,
+    ) {
+        let response = done.saturating_sub(intended);
+        record_ns(&mut self.response, response);
+        self.count(Outcome::Failed(class), response);
+    }
+
+    /// Sent and unanswered at `end` (`sent` is `Some`), or due and never sent: its response
+    /// time is at least `end − intended`.
+    pub fn record_unfinished(&mut self, intended: Duration, sent: Option<Duration>, end: Duration) {
+        let bound = end.saturating_sub(intended);
+        record_ns(&mut self.response, bound);
+        record_ns(&mut self.censored, bound);
+        match sent {
+            Some(sent) => {
+                record_ns(&mut self.send_lag, sent.saturating_sub(intended));
+                self.tally.censored += 1;
+            }
+            None => self.tally.never_sent += 1,
+        }
+    }
+
+    fn count(&mut self, outcome: Outcome, response: Duration) {
+        match outcome {
+            Outcome::Ok => self.tally.completed += 1,
+            Outcome::Failed(class) => {
+                self.tally.failed.add(class);
+                if class == FailureClass::Timeout {
+                    record_ns(&mut self.censored, response);
+                }
+            }
+        }
+    }
+}
+
+impl Default for LabelRecord {
+    fn default() -> Self {
+        LabelRecord::new()
+    }
+}
+
+/// Final answers counted by HTTP status code. A map, not an array: a hostile server may send
+/// any three digits, and a new code costs one entry once, never one per request.
+pub type StatusCounts = BTreeMap<u16, u64>;
 
 /// One finished interval of the timeline, keyed by when requests finished.
 #[derive(Debug, Clone, PartialEq)]
@@ -316,6 +415,9 @@ pub struct Recorder {
     /// The gaps between this sender's consecutive sends, on the schedule's own clock.
     gaps: GapRecord,
     last_send: Option<f64>,
+    /// Per label (`--targets`), indexed by label number; empty without labels.
+    labels: Vec<LabelRecord>,
+    statuses: StatusCounts,
 }
 
 impl Recorder {
@@ -329,7 +431,27 @@ impl Recorder {
             timeline: Timeline::new(interval),
             gaps: GapRecord::new(),
             last_send: None,
+            labels: Vec::new(),
+            statuses: StatusCounts::new(),
         }
+    }
+
+    /// A recorder that also keeps `labels` per-label records (`--targets`).
+    pub fn with_labels(interval: Duration, labels: usize) -> Self {
+        let mut r = Recorder::new(interval);
+        r.labels = vec![LabelRecord::new(); labels];
+        r
+    }
+
+    /// A final answer with this HTTP status code.
+    pub fn record_status(&mut self, status: u16) {
+        *self.statuses.entry(status).or_default() += 1;
+    }
+
+    /// Label `label`'s own record, to record a request there as well as in the whole run. `None`
+    /// when the recorder keeps no labels.
+    pub fn label(&mut self, label: usize) -> Option<&mut LabelRecord> {
+        self.labels.get_mut(label)
     }
 
     /// A request left for the server when the schedule expected `expected` arrivals of this
@@ -474,7 +596,18 @@ impl Recorder {
         let mut gaps = GapRecord::new();
         let mut width = Duration::from_secs(1);
         let mut records = Vec::new();
+        let mut labels: Vec<LabelRecord> = Vec::new();
+        let mut statuses = StatusCounts::new();
         for r in recorders {
+            if labels.len() < r.labels.len() {
+                labels.resize_with(r.labels.len(), LabelRecord::new);
+            }
+            for (into, from) in labels.iter_mut().zip(&r.labels) {
+                into.merge(from);
+            }
+            for (code, n) in &r.statuses {
+                *statuses.entry(*code).or_default() += n;
+            }
             hist.merge(&r.hist);
             tally.merge(&r.tally);
             add(&mut censored, &r.censored);
@@ -491,6 +624,8 @@ impl Recorder {
             gaps,
             interval: width,
             intervals: merge_intervals(records),
+            labels,
+            statuses,
         }
     }
 }
@@ -542,6 +677,11 @@ pub struct Measurements {
     pub gaps: GapRecord,
     pub interval: Duration,
     pub intervals: Vec<IntervalRecord>,
+    /// Per label (`--targets`), indexed by label number; empty without labels. Whole-run
+    /// histograms: a warm-up trim leaves them as they are.
+    pub labels: Vec<LabelRecord>,
+    /// Final answers by HTTP status code.
+    pub statuses: StatusCounts,
 }
 
 /// What a warm-up trim took out of the summary histograms.

@@ -19,11 +19,13 @@ use crate::units::nanos;
 
 /// The version written. Version 2 added `placement` (plan fingerprint, shard, due count, start
 /// skew), `merged`, `counts.not_measured` and `statistics.conformance.record`; a version 1
-/// document reads as one without them.
-pub const SCHEMA: &str = "sojourn.result/2";
+/// document reads as one without them. Version 3 added `statuses`, `targets` (per label),
+/// `config.protocol`, `config.streams`, `config.targets` and the failure classes `reset` and
+/// `goaway`; a version 2 document reads as one without them.
+pub const SCHEMA: &str = "sojourn.result/3";
 
 /// Every version this build reads.
-pub const READABLE_SCHEMAS: [&str; 2] = ["sojourn.result/1", SCHEMA];
+pub const READABLE_SCHEMAS: [&str; 3] = ["sojourn.result/1", "sojourn.result/2", SCHEMA];
 
 /// The percentiles every summary carries.
 pub const PERCENTILES: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 100.0];
@@ -94,6 +96,79 @@ pub struct RunConfig {
     /// A shaped run's stages, in order; absent for a single-rate run.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub stages: Option<Vec<StageConfig>>,
+    /// `h2` (HTTP/2 over TLS) or `h2c` (prior knowledge over TCP); absent for HTTP/1.1.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub protocol: Option<String>,
+    /// HTTP/2: the most concurrent streams per connection (`connections` counts connections).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub streams: Option<u32>,
+    /// Many requests (`--targets`): where they came from and in what order they are sent.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub targets: Option<TargetsConfig>,
+}
+
+/// The targets file a run sent, as the result records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetsConfig {
+    pub file: String,
+    /// Targets in the file.
+    pub count: u32,
+    /// `round_robin` or `random`.
+    pub order: String,
+    /// Random order: its seed.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub seed: Option<u64>,
+}
+
+/// One label's part of a run (`--targets`): its own counts and histograms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetResult {
+    pub label: String,
+    /// The share of the schedule the targets file gives this label (its weights over all).
+    pub share: f64,
+    pub counts: LabelCounts,
+    pub response: HistogramSummary,
+    pub service: HistogramSummary,
+    pub send_lag: HistogramSummary,
+}
+
+/// Every request of a label ends in exactly one of these, as the run's own counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LabelCounts {
+    pub completed: u64,
+    pub failed: crate::outcome::FailureCounts,
+    pub censored: u64,
+    pub never_sent: u64,
+}
+
+impl LabelCounts {
+    /// Requests of this label accounted for, whatever their end.
+    pub fn total(&self) -> u64 {
+        self.completed
+            .saturating_add(self.failed.total())
+            .saturating_add(self.censored)
+            .saturating_add(self.never_sent)
+    }
+}
+
+impl TargetResult {
+    /// Label `label`'s record as the result carries it.
+    pub fn of(label: &str, share: f64, r: &crate::record::LabelRecord) -> TargetResult {
+        let none = crate::record::new_histogram();
+        TargetResult {
+            label: label.to_string(),
+            share,
+            counts: LabelCounts {
+                completed: r.tally.completed,
+                failed: r.tally.failed,
+                censored: r.tally.censored,
+                never_sent: r.tally.never_sent,
+            },
+            response: HistogramSummary::of(&r.response, &r.censored),
+            service: HistogramSummary::of(&r.service, &none),
+            send_lag: HistogramSummary::of(&r.send_lag, &none),
+        }
+    }
 }
 
 /// One stage of a shaped run as the result records it: where it sits on the run's clock and
@@ -589,6 +664,12 @@ pub struct RunResult {
     /// A merge of shard results: where they came from and which shards were missing or short.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub merged: Option<crate::placement::MergeInfo>,
+    /// Final answers by HTTP status code (requests that failed before an answer have none).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub statuses: BTreeMap<u16, u64>,
+    /// Many requests (`--targets`): one entry per label, in the targets file's order.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub targets: Vec<TargetResult>,
 }
 
 /// How much an imported result knows: every request, or only the tool's own summary.
@@ -688,6 +769,8 @@ impl RunResult {
             import: None,
             placement: None,
             merged: None,
+            statuses: m.statuses.clone(),
+            targets: Vec::new(),
         }
     }
 }

@@ -6,7 +6,6 @@
 //! buffer. That buffer is bounded whatever the server sends: a response head longer than
 //! [`MAX_HEAD_BYTES`] (or with more than [`MAX_HEADERS`] fields), a chunk-size line longer than
 //! [`MAX_CHUNK_LINE`] or trailers longer than [`MAX_HEAD_BYTES`] fail as `protocol`.
-use std::cell::Cell;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,12 +15,11 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use sojourn_core::{FailureClass, Outcome};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::time::Instant;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 use url::Url;
 
-use crate::transport::{Connection, ExchangeError, Transport};
+use crate::transport::{Connection, Exchange, ExchangeError, Transport};
 
 /// The longest response head (status line and header fields) read before the answer is
 /// called malformed. Real servers send a few hundred bytes; 64 KiB is hyper's and nginx's
@@ -93,17 +91,23 @@ pub enum TargetError {
 }
 
 #[derive(Clone)]
-struct Tls {
-    connector: TlsConnector,
-    name: ServerName<'static>,
+pub(crate) struct Tls {
+    pub connector: TlsConnector,
+    pub name: ServerName<'static>,
 }
 
-/// Opens connections to one target and exchanges one fixed request on them.
+/// Opens connections to one origin and exchanges its requests on them: one fixed request, or
+/// (`--targets`) the one each exchange names.
 #[derive(Clone)]
 pub struct HttpTransport {
     addr: SocketAddr,
     tls: Option<Tls>,
-    request: Arc<[u8]>,
+    requests: Arc<[Encoded]>,
+}
+
+/// One request, encoded once for the whole run.
+struct Encoded {
+    bytes: Box<[u8]>,
     head_only: bool,
 }
 
@@ -111,33 +115,27 @@ impl HttpTransport {
     /// Resolves the target and encodes the request. `trust` says which certificates an https
     /// target may present.
     pub async fn new(req: &HttpRequest, trust: &Trust) -> Result<HttpTransport, TargetError> {
-        let scheme = req.url.scheme();
-        if scheme != "http" && scheme != "https" {
-            return Err(TargetError::Scheme(scheme.to_string()));
-        }
-        let host = req.url.host_str().ok_or(TargetError::NoHost)?.to_string();
-        let port = req.url.port_or_known_default().ok_or(TargetError::NoHost)?;
-        let bare = host.trim_start_matches('[').trim_end_matches(']');
-        let addr = tokio::net::lookup_host((bare, port))
-            .await
-            .and_then(|mut a| {
-                a.next()
-                    .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address"))
+        HttpTransport::many(std::slice::from_ref(req), trust).await
+    }
+
+    /// Many requests to one origin (the first request's scheme, host and port; the caller has
+    /// checked that they share it): exchange `i` sends `reqs[i]`.
+    pub async fn many(reqs: &[HttpRequest], trust: &Trust) -> Result<HttpTransport, TargetError> {
+        let req = reqs.first().ok_or(TargetError::NoHost)?;
+        let (addr, tls) = resolve(req, trust, b"http/1.1").await?;
+        let requests = reqs
+            .iter()
+            .map(|r| {
+                Ok(Encoded {
+                    bytes: encode(r)?.into(),
+                    head_only: r.method.eq_ignore_ascii_case("HEAD"),
+                })
             })
-            .map_err(|source| TargetError::Resolve {
-                host: host.clone(),
-                source,
-            })?;
-        let tls = if scheme == "https" {
-            Some(tls_config(bare, trust)?)
-        } else {
-            None
-        };
+            .collect::<Result<Vec<_>, TargetError>>()?;
         Ok(HttpTransport {
             addr,
             tls,
-            request: encode(req)?.into(),
-            head_only: req.method.eq_ignore_ascii_case("HEAD"),
+            requests: requests.into(),
         })
     }
 
@@ -146,7 +144,38 @@ impl HttpTransport {
     }
 }
 
-fn tls_config(host: &str, trust: &Trust) -> Result<Tls, TargetError> {
+/// Resolves a request's origin, and prepares TLS (offering `alpn`) for https.
+pub(crate) async fn resolve(
+    req: &HttpRequest,
+    trust: &Trust,
+    alpn: &[u8],
+) -> Result<(SocketAddr, Option<Tls>), TargetError> {
+    let scheme = req.url.scheme();
+    if scheme != "http" && scheme != "https" {
+        return Err(TargetError::Scheme(scheme.to_string()));
+    }
+    let host = req.url.host_str().ok_or(TargetError::NoHost)?.to_string();
+    let port = req.url.port_or_known_default().ok_or(TargetError::NoHost)?;
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let addr = tokio::net::lookup_host((bare, port))
+        .await
+        .and_then(|mut a| {
+            a.next()
+                .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address"))
+        })
+        .map_err(|source| TargetError::Resolve {
+            host: host.clone(),
+            source,
+        })?;
+    let tls = if scheme == "https" {
+        Some(tls_config(bare, trust, alpn)?)
+    } else {
+        None
+    };
+    Ok((addr, tls))
+}
+
+fn tls_config(host: &str, trust: &Trust, alpn: &[u8]) -> Result<Tls, TargetError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -173,7 +202,7 @@ fn tls_config(host: &str, trust: &Trust) -> Result<Tls, TargetError> {
             roots(store).with_no_client_auth()
         }
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![alpn.to_vec()];
     let name = ServerName::try_from(host.to_string()).map_err(|_| TargetError::NoHost)?;
     Ok(Tls {
         connector: TlsConnector::from(Arc::new(config)),
@@ -269,8 +298,7 @@ impl Transport for HttpTransport {
         Ok(HttpConnection {
             stream,
             buf: BytesMut::with_capacity(8 * 1024),
-            request: self.request.clone(),
-            head_only: self.head_only,
+            requests: self.requests.clone(),
             served: 0,
             keep_alive: true,
         })
@@ -281,31 +309,33 @@ impl Transport for HttpTransport {
 pub struct HttpConnection {
     stream: Stream,
     buf: BytesMut,
-    request: Arc<[u8]>,
-    head_only: bool,
+    requests: Arc<[Encoded]>,
     served: u64,
     keep_alive: bool,
 }
 
 impl Connection for HttpConnection {
-    async fn exchange(&mut self, sent: &Cell<Option<Instant>>) -> Result<Outcome, ExchangeError> {
-        sent.set(Some(Instant::now()));
+    async fn exchange(&mut self, ex: &Exchange) -> Result<Outcome, ExchangeError> {
+        let req = &self.requests[ex.target()];
+        ex.mark_sent();
         let result = match &mut self.stream {
-            Stream::Plain(s) => round_trip(s, &self.request, &mut self.buf, self.head_only).await,
+            Stream::Plain(s) => round_trip(s, &req.bytes, &mut self.buf, req.head_only).await,
             Stream::Tls(s) => {
-                round_trip(s.as_mut(), &self.request, &mut self.buf, self.head_only).await
+                round_trip(s.as_mut(), &req.bytes, &mut self.buf, req.head_only).await
             }
         };
         match result {
             Ok(head) => {
                 self.served += 1;
                 self.keep_alive = head.keep_alive;
-                Ok(Outcome::of_status(head.status))
+                Ok(ex.answered(head.status))
             }
             Err(e) => {
                 self.keep_alive = false;
                 Err(match e {
-                    Broken::BeforeAnswer if self.served > 0 => ExchangeError::Stale,
+                    Broken::BeforeAnswer if self.served > 0 => {
+                        ExchangeError::Unprocessed(FailureClass::Io)
+                    }
                     Broken::BeforeAnswer | Broken::Io => ExchangeError::Failed(FailureClass::Io),
                     Broken::Protocol => ExchangeError::Failed(FailureClass::Protocol),
                 })

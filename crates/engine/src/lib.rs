@@ -14,6 +14,7 @@ mod backlog;
 pub mod closed;
 mod cpu;
 pub mod http;
+pub mod http2;
 mod insecure;
 pub mod live;
 pub mod open;
@@ -27,8 +28,9 @@ pub mod transport;
 pub mod worker;
 
 pub use http::{ConnectError, HttpRequest, HttpTransport, TargetError, Trust};
+pub use http2::{Http2Settings, Http2Transport};
 pub use live::{IntervalSnapshot, Live};
 pub use progress::{Progress, ProgressSnapshot};
 pub use run::{execute, Load, Plan, RunReport, Slack, HICCUP_TICK};
 pub use sojourn_timer::DEFAULT_MAX_SPIN;
-pub use transport::{Connection, ExchangeError, FnTransport, Transport};
+pub use transport::{Connection, Exchange, ExchangeError, FnTransport, Transport};

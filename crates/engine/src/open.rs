@@ -123,6 +123,7 @@ fn dispatch<T: Transport>(worker: &Rc<Worker<T>>) -> bool {
             intended: due.at,
             dispatched: now,
             waited: false,
+            target: worker.target_of(due.index),
         };
         worker.assign(&slot, job);
         if woken {

@@ -52,7 +52,13 @@ impl Lanes {
     /// connection was busy with the previous one, so the wait is the connection's (`waited`),
     /// not the generator's. A slot still ahead is slept to; once woken for it, any lateness
     /// is the timer's, the generator's own.
-    pub(crate) fn next(&self, lane: usize, now: Duration, woke: bool) -> Next {
+    pub(crate) fn next(
+        &self,
+        lane: usize,
+        now: Duration,
+        woke: bool,
+        target_of: impl Fn(u64) -> u32,
+    ) -> Next {
         if self.stop.is_some_and(|d| now >= d) {
             return Next::Stop;
         }
@@ -69,17 +75,26 @@ impl Lanes {
             intended: slot.at,
             dispatched: if waited { slot.at } else { now },
             waited,
+            target: target_of(slot.index),
         })
     }
 
     /// The run is over at `end`: every slot due by then that no connection got round to was
     /// never sent. Returns how many slots the connections took or owed.
-    pub(crate) fn close(&self, recorder: &mut Recorder, end: Duration) -> u64 {
+    pub(crate) fn close(
+        &self,
+        recorder: &mut Recorder,
+        end: Duration,
+        label_of: impl Fn(u64) -> usize,
+    ) -> u64 {
         let mut scheduled = 0;
         for lane in &self.lanes {
             let mut backlog = lane.borrow_mut();
             for slot in backlog.take_all_due(end) {
                 recorder.record_never_sent(slot.at, slot.at, end);
+                if let Some(l) = recorder.label(label_of(slot.index)) {
+                    l.record_unfinished(slot.at, None, end);
+                }
             }
             scheduled += backlog.taken();
         }

@@ -145,36 +145,38 @@ async fn exchange<T: Transport>(
         },
     };
     worker.note_send();
-    let result = c.exchange(&slot.sent).await;
+    let result = c.exchange(&slot.ex).await;
     keep_or_drop(conn, &result);
     match result {
         Ok(outcome) => outcome,
-        Err(ExchangeError::Stale) if reused => retry_fresh(worker, conn, slot).await,
-        Err(ExchangeError::Stale) => Outcome::Failed(FailureClass::Io),
-        Err(ExchangeError::Failed(class)) => Outcome::Failed(class),
+        Err(ExchangeError::Unprocessed(_)) if reused => retry_fresh(worker, conn, slot).await,
+        Err(ExchangeError::Unprocessed(class) | ExchangeError::Failed(class)) => {
+            Outcome::Failed(class)
+        }
     }
 }
 
-/// The server had closed an idle keep-alive connection, so the request never reached it.
-/// Send it once more on a fresh connection; its send stamp stays the first attempt's, so the
-/// reconnect counts against the request, not in its favour.
+/// The server did not process the request (it had closed an idle keep-alive connection, or
+/// refused the stream on its way out). Send it once more on a fresh connection; its send stamp
+/// stays the first attempt's, so the reconnect counts against the request, not in its favour.
 async fn retry_fresh<T: Transport>(
     worker: &Worker<T>,
     conn: &mut Option<T::Conn>,
     slot: &Slot,
 ) -> Outcome {
-    let first = slot.sent.get();
+    let first = slot.ex.sent();
     let c = match worker.transport().connect().await {
         Ok(c) => conn.insert(c),
         Err(class) => return Outcome::Failed(class),
     };
-    let result = c.exchange(&slot.sent).await;
+    let result = c.exchange(&slot.ex).await;
     keep_or_drop(conn, &result);
-    slot.sent.set(first.or(slot.sent.get()));
+    slot.ex.restore_sent(first);
     match result {
         Ok(outcome) => outcome,
-        Err(ExchangeError::Failed(class)) => Outcome::Failed(class),
-        Err(ExchangeError::Stale) => Outcome::Failed(FailureClass::Io),
+        Err(ExchangeError::Unprocessed(class) | ExchangeError::Failed(class)) => {
+            Outcome::Failed(class)
+        }
     }
 }
 

@@ -82,7 +82,28 @@ pub fn build(
         result.checks.rate = rate_verdict(&result, schedule, plan.shard);
     }
     result.placement = Some(placement(plan, report, &result));
+    if let Some(targets) = &plan.targets {
+        result.targets = per_label(targets, m);
+    }
     result
+}
+
+/// Each label's own counts and histograms, with the share of the schedule the file gives it.
+fn per_label(
+    targets: &sojourn_core::targets::Targets,
+    m: &Measurements,
+) -> Vec<sojourn_core::TargetResult> {
+    let mut shares = vec![0.0; targets.labels().len()];
+    for t in 0..targets.targets().len() {
+        shares[targets.label_of(t)] += targets.share(t);
+    }
+    targets
+        .labels()
+        .iter()
+        .zip(&shares)
+        .zip(&m.labels)
+        .map(|((label, share), record)| sojourn_core::TargetResult::of(label, *share, record))
+        .collect()
 }
 
 /// A shard sends 1/N of the plan: its target rate is that share, and its senders' slots are

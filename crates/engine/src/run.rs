@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use hdrhistogram::Histogram;
+use sojourn_core::targets::Targets;
 use sojourn_core::{nanos, End, Measurements, Recorder, Schedule, Shard};
 use sojourn_timer::HiccupMeter;
 use tokio::time::Instant;
@@ -54,6 +55,9 @@ pub struct Plan {
     /// as the workers are ready. A process that starts after it sends what fell due meanwhile
     /// at once, and that lateness is send lag.
     pub start_at: Option<SystemTime>,
+    /// Many requests (`--targets`): request `i` sends target `pick(i)`, and each label gets its
+    /// own histograms. `None`: the transport's one request.
+    pub targets: Option<Arc<Targets>>,
 }
 
 /// The least time between two wake-ups of the pacer. Requests due closer together than this
@@ -165,6 +169,7 @@ pub fn execute<T: Transport>(
                     },
                     connections: share(plan.connections as u64, w, workers) as usize,
                     slack: plan.slack,
+                    targets: plan.targets.clone(),
                 };
                 let transport = transport.clone();
                 std::thread::Builder::new()

@@ -12,10 +12,12 @@ use tokio::time::Instant;
 /// Why an exchange did not produce an answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExchangeError {
-    /// The connection was closed by the peer before any byte of the answer arrived, on a
-    /// connection that had already served requests: a stale keep-alive connection. The request
-    /// may be retried once on a fresh connection.
-    Stale,
+    /// The server did not process the request, and said so or could not have: an HTTP/1.1
+    /// keep-alive connection closed before any byte of the answer, on a connection that had
+    /// already served requests (a stale connection), or an HTTP/2 stream refused by GOAWAY or
+    /// REFUSED_STREAM. It may be sent once more on a fresh connection; if it is not, it fails
+    /// with this class.
+    Unprocessed(FailureClass),
     /// Any other failure, by class.
     Failed(FailureClass),
 }
@@ -28,14 +30,68 @@ pub trait Transport: Clone + Send + 'static {
     fn connect(&self) -> impl Future<Output = Result<Self::Conn, FailureClass>>;
 }
 
-/// One connection: one exchange at a time.
+/// One request being exchanged: which of the transport's requests to send, and the stamps the
+/// connection sets on it.
+#[derive(Debug, Default)]
+pub struct Exchange {
+    target: Cell<usize>,
+    sent: Cell<Option<Instant>>,
+    status: Cell<Option<u16>>,
+}
+
+impl Exchange {
+    /// Which of the transport's requests to send (`--targets`); 0 when there is one.
+    pub fn target(&self) -> usize {
+        self.target.get()
+    }
+
+    /// The request's first byte is being handed to the socket (or to the function) now.
+    pub fn mark_sent(&self) {
+        self.sent.set(Some(Instant::now()));
+    }
+
+    /// Moves the send stamp to `at`, when the transport learns later when the request really
+    /// left (an HTTP/2 frame queued before the connection wrote it).
+    pub fn sent_at(&self, at: Instant) {
+        self.sent.set(Some(at));
+    }
+
+    pub fn sent(&self) -> Option<Instant> {
+        self.sent.get()
+    }
+
+    /// The final answer's status: recorded, and turned into the request's outcome.
+    pub fn answered(&self, status: u16) -> Outcome {
+        self.status.set(Some(status));
+        Outcome::of_status(status)
+    }
+
+    pub fn status(&self) -> Option<u16> {
+        self.status.get()
+    }
+
+    /// Ready for a new request: no stamps yet.
+    pub(crate) fn begin(&self, target: usize) {
+        self.target.set(target);
+        self.sent.set(None);
+        self.status.set(None);
+    }
+
+    /// Keeps the first attempt's send stamp across a retry: the reconnect counts against the
+    /// request, not in its favour.
+    pub(crate) fn restore_sent(&self, first: Option<Instant>) {
+        if first.is_some() {
+            self.sent.set(first);
+        }
+    }
+}
+
+/// One connection (or one HTTP/2 stream slot): one exchange at a time.
 pub trait Connection: 'static {
-    /// Sends one request and reads its whole answer. Must set `sent` to the moment the first
-    /// byte is handed to the socket (or to the function), before any await that could stall.
-    fn exchange(
-        &mut self,
-        sent: &Cell<Option<Instant>>,
-    ) -> impl Future<Output = Result<Outcome, ExchangeError>>;
+    /// Sends request `ex.target()` and reads its whole answer. Must call `ex.mark_sent()` the
+    /// moment the first byte is handed to the socket (or to the function), before any await
+    /// that could stall, and `ex.answered(status)` for an HTTP answer.
+    fn exchange(&mut self, ex: &Exchange) -> impl Future<Output = Result<Outcome, ExchangeError>>;
 
     /// Whether the connection can carry another exchange (keep-alive).
     fn reusable(&self) -> bool;
@@ -80,10 +136,10 @@ where
     F: Fn() -> Fut + 'static,
     Fut: Future<Output = Result<u16, FailureClass>> + 'static,
 {
-    async fn exchange(&mut self, sent: &Cell<Option<Instant>>) -> Result<Outcome, ExchangeError> {
-        sent.set(Some(Instant::now()));
+    async fn exchange(&mut self, ex: &Exchange) -> Result<Outcome, ExchangeError> {
+        ex.mark_sent();
         match (self.call)().await {
-            Ok(status) => Ok(Outcome::of_status(status)),
+            Ok(status) => Ok(ex.answered(status)),
             Err(class) => Err(ExchangeError::Failed(class)),
         }
     }

@@ -10,6 +10,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
+use sojourn_core::targets::Targets;
 use sojourn_core::{FailureClass, Outcome, Recorder, RequestSample, Schedule, Stamps};
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -17,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backlog::Backlog;
 use crate::progress::{Progress, WorkerCounters};
-use crate::transport::Transport;
+use crate::transport::{Exchange, Transport};
 
 /// Settings every worker needs.
 #[derive(Clone)]
@@ -37,6 +38,17 @@ pub struct WorkerConfig {
     pub connections: usize,
     /// Open loop: the least time between two wake-ups of the pacer.
     pub slack: crate::run::Slack,
+    /// Many requests (`--targets`): which one each scheduled index sends and which label it is
+    /// counted under. `None`: the transport's one request.
+    pub targets: Option<Arc<Targets>>,
+}
+
+/// A worker's recorder: with a record per label when the run has many requests.
+fn new_recorder(cfg: &WorkerConfig) -> Recorder {
+    match &cfg.targets {
+        Some(t) => Recorder::with_labels(cfg.interval, t.labels().len()),
+        None => Recorder::new(cfg.interval),
+    }
 }
 
 /// One sender's share of a schedule, as the conformance test sees it.
@@ -72,14 +84,17 @@ pub(crate) struct Job {
     pub dispatched: Duration,
     /// It became due while every connection was busy.
     pub waited: bool,
+    /// Which of the transport's requests it sends (`--targets`; 0 with one request).
+    pub target: u32,
 }
 
-/// A connection's place in the pool: the request it carries, if any, and its send stamp.
+/// A connection's (or HTTP/2 stream's) place in the pool: the request it carries, if any, and
+/// the stamps its transport sets.
 #[derive(Default)]
 pub(crate) struct Slot {
     pub job: Cell<Option<Job>>,
-    /// Set by the transport when the request's first byte leaves.
-    pub sent: Cell<Option<Instant>>,
+    /// Which request to send; the send stamp and status the transport sets.
+    pub ex: Exchange,
     /// Wakes the connection when the pacer hands it a request.
     pub wake: Notify,
 }
@@ -133,7 +148,7 @@ impl<T: Transport> Worker<T> {
         let connections = cfg.connections.max(1);
         Rc::new(Worker {
             transport,
-            recorder: RefCell::new(Recorder::new(cfg.interval)),
+            recorder: RefCell::new(new_recorder(&cfg)),
             cfg,
             source,
             slots: RefCell::new(Vec::with_capacity(connections)),
@@ -184,7 +199,7 @@ impl<T: Transport> Worker<T> {
 
     /// Gives `slot` its next request.
     pub(crate) fn assign(&self, slot: &Slot, job: Job) {
-        slot.sent.set(None);
+        slot.ex.begin(job.target as usize);
         slot.job.set(Some(job));
         self.busy.set(self.busy.get() + 1);
     }
@@ -208,21 +223,40 @@ impl<T: Transport> Worker<T> {
                     intended: due.at,
                     dispatched: if waited { due.at } else { now },
                     waited,
+                    target: self.target_of(due.index),
                 })
             }
             Source::Closed(tickets) => match tickets.take(self.cfg.t0) {
-                Some(_) => {
+                Some(n) => {
                     let now = self.now();
                     Next::Job(Job {
                         intended: now,
                         dispatched: now,
                         waited: false,
+                        target: self.target_of(n),
                     })
                 }
                 None => Next::Stop,
             },
-            Source::Paced(lanes) => lanes.next(lane, self.now(), woke),
+            Source::Paced(lanes) => lanes.next(lane, self.now(), woke, |i| self.target_of(i)),
         }
+    }
+
+    /// Which request scheduled index `index` sends: a pure function of the index, so shards
+    /// and the simulator agree.
+    pub(crate) fn target_of(&self, index: u64) -> u32 {
+        self.cfg
+            .targets
+            .as_ref()
+            .map_or(0, |t| t.pick(index) as u32)
+    }
+
+    /// The label a request of `target` is counted under.
+    fn label_of(&self, target: u32) -> usize {
+        self.cfg
+            .targets
+            .as_ref()
+            .map_or(0, |t| t.label_of(target as usize))
     }
 
     /// A connection has nothing to do: it waits in the idle list until handed a request.
@@ -258,10 +292,17 @@ impl<T: Transport> Worker<T> {
         }
         let done = self.now();
         let mut recorder = self.recorder.borrow_mut();
-        match slot.sent.get() {
+        if let Some(status) = slot.ex.status() {
+            recorder.record_status(status);
+        }
+        let label = self.label_of(job.target);
+        match slot.ex.sent() {
             Some(sent) => {
                 let stamps = self.stamps(&job, self.offset(sent));
                 recorder.record(&stamps, done, outcome);
+                if let Some(l) = recorder.label(label) {
+                    l.record(&stamps, done, outcome);
+                }
                 let service = done.saturating_sub(stamps.sent);
                 self.sample(stamps.intended, done, service, outcome);
                 self.live(stamps.intended, done, Some(stamps.sent));
@@ -272,6 +313,9 @@ impl<T: Transport> Worker<T> {
                     Outcome::Ok => FailureClass::Io,
                 };
                 recorder.record_unsent_failure(job.intended, job.dispatched, done, class);
+                if let Some(l) = recorder.label(label) {
+                    l.record_unsent_failure(job.intended, done, class);
+                }
                 self.sample(job.intended, done, Duration::ZERO, outcome);
                 self.live(job.intended, done, None);
             }
@@ -317,12 +361,16 @@ impl<T: Transport> Worker<T> {
     /// from the waiting line's range) was never sent, and nothing records after this.
     pub fn close(&self, end: Duration) -> WorkerReport {
         self.closed.set(true);
-        let mut recorder = self.recorder.replace(Recorder::new(self.cfg.interval));
+        let mut recorder = self.recorder.replace(new_recorder(&self.cfg));
         for slot in self.slots.borrow().iter() {
             let Some(job) = slot.job.get() else { continue };
-            match slot.sent.get() {
-                Some(sent) => recorder.record_in_flight(&self.stamps(&job, self.offset(sent)), end),
+            let sent = slot.ex.sent().map(|at| self.offset(at));
+            match sent {
+                Some(sent) => recorder.record_in_flight(&self.stamps(&job, sent), end),
                 None => recorder.record_never_sent(job.intended, job.dispatched, end),
+            }
+            if let Some(l) = recorder.label(self.label_of(job.target)) {
+                l.record_unfinished(job.intended, sent, end);
             }
         }
         let scheduled = match &self.source {
@@ -338,11 +386,17 @@ impl<T: Transport> Worker<T> {
                     let waited = since.is_some_and(|s| due.at >= s);
                     let dispatched = if waited { due.at } else { end };
                     recorder.record_never_sent(due.at, dispatched, end);
+                    let label = self.label_of(self.target_of(due.index));
+                    if let Some(l) = recorder.label(label) {
+                        l.record_unfinished(due.at, None, end);
+                    }
                 }
                 backlog.taken()
             }
             Source::Closed(tickets) => tickets.started(),
-            Source::Paced(lanes) => lanes.close(&mut recorder, end),
+            Source::Paced(lanes) => lanes.close(&mut recorder, end, |index| {
+                self.label_of(self.target_of(index))
+            }),
         };
         self.idle.borrow_mut().clear();
         WorkerReport {

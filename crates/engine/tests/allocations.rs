@@ -143,6 +143,7 @@ async fn black_hole(rate: f64) -> u64 {
         arrivals: None,
         connections: 64,
         slack: sojourn_engine::Slack::Fixed(Duration::ZERO),
+        targets: None,
     };
     let report = sojourn_engine::open::run(
         never,

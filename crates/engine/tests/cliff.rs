@@ -3,7 +3,6 @@
 //! judges it (`sojourn_core::sweep::evaluate`), from the result `sojourn run` would write.
 mod common;
 
-use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use common::{open_plan, transport, Behaviour, TestServer};
@@ -40,13 +39,13 @@ impl Transport for Costly {
 impl<C: Connection> Connection for CostlyConnection<C> {
     async fn exchange(
         &mut self,
-        sent: &Cell<Option<tokio::time::Instant>>,
+        ex: &sojourn_engine::transport::Exchange,
     ) -> Result<sojourn_core::Outcome, ExchangeError> {
         let start = Instant::now();
         while start.elapsed() < self.cost {
             std::hint::spin_loop();
         }
-        self.inner.exchange(sent).await
+        self.inner.exchange(ex).await
     }
 
     fn reusable(&self) -> bool {

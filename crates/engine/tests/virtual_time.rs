@@ -50,6 +50,7 @@ fn config_testing(
         arrivals,
         connections,
         slack: sojourn_engine::Slack::Fixed(Duration::ZERO),
+        targets: None,
     }
 }
 

@@ -1,12 +1,10 @@
 //! In-process code as the engine's transport: an async function called on the worker's own
 //! runtime, or a blocking one handed to a thread of its own.
-use std::cell::Cell;
 use std::future::Future;
 use std::sync::Arc;
 
 use sojourn_core::{FailureClass, Outcome};
-use sojourn_engine::{Connection, ExchangeError, Transport};
-use tokio::time::Instant;
+use sojourn_engine::{Connection, Exchange, ExchangeError, Transport};
 
 /// What a call returned, as a success or a failure. Implemented for `()`, `bool` (true is a
 /// success) and any `Result`, so a function under test can be driven as it is.
@@ -79,8 +77,8 @@ where
     Fut: Future<Output = R> + 'static,
     R: CallResult,
 {
-    async fn exchange(&mut self, sent: &Cell<Option<Instant>>) -> Result<Outcome, ExchangeError> {
-        sent.set(Some(Instant::now()));
+    async fn exchange(&mut self, ex: &Exchange) -> Result<Outcome, ExchangeError> {
+        ex.mark_sent();
         Ok(outcome(&(self.call)().await))
     }
 
@@ -140,8 +138,8 @@ where
 }
 
 impl Connection for BlockingCall {
-    async fn exchange(&mut self, sent: &Cell<Option<Instant>>) -> Result<Outcome, ExchangeError> {
-        sent.set(Some(Instant::now()));
+    async fn exchange(&mut self, ex: &Exchange) -> Result<Outcome, ExchangeError> {
+        ex.mark_sent();
         if self.go.send(()).is_err() {
             return Err(ExchangeError::Failed(FailureClass::Io));
         }

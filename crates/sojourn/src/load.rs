@@ -54,6 +54,7 @@ impl Common {
             samples: None,
             shard: sojourn_core::Shard::WHOLE,
             start_at: None,
+            targets: None,
         })
     }
 }

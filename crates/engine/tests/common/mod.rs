@@ -144,6 +144,7 @@ pub fn open_plan(rate: f64, duration: Duration, connections: usize) -> Plan {
         samples: None,
         shard: sojourn_core::Shard::WHOLE,
         start_at: None,
+        targets: None,
     }
 }
 

@@ -1,0 +1,244 @@
+//! What a run sends and over which protocol: one request from the URL and flags, or many from a
+//! targets file (`--targets`), over HTTP/1.1 or HTTP/2 (`--http2`).
+use std::sync::Arc;
+use std::time::Duration;
+
+use sojourn_core::targets::{self, Order, Targets};
+use sojourn_core::TargetsConfig;
+use sojourn_engine::{
+    ConnectError, Connection, Exchange, ExchangeError, Http2Transport, HttpRequest, HttpTransport,
+    Transport, Trust,
+};
+
+use crate::bad_input;
+
+/// How `--targets` are taken in turn.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TargetsOrder {
+    /// In file order (weights interleave a target's turns), the same cycle over and over.
+    #[default]
+    RoundRobin,
+    /// Drawn at random by weight, from --seed: the same seed sends the same sequence.
+    Random,
+}
+
+/// The seed random target order uses without `--seed`.
+pub const DEFAULT_TARGETS_SEED: u64 = 0x5EED;
+
+/// The requests of a run.
+pub struct Requests {
+    /// What each target index sends; one entry without `--targets`.
+    pub list: Vec<HttpRequest>,
+    /// With `--targets`: which index each scheduled request sends, and the labels.
+    pub targets: Option<Arc<Targets>>,
+    /// With `--targets`: how the result describes them.
+    pub config: Option<TargetsConfig>,
+}
+
+impl Requests {
+    /// One request, from the URL and flags.
+    pub fn one(req: HttpRequest) -> Requests {
+        Requests {
+            list: vec![req],
+            targets: None,
+            config: None,
+        }
+    }
+
+    /// The first request: its origin is every request's origin.
+    pub fn first(&self) -> &HttpRequest {
+        &self.list[0]
+    }
+
+    /// Reads a targets file: every problem is one line naming the file, the line and what is
+    /// wrong.
+    pub fn from_file(
+        path: &std::path::Path,
+        order: TargetsOrder,
+        seed: Option<u64>,
+    ) -> anyhow::Result<Requests> {
+        let bad = |e: targets::TargetsError| bad_input!("--targets: {e}");
+        let list = targets::read_file(path).map_err(bad)?;
+        let seed = seed.unwrap_or(DEFAULT_TARGETS_SEED);
+        let order = match order {
+            TargetsOrder::RoundRobin => Order::RoundRobin,
+            TargetsOrder::Random => Order::Random { seed },
+        };
+        let requests = list
+            .iter()
+            .map(|t| HttpRequest {
+                url: t.url.clone(),
+                method: t.method.clone(),
+                headers: t.headers.clone(),
+                body: t.body.clone(),
+            })
+            .collect();
+        let count = list.len() as u32;
+        let targets = Targets::new(list, order).map_err(bad)?;
+        Ok(Requests {
+            list: requests,
+            targets: Some(Arc::new(targets)),
+            config: Some(TargetsConfig {
+                file: path.display().to_string(),
+                count,
+                order: match order {
+                    Order::RoundRobin => "round_robin".into(),
+                    Order::Random { .. } => "random".into(),
+                },
+                seed: matches!(order, Order::Random { .. }).then_some(seed),
+            }),
+        })
+    }
+
+    /// What the result names as the run's target: the URL, or the targets' origin.
+    pub fn shown(&self) -> String {
+        match &self.config {
+            None => self.first().url.to_string(),
+            Some(_) => self.first().url.origin().ascii_serialization(),
+        }
+    }
+}
+
+/// The protocol asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    Http1,
+    /// HTTP/2, with at most this many streams per connection (`None`: what the server
+    /// advertises, up to [`sojourn_engine::http2::MAX_STREAMS`]).
+    Http2 {
+        streams: Option<usize>,
+    },
+}
+
+/// A transport for either protocol, so one run path drives both.
+#[derive(Clone)]
+pub enum AnyTransport {
+    Http1(HttpTransport),
+    Http2(Http2Transport),
+}
+
+impl From<HttpTransport> for AnyTransport {
+    fn from(t: HttpTransport) -> Self {
+        AnyTransport::Http1(t)
+    }
+}
+
+pub enum AnyConnection {
+    Http1(<HttpTransport as Transport>::Conn),
+    Http2(<Http2Transport as Transport>::Conn),
+}
+
+impl Transport for AnyTransport {
+    type Conn = AnyConnection;
+
+    async fn connect(&self) -> Result<AnyConnection, sojourn_core::FailureClass> {
+        Ok(match self {
+            AnyTransport::Http1(t) => AnyConnection::Http1(t.connect().await?),
+            AnyTransport::Http2(t) => AnyConnection::Http2(t.connect().await?),
+        })
+    }
+}
+
+impl Connection for AnyConnection {
+    async fn exchange(&mut self, ex: &Exchange) -> Result<sojourn_core::Outcome, ExchangeError> {
+        match self {
+            AnyConnection::Http1(c) => c.exchange(ex).await,
+            AnyConnection::Http2(c) => c.exchange(ex).await,
+        }
+    }
+
+    fn reusable(&self) -> bool {
+        match self {
+            AnyConnection::Http1(c) => c.reusable(),
+            AnyConnection::Http2(c) => c.reusable(),
+        }
+    }
+}
+
+impl AnyTransport {
+    /// Stream slots per connection: 1 for HTTP/1.1.
+    pub fn streams(&self) -> usize {
+        match self {
+            AnyTransport::Http1(_) => 1,
+            AnyTransport::Http2(t) => t.streams(),
+        }
+    }
+
+    /// `h2`, `h2c`, or `None` for HTTP/1.1: as the result records it.
+    pub fn protocol_name(&self, url: &url::Url) -> Option<String> {
+        match self {
+            AnyTransport::Http1(_) => None,
+            AnyTransport::Http2(_) if url.scheme() == "https" => Some("h2".into()),
+            AnyTransport::Http2(_) => Some("h2c".into()),
+        }
+    }
+}
+
+/// Resolves the target and opens one connection, so an unreachable host is a clear error
+/// before the run rather than a run full of connect failures. Over HTTP/2 it also learns the
+/// server's stream limit, and lowers `--streams` to it (saying so).
+pub async fn connectable(
+    requests: &Requests,
+    trust: &Trust,
+    protocol: Protocol,
+    timeout: Duration,
+) -> anyhow::Result<AnyTransport> {
+    let url = requests.shown();
+    let wait = timeout.min(Duration::from_secs(5));
+    let target_error = |e: sojourn_engine::TargetError| match e {
+        sojourn_engine::TargetError::TrustAnchor(_) => bad_input!("--cacert: {e}"),
+        _ => bad_input!("URL: {url}: {e}"),
+    };
+    match protocol {
+        Protocol::Http1 => {
+            let t = HttpTransport::many(&requests.list, trust)
+                .await
+                .map_err(target_error)?;
+            let probe = tokio::time::timeout(wait, t.open()).await;
+            explain(probe.map(|r| r.map(drop)), &url, t.addr())?;
+            Ok(AnyTransport::Http1(t))
+        }
+        Protocol::Http2 { streams } => {
+            let asked = streams.unwrap_or(sojourn_engine::http2::MAX_STREAMS);
+            let t = Http2Transport::many(&requests.list, trust, asked)
+                .await
+                .map_err(target_error)?;
+            let probe = tokio::time::timeout(wait, t.probe()).await;
+            let addr = t.addr();
+            let settings = explain(probe, &url, addr)?;
+            let allowed = settings.max_concurrent_streams.unwrap_or(usize::MAX);
+            if let (Some(asked), true) = (streams, allowed < asked) {
+                eprintln!(
+                    "note: {url} allows {allowed} concurrent streams per connection \
+                     (SETTINGS_MAX_CONCURRENT_STREAMS); --streams {asked} is lowered to {allowed}"
+                );
+            }
+            Ok(AnyTransport::Http2(t.with_streams(asked.min(allowed))))
+        }
+    }
+}
+
+/// The probe's failure in words a user can act on.
+fn explain<T>(
+    probe: Result<Result<T, ConnectError>, tokio::time::error::Elapsed>,
+    url: &str,
+    addr: std::net::SocketAddr,
+) -> anyhow::Result<T> {
+    match probe {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) if e.class == sojourn_core::FailureClass::Tls => Err(bad_input!(
+            "URL: TLS handshake with {url} ({addr}): {e}; for a private CA give \
+             --cacert FILE, for a self-signed test server --insecure"
+        )),
+        Ok(Err(e)) if e.class == sojourn_core::FailureClass::Protocol => Err(bad_input!(
+            "--http2: {url} ({addr}) did not speak HTTP/2: {e}; for http:// URLs the server \
+             must accept HTTP/2 with prior knowledge (h2c); drop --http2 for HTTP/1.1"
+        )),
+        Ok(Err(e)) => Err(bad_input!(
+            "URL: cannot connect to {url} ({addr}): {e}; is the server running and the port right?"
+        )),
+        Err(_) => Err(bad_input!(
+            "URL: connecting to {url} ({addr}) timed out: is the host reachable?"
+        )),
+    }
+}
