@@ -237,7 +237,8 @@ fn is_connection_specific(name: &str) -> bool {
 struct Shared {
     send: SendRequest<Bytes>,
     clock: Arc<WriteClock>,
-    /// Cleared when the connection's task ends (closed, GOAWAY, broken).
+    /// Cleared when the connection's task ends, or a stream on it met GOAWAY or a broken
+    /// socket.
     alive: Arc<AtomicBool>,
     /// Stream slots on this connection.
     slots: Arc<AtomicUsize>,
@@ -266,7 +267,6 @@ impl Transport for Http2Transport {
         Ok(Http2Stream {
             shared,
             requests: self.requests.clone(),
-            usable: true,
         })
     }
 }
@@ -275,8 +275,6 @@ impl Transport for Http2Transport {
 pub struct Http2Stream {
     shared: Shared,
     requests: Arc<[Prepared]>,
-    /// Cleared when the connection went away under this slot.
-    usable: bool,
 }
 
 impl Drop for Http2Stream {
@@ -289,7 +287,11 @@ impl Connection for Http2Stream {
     async fn exchange(&mut self, ex: &Exchange) -> Result<Outcome, ExchangeError> {
         let result = self.round_trip(ex).await;
         if let Err(e) = &result {
-            self.usable = self.usable && !e.is_go_away() && !e.is_io();
+            // The connection is going away or broken: no new slot may join it, and a request
+            // retried on a fresh connection must not land on it again.
+            if e.is_go_away() || e.is_io() {
+                self.shared.alive.store(false, Relaxed);
+            }
         }
         result
             .map(|status| ex.answered(status))
@@ -297,7 +299,7 @@ impl Connection for Http2Stream {
     }
 
     fn reusable(&self) -> bool {
-        self.usable && self.shared.alive.load(Relaxed)
+        self.shared.alive.load(Relaxed)
     }
 }
 

@@ -165,7 +165,11 @@ pub fn transport(url: &str) -> HttpTransport {
 }
 
 /// Runs `plan` against `url`, cancelling it after `cancel_after` when given.
-pub fn run(plan: &Plan, transport: HttpTransport, cancel_after: Option<Duration>) -> RunReport {
+pub fn run<T: sojourn_engine::Transport>(
+    plan: &Plan,
+    transport: T,
+    cancel_after: Option<Duration>,
+) -> RunReport {
     let cancel = CancellationToken::new();
     if let Some(after) = cancel_after {
         let c = cancel.clone();
