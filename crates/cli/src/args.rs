@@ -59,7 +59,9 @@ pub fn staged_schedule(
 /// (or refuses) its own way.
 fn spacing(arrival: ArrivalKind, seed: Option<u64>) -> anyhow::Result<Option<Arrival>> {
     if seed.is_some() && arrival != ArrivalKind::Poisson {
-        return Err(bad_input!("--seed: only applies to --arrival poisson"));
+        return Err(bad_input!(
+            "--seed: only applies to --arrival poisson or --targets-order random"
+        ));
     }
     Ok(match arrival {
         ArrivalKind::Constant => Some(Arrival::Constant),

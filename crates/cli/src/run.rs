@@ -13,7 +13,7 @@ use url::Url;
 use crate::args::{self, ArrivalKind};
 use crate::bad_input;
 use crate::exit::{CHECK_FAILED, GATE_FAILED};
-use crate::requests::{AnyTransport, Protocol, Requests};
+use crate::requests::{AnyTransport, Protocol, Requests, TargetsOrder};
 
 /// The arguments as typed.
 #[derive(clap::Args, Debug)]
@@ -492,30 +492,50 @@ fn pool(a: &RunArgs, load: &Load) -> anyhow::Result<(usize, usize)> {
     Ok((connections, threads))
 }
 
+/// `--seed` as the arrival process sees it: random target order takes it too, so it is not
+/// a mistake there without Poisson arrivals.
+fn arrival_seed(a: &RunArgs) -> Option<u64> {
+    let for_targets = a.targets.is_some() && a.targets_order == TargetsOrder::Random;
+    a.seed
+        .filter(|_| a.arrival == ArrivalKind::Poisson || !for_targets)
+}
+
 fn open_load(a: &RunArgs, end: End) -> anyhow::Result<Load> {
     if let Some(stages) = &a.stages {
         return Ok(Load::Open(args::staged_schedule(
-            stages, a.arrival, a.seed,
+            stages,
+            a.arrival,
+            arrival_seed(a),
         )?));
     }
     let rate = a.rate.ok_or_else(|| bad_input!("--rate: required for the open loop, e.g. --rate 1000 (requests per second); or use --closed"))?;
     Ok(Load::Open(args::schedule(
-        rate, a.arrival, a.ramp_to, a.seed, end,
+        rate,
+        a.arrival,
+        a.ramp_to,
+        arrival_seed(a),
+        end,
     )?))
 }
 
 fn closed_load(a: &RunArgs, end: End) -> anyhow::Result<Load> {
     if let Some(stages) = &a.stages {
         return Ok(Load::Paced(args::staged_schedule(
-            stages, a.arrival, a.seed,
+            stages,
+            a.arrival,
+            arrival_seed(a),
         )?));
     }
     if let Some(rate) = a.rate {
         return Ok(Load::Paced(args::schedule(
-            rate, a.arrival, a.ramp_to, a.seed, end,
+            rate,
+            a.arrival,
+            a.ramp_to,
+            arrival_seed(a),
+            end,
         )?));
     }
-    if a.arrival != ArrivalKind::Constant || a.ramp_to.is_some() || a.seed.is_some() {
+    if a.arrival != ArrivalKind::Constant || a.ramp_to.is_some() || arrival_seed(a).is_some() {
         return Err(bad_input!(
             "--arrival: an unpaced closed loop has no schedule; give --rate or --stages for a paced closed loop, or drop --arrival/--ramp-to/--seed"
         ));
