@@ -164,6 +164,7 @@ mod tests {
         ("run", "--duration", PositiveDuration),
         ("run", "--requests", Whole),
         ("run", "--connections", Whole),
+        ("run", "--streams", Whole),
         ("run", "--threads", Whole),
         ("run", "--shard-count", Whole),
         ("run", "--timeout", PositiveDuration),
