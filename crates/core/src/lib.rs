@@ -22,6 +22,7 @@ pub mod stages;
 pub mod stats;
 pub mod steady;
 pub mod sweep;
+pub mod targets;
 pub mod units;
 pub mod verdict;
 
@@ -32,4 +33,5 @@ pub use result::{Mode, RunConfig, RunFacts, RunResult};
 pub use schedule::{Arrival, Due, End, Schedule};
 pub use shard::Shard;
 pub use stages::{Stage, Stages};
+pub use targets::{Target, Targets, TargetsError};
 pub use units::{format_ns, nanos, Rate};
