@@ -4,12 +4,18 @@
 //! counter, no clock, no state. The shards of a distributed run each hold a different subset of
 //! the indices and the simulator replays them all, and every one of them agrees on which target
 //! request `i` was, so per-label results merge and compare index for index.
+//!
+//! Targets files are read in vegeta's HTTP format ([`parse_http`]), which reports a problem as
+//! one line, `FILE:LINE: what is wrong and how to fix it`.
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use url::Url;
 
 mod cycle;
+mod http;
+
+pub use http::parse_http;
 
 /// The most distinct labels one run reports on: each label keeps its own histograms.
 pub const MAX_LABELS: usize = 64;
@@ -244,8 +250,12 @@ impl Fault {
 
     /// Placed on a line, in no file yet.
     fn at(self, line: Option<usize>) -> TargetsError {
+        self.in_file(Path::new(""), line)
+    }
+
+    fn in_file(self, file: &Path, line: Option<usize>) -> TargetsError {
         TargetsError {
-            file: PathBuf::new(),
+            file: file.to_path_buf(),
             line,
             kind: self.kind,
             problem: self.problem,
@@ -277,6 +287,21 @@ fn check_method(method: &str) -> Result<(), Fault> {
             METHODS.join(", ")
         ),
     ))
+}
+
+fn parse_url(text: &str) -> Result<Url, Fault> {
+    let bad = |why: String| Fault::new(Kind::Url, format!("bad URL {text:?}: {why}"));
+    let url = Url::parse(text).map_err(|e| {
+        bad(match e {
+            url::ParseError::RelativeUrlWithoutBase => {
+                "not absolute: write the whole URL, as http://host:port/path".into()
+            }
+            url::ParseError::EmptyHost => "no host: write it as http://host:port/path".into(),
+            other => format!("{other}: write it as http://host:port/path"),
+        })
+    })?;
+    check_url(&url).map_err(bad)?;
+    Ok(url)
 }
 
 fn check_url(url: &Url) -> Result<(), String> {
@@ -320,6 +345,17 @@ fn check_header(name: &str, value: &str) -> Result<(), Fault> {
         ));
     }
     Ok(())
+}
+
+/// A weight as written: a whole number from 1 to [`MAX_CYCLE`].
+fn parse_weight(text: &str) -> Result<u32, Fault> {
+    let number: u64 = text.parse().map_err(|_| {
+        Fault::new(
+            Kind::Weight,
+            format!("weight {text:?} is not a whole number: write e.g. 3"),
+        )
+    })?;
+    check_weight(number)
 }
 
 fn check_weight(weight: u64) -> Result<u32, Fault> {
