@@ -5,8 +5,9 @@
 //! the indices and the simulator replays them all, and every one of them agrees on which target
 //! request `i` was, so per-label results merge and compare index for index.
 //!
-//! Targets files are read in vegeta's HTTP format ([`parse_http`]), which reports a problem as
-//! one line, `FILE:LINE: what is wrong and how to fix it`.
+//! Two file formats are read (see `docs/targets.md`): vegeta's HTTP format ([`parse_http`]) and
+//! JSON Lines as vegeta's JSON targets ([`parse_jsonl`]); [`read_file`] tells them apart by
+//! content. Both report a problem as one line, `FILE:LINE: what is wrong and how to fix it`.
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -14,8 +15,10 @@ use url::Url;
 
 mod cycle;
 mod http;
+mod jsonl;
 
 pub use http::parse_http;
+pub use jsonl::parse_jsonl;
 
 /// The most distinct labels one run reports on: each label keeps its own histograms.
 pub const MAX_LABELS: usize = 64;
@@ -98,7 +101,7 @@ pub struct Targets {
 impl Targets {
     /// Checks the targets as a run needs them (at least one, each valid, one origin, at most
     /// [`MAX_LABELS`] labels, weights summing to at most [`MAX_CYCLE`]) and tabulates the
-    /// round-robin cycle. Errors name the target's line but no file.
+    /// round-robin cycle. Errors name the target's line but no file: [`Targets::load`] adds it.
     pub fn new(targets: Vec<Target>, order: Order) -> Result<Targets, TargetsError> {
         if targets.is_empty() {
             return Err(Fault::new(Kind::Empty, "no targets: give at least one").at(None));
@@ -130,6 +133,14 @@ impl Targets {
             cumulative,
             table,
             stream,
+        })
+    }
+
+    /// [`read_file`], then [`Targets::new`], with the file named in every error.
+    pub fn load(path: &Path, order: Order) -> Result<Targets, TargetsError> {
+        Targets::new(read_file(path)?, order).map_err(|mut e| {
+            e.file = path.to_path_buf();
+            e
         })
     }
 
@@ -171,6 +182,34 @@ impl Targets {
 
     pub fn order(&self) -> Order {
         self.order
+    }
+}
+
+/// Reads a targets file, telling the format by content: JSON Lines if the first non-blank line
+/// starts with `{`, vegeta's HTTP format otherwise.
+pub fn read_file(path: &Path) -> Result<Vec<Target>, TargetsError> {
+    let unreadable = |line, problem: String| TargetsError {
+        file: path.to_path_buf(),
+        line,
+        kind: Kind::Unreadable,
+        problem,
+    };
+    let bytes = std::fs::read(path)
+        .map_err(|e| unreadable(None, format!("cannot read the targets file: {e}")))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
+        unreadable(
+            Some(line),
+            "not UTF-8 text: save the targets file as UTF-8".into(),
+        )
+    })?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let first = text.lines().map(str::trim).find(|l| !l.is_empty());
+    if first.is_some_and(|l| l.starts_with('{')) {
+        parse_jsonl(text, path)
+    } else {
+        parse_http(text, path)
     }
 }
 

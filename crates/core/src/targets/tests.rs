@@ -1,3 +1,5 @@
+use std::io::Write;
+
 use super::*;
 
 /// `GET http://api:8080{path}` with weight `weight`, on line `line`.
@@ -22,6 +24,12 @@ fn fails(targets: Vec<Target>, line: Option<usize>, kind: TargetsErrorKind) -> T
     let e = Targets::new(targets, Order::RoundRobin).expect_err("should fail");
     assert_eq!((e.line, e.kind), (line, kind), "{e}");
     e
+}
+
+fn write_file(text: &str) -> tempfile::NamedTempFile {
+    let mut file = tempfile::NamedTempFile::new().expect("temp file");
+    file.write_all(text.as_bytes()).expect("write");
+    file
 }
 
 #[test]
@@ -257,4 +265,79 @@ fn error_lines_read_file_line_problem() {
     assert_eq!(at("t.txt", None).to_string(), "t.txt: what is wrong");
     assert_eq!(at("", Some(3)).to_string(), "line 3: what is wrong");
     assert_eq!(at("", None).to_string(), "what is wrong");
+}
+
+#[test]
+fn read_file_tells_the_format_by_content() {
+    let http = write_file("\n# comment\nGET http://api:8080/a\n");
+    assert_eq!(read_file(http.path()).expect("http")[0].line, 3);
+    let jsonl = write_file("\n  {\"method\":\"GET\",\"url\":\"http://api:8080/a\"}\n");
+    assert_eq!(read_file(jsonl.path()).expect("jsonl")[0].line, 2);
+    let bom = write_file("\u{feff}{\"method\":\"GET\",\"url\":\"http://api:8080/a\"}\n");
+    assert_eq!(read_file(bom.path()).expect("jsonl after a BOM").len(), 1);
+    // A JSON line in an HTTP-format file is read as a request line, and says so.
+    let mixed = write_file("GET http://api:8080/a\n\n{\"method\":\"GET\"}\n");
+    let e = read_file(mixed.path()).expect_err("JSON in the HTTP format");
+    assert_eq!(
+        (e.line, e.kind),
+        (Some(3), TargetsErrorKind::Malformed),
+        "{e}"
+    );
+}
+
+#[test]
+fn unreadable_files_name_the_path() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let missing = dir.path().join("targets.txt");
+    let e = read_file(&missing).expect_err("missing");
+    assert_eq!((e.line, e.kind), (None, TargetsErrorKind::Unreadable));
+    assert!(
+        e.to_string()
+            .starts_with(&format!("{}: cannot read", missing.display())),
+        "{e}"
+    );
+    let mut latin1 = tempfile::NamedTempFile::new().expect("temp file");
+    latin1
+        .write_all(b"GET http://api:8080/a\nX-Name: caf\xe9\n")
+        .expect("write");
+    let e = read_file(latin1.path()).expect_err("not UTF-8");
+    assert_eq!(
+        (e.line, e.kind),
+        (Some(2), TargetsErrorKind::Unreadable),
+        "{e}"
+    );
+}
+
+#[test]
+fn load_names_the_file_in_run_level_errors() {
+    let file = write_file("GET http://api:8080/a\n\nGET http://other:8080/b\n");
+    let e = Targets::load(file.path(), Order::RoundRobin).expect_err("two origins");
+    let prefix = format!(
+        "{}:3: this target is for http://other:8080",
+        file.path().display()
+    );
+    assert!(e.to_string().starts_with(&prefix), "{e}");
+}
+
+#[test]
+fn the_same_file_gives_the_same_picks() {
+    let file = write_file(
+        "# weight: 3\nGET http://api:8080/a\n\n# weight: 2\nPOST http://api:8080/b\n\nGET http://api:8080/c\n",
+    );
+    for order in [Order::RoundRobin, Order::Random { seed: 9 }] {
+        let one = Targets::load(file.path(), order).expect("valid");
+        let two = Targets::load(file.path(), order).expect("valid");
+        assert_eq!(one.targets(), two.targets());
+        let indices = (0..500).chain([1 << 40, u64::MAX]);
+        assert!(
+            indices.into_iter().all(|i| one.pick(i) == two.pick(i)),
+            "{order:?}"
+        );
+        assert_eq!(one.labels(), ["GET /a", "POST /b", "GET /c"]);
+    }
+    let rr = Targets::load(file.path(), Order::RoundRobin).expect("valid");
+    assert_eq!(
+        (0..6).map(|i| rr.pick(i)).collect::<Vec<_>>(),
+        [0, 1, 0, 2, 1, 0]
+    );
 }
