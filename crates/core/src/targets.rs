@@ -91,7 +91,8 @@ pub struct Targets {
     total: u64,
     /// `cumulative[k]` = weights of targets 0..=k; random order searches it.
     cumulative: Vec<u64>,
-    /// Round robin: the target of each position of the cycle (empty for random order).
+    /// Round robin: the target of each position of the shortest cycle, W divided by the
+    /// weights' greatest common divisor long (empty for random order).
     table: Vec<u32>,
     /// Random order: the seed, mixed once so each index needs only one more mix.
     stream: u64,
@@ -146,7 +147,7 @@ impl Targets {
     /// Which target request `index` sends. Pure: the same index always gives the same target.
     pub fn pick(&self, index: u64) -> usize {
         match self.order {
-            Order::RoundRobin => self.table[(index % self.total) as usize] as usize,
+            Order::RoundRobin => self.table[(index % self.table.len() as u64) as usize] as usize,
             Order::Random { .. } => {
                 let unit = cycle::draw(self.stream, index, self.total);
                 self.cumulative.partition_point(|&c| c <= unit)

@@ -233,12 +233,14 @@ fn directive(comment: &str) -> Result<Option<Directive>, Fault> {
     }
 }
 
-/// vegeta's test, an uppercase word and a space, or a method alone (a request line missing its
-/// URL). A header line never passes it: a header name is followed by ':' with no space.
+/// A method (an uppercase word) followed by a URL, or a method alone (a request line missing
+/// its URL). vegeta's test is looser, an uppercase word and a space, which takes a header name
+/// holding a space (`X Y: 1`) for a method; a header line never passes this one, as a header
+/// name is followed by ':' with no space.
 fn looks_like_request_line(line: &str) -> bool {
-    let word = line.split(char::is_whitespace).next().unwrap_or_default();
+    let (word, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
     let uppercase = !word.is_empty() && word.bytes().all(|b| b.is_ascii_uppercase());
-    uppercase && (word.len() < line.len() || METHODS.contains(&word))
+    uppercase && (METHODS.contains(&word) || rest.contains("://"))
 }
 
 /// `METHOD URL`. `after_body` is the line of a body line right above, for a better hint when
@@ -275,6 +277,13 @@ fn not_a_request_line(first_word: &str, after_body: Option<usize>) -> Option<Str
         return Some(format!(
             "{first_word:?} has no method: write the request line as GET {first_word}"
         ));
+    }
+    if first_word.starts_with('{') {
+        return Some(
+            "a JSON object in a file read as the HTTP format, as its first line does not start \
+             with '{': a targets file is all JSON Lines or all HTTP format"
+                .into(),
+        );
     }
     if first_word.starts_with('@') {
         return Some(match after_body {

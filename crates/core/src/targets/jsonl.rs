@@ -141,6 +141,9 @@ fn headers(object: &Map<String, Value>) -> Result<Vec<(String, String)>, Fault> 
             pairs.push((name.clone(), value.clone()));
         }
     }
+    // A JSON object's keys come back in name order, or in file order if some crate in the
+    // build turns on serde_json's `preserve_order`: sort, so the order never depends on that.
+    pairs.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(pairs)
 }
 
