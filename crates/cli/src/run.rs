@@ -616,6 +616,16 @@ impl Validated {
         r.config.protocol = self.protocol_name.clone();
         r.config.streams = self.streams;
         r.config.targets = self.requests.config.clone();
+        // The plan's fingerprint covers what was just added (targets, streams).
+        if let Some(p) = &mut r.placement {
+            let key = sojourn_core::placement::plan_key(
+                r.mode,
+                &r.config,
+                p.shard.count,
+                p.start_at_unix_ns,
+            );
+            p.fingerprint = sojourn_core::placement::fingerprint(&key);
+        }
         r
     }
 }

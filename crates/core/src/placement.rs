@@ -100,9 +100,19 @@ pub fn plan_key(
         serde_json::to_value(&config.stages).expect("stages serialise"),
     );
     put("threads", config.threads.into());
-    // A paced loop's slots are cut per connection.
+    // A paced loop's slots are cut per connection (per stream slot over HTTP/2).
     if mode == Mode::Paced {
         put("connections", config.connections.into());
+        if let Some(streams) = config.streams {
+            put("streams", streams.into());
+        }
+    }
+    // Which request each index sends: shards of one plan send the same file in the same order.
+    if let Some(targets) = &config.targets {
+        put(
+            "targets",
+            serde_json::to_value(targets).expect("a targets config serialises"),
+        );
     }
     put("timeout_ns", config.timeout_ns.into());
     put("interval_ns", config.interval_ns.into());
