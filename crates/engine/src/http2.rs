@@ -265,6 +265,7 @@ impl Transport for Http2Transport {
         };
         shared.slots.fetch_add(1, Relaxed);
         Ok(Http2Stream {
+            send: shared.send.clone(),
             shared,
             requests: self.requests.clone(),
         })
@@ -273,6 +274,7 @@ impl Transport for Http2Transport {
 
 /// One stream slot: one request at a time on a shared connection.
 pub struct Http2Stream {
+    send: SendRequest<Bytes>,
     shared: Shared,
     requests: Arc<[Prepared]>,
 }
@@ -308,7 +310,9 @@ impl Http2Stream {
     /// answer, releasing flow-control capacity as it goes.
     async fn round_trip(&mut self, ex: &Exchange) -> Result<u16, ::h2::Error> {
         let p = &self.requests[ex.target()];
-        let mut send = self.shared.send.clone().ready().await?;
+        // The slot's own handle, polled in place: no clone (and no lock) per request.
+        std::future::poll_fn(|cx| self.send.poll_ready(cx)).await?;
+        let send = &mut self.send;
         let mut req = http::Request::new(());
         *req.method_mut() = p.method.clone();
         *req.uri_mut() = p.uri.clone();
