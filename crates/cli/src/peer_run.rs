@@ -50,7 +50,7 @@ pub fn version(tool: PeerTool, path: &Path) -> String {
         PeerTool::Wrk | PeerTool::Wrk2 => &["-v"],
         PeerTool::Ab => &["-V"],
         PeerTool::K6 | PeerTool::Fortio => &["version"],
-        PeerTool::Oha | PeerTool::Locust => &["--version"],
+        PeerTool::Oha | PeerTool::Locust | PeerTool::H2load => &["--version"],
         // Built from module source, they print none; the Go toolchain reads it from the binary.
         PeerTool::Hey | PeerTool::Vegeta => return go_module_version(path),
     };
