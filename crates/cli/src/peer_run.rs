@@ -40,6 +40,7 @@ pub fn label(plan: &RunnerPlan) -> String {
         (PeerTool::Wrk2, _) => "wrk2 -R".into(),
         (PeerTool::Fortio, _) => "fortio -qps".into(),
         (PeerTool::Hey, sojourn_core::Mode::Paced) => "hey -q".into(),
+        (PeerTool::H2load, sojourn_core::Mode::Paced) => "h2load --rps".into(),
         (tool, _) => tool.name().into(),
     }
 }
