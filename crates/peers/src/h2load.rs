@@ -1,6 +1,7 @@
 //! h2load (nghttp2): its `--log-file` (per request) and its text summary. Given both, the log
 //! gives every answered request its time and the summary counts the requests the log leaves out;
-//! the summary alone is a summary import.
+//! the summary alone is a summary import. The per-request import is the one to use (the runners
+//! write both files): h2load's summary has no percentiles, so without the log there is no tail.
 //!
 //! **What h2load measures** (nghttp2 v1.52 `src/h2load.cc`). `-c` connections ("clients") each
 //! keep up to `-m` requests in flight (HTTP/2 streams; pipelined requests with `--h1`). A
@@ -44,7 +45,7 @@ const MAX_SAMPLES: u64 = 1_000_000;
 /// What every import says about h2load's clock.
 const CLOCK: &str = "h2load times a request from when its HEADERS frame is written to when its \
 stream closes: waiting for a free stream (-m), for a connection, or (with --rps) for its turn is \
-not measured, so a stall hides as in any closed loop";
+not measured, so a request held back by a stall is timed from its late send";
 
 pub(crate) fn import(inputs: &[Input], ctx: &ImportContext) -> Result<RunResult, ImportError> {
     let (logs, texts): (Vec<&Input>, Vec<&Input>) = inputs.iter().partition(|i| is_log(i));
