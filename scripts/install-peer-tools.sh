@@ -5,14 +5,14 @@
 #
 #   scripts/install-peer-tools.sh [TOOL...]     default: all of them
 #
-# Tools: wrk ab hey k6 fortio vegeta oha locust. wrk2 is in no registry, so it is only
+# Tools: wrk ab hey k6 fortio vegeta oha locust h2load. wrk2 is in no registry, so it is only
 # reported (present on PATH or not).
 #
 # Exit status: 0 even if optional tools failed; 1 if a tool named on the command line failed
 # (or is unknown).
 set -u
 
-ALL_TOOLS=(wrk ab hey k6 fortio vegeta oha locust)
+ALL_TOOLS=(wrk ab hey k6 fortio vegeta oha locust h2load)
 GOBIN="${GOBIN:-$HOME/go/bin}"
 CARGO_BIN="$HOME/.cargo/bin"
 export GOBIN
@@ -39,6 +39,7 @@ version_of() {
         fortio) out="$(fortio version 2>&1 | head -n1)" ;;
         oha) out="$(oha --version 2>&1 | head -n1)" ;;
         locust) out="$(locust --version 2>&1 | head -n1)" ;;
+        h2load) out="$(h2load --version 2>&1 | head -n1)" ;;
     esac
     echo "${out:-?}"
 }
@@ -79,6 +80,8 @@ install_cmd() {
         vegeta) vegeta_install ;;
         oha) cargo install oha --locked ;;
         locust) pip install locust ;;
+        # nghttp2's HTTP/2 load tool (sojourn's own servers need its --h1).
+        h2load) apt_install nghttp2-client ;;
     esac
 }
 

@@ -40,6 +40,7 @@ pub fn label(plan: &RunnerPlan) -> String {
         (PeerTool::Wrk2, _) => "wrk2 -R".into(),
         (PeerTool::Fortio, _) => "fortio -qps".into(),
         (PeerTool::Hey, sojourn_core::Mode::Paced) => "hey -q".into(),
+        (PeerTool::H2load, sojourn_core::Mode::Paced) => "h2load --rps".into(),
         (tool, _) => tool.name().into(),
     }
 }
@@ -50,7 +51,7 @@ pub fn version(tool: PeerTool, path: &Path) -> String {
         PeerTool::Wrk | PeerTool::Wrk2 => &["-v"],
         PeerTool::Ab => &["-V"],
         PeerTool::K6 | PeerTool::Fortio => &["version"],
-        PeerTool::Oha | PeerTool::Locust => &["--version"],
+        PeerTool::Oha | PeerTool::Locust | PeerTool::H2load => &["--version"],
         // Built from module source, they print none; the Go toolchain reads it from the binary.
         PeerTool::Hey | PeerTool::Vegeta => return go_module_version(path),
     };

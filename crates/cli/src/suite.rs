@@ -36,7 +36,8 @@ pub struct SuiteArgs {
     /// Scenarios to run, comma-separated (built-ins or scenario TOML files).
     #[arg(long, value_delimiter = ',', default_value = DEFAULT_SCENARIOS)]
     pub scenarios: Vec<String>,
-    /// Peer tools to run, comma-separated: wrk, wrk2, ab, hey, vegeta, k6, oha, fortio, locust.
+    /// Peer tools to run, comma-separated: wrk, wrk2, ab, hey, vegeta, k6, oha, fortio, locust,
+    /// h2load.
     /// [default: every one found on PATH, ~/go/bin or ~/.cargo/bin]
     #[arg(long, value_delimiter = ',')]
     pub tools: Vec<String>,

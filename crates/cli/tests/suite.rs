@@ -1,15 +1,16 @@
-//! `sojourn suite` with real peer tools (wrk, ab, hey, vegeta) against real embedded servers:
-//! the closed and open clusters split on a stall, agree on a healthy server, and sojourn's open
-//! loop agrees with the model.
+//! `sojourn suite` with real peer tools (wrk, ab, hey, vegeta, h2load) against real embedded
+//! servers: the closed and open clusters split on a stall, agree on a healthy server, and
+//! sojourn's open loop agrees with the model.
 //!
-//! The tools come from scripts/install-peer-tools.sh, which .ci/run calls; under CI (CI=true,
-//! which .ci/run sets) a missing tool fails the test rather than skipping it.
+//! The tools come from scripts/install-peer-tools.sh, which .ci/run calls (and apt's
+//! nghttp2-client for h2load); under CI (CI=true, which .ci/run sets) a missing tool fails the
+//! test rather than skipping it.
 mod common;
 
 use common::*;
 use serde_json::Value;
 
-const TOOLS: [&str; 4] = ["wrk", "ab", "hey", "vegeta"];
+const TOOLS: [&str; 5] = ["wrk", "ab", "hey", "vegeta", "h2load"];
 
 fn installed(tool: &str) -> bool {
     let home = std::env::var("HOME").unwrap_or_default();
@@ -87,7 +88,7 @@ fn closed_and_open_tools_split_on_a_stall_and_agree_when_healthy() {
     for t in TOOLS {
         row(hiccup, t); // every tool ran and was imported
     }
-    let closed = ["ab", "hey", "sojourn closed"].map(|l| p99(row(hiccup, l)));
+    let closed = ["ab", "hey", "h2load", "sojourn closed"].map(|l| p99(row(hiccup, l)));
     let open = ["vegeta", "sojourn open", "model"].map(|l| p99(row(hiccup, l)));
     let closed_max = closed.iter().cloned().fold(0.0, f64::max);
     let open_min = open.iter().cloned().fold(f64::MAX, f64::min);
@@ -95,19 +96,21 @@ fn closed_and_open_tools_split_on_a_stall_and_agree_when_healthy() {
         closed_max * 10.0 < open_min,
         "clusters at p99: closed {closed:?} vs open {open:?}\n{stdout}"
     );
-    for l in ["ab", "hey"] {
+    for l in ["ab", "hey", "h2load"] {
         assert_eq!(
             row(hiccup, l)["verdict"],
             "hides_the_stall",
             "{l}\n{stdout}"
         );
     }
-    // The paced closed loops: hey -q times from the send and hides the stall; sojourn's own
-    // paced control makes the same kind of sends and shows the stall from the slot, while its
-    // from-send clock hides it just as hey -q's does.
-    let hey_q = row(hiccup, "hey -q");
-    assert_eq!(hey_q["mode"], "paced", "{stdout}");
-    assert_eq!(hey_q["verdict"], "hides_the_stall", "{stdout}");
+    // The paced closed loops: hey -q and h2load --rps time from the send and hide the stall;
+    // sojourn's own paced control makes the same kind of sends and shows the stall from the
+    // slot, while its from-send clock hides it just as theirs does.
+    for l in ["hey -q", "h2load --rps"] {
+        let paced = row(hiccup, l);
+        assert_eq!(paced["mode"], "paced", "{l}\n{stdout}");
+        assert_eq!(paced["verdict"], "hides_the_stall", "{l}\n{stdout}");
+    }
     let paced = row(hiccup, "sojourn paced");
     assert_eq!(paced["mode"], "paced");
     assert_eq!(paced["verdict"], "honest", "from the slot\n{stdout}");
@@ -157,6 +160,7 @@ fn closed_and_open_tools_split_on_a_stall_and_agree_when_healthy() {
         let html = std::fs::read_to_string(dir.join(format!("{scenario}.html"))).unwrap();
         for label in TOOLS.iter().chain(&[
             "hey -q",
+            "h2load --rps",
             "sojourn open",
             "sojourn closed",
             "sojourn paced",

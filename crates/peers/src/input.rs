@@ -10,6 +10,16 @@ pub(crate) struct Input {
 
 impl Input {
     pub fn read(path: &Path) -> Result<Input, ImportError> {
+        let input = Input::read_maybe_empty(path)?;
+        if input.text.trim().is_empty() {
+            return Err(ImportError::Empty { path: input.path });
+        }
+        Ok(input)
+    }
+
+    /// As [`Input::read`], but an empty file is an input too: the importer decides what it
+    /// means.
+    pub fn read_maybe_empty(path: &Path) -> Result<Input, ImportError> {
         let bytes = std::fs::read(path).map_err(|source| ImportError::Io {
             path: path.to_path_buf(),
             source,
@@ -24,11 +34,6 @@ impl Input {
                 ),
             )
         })?;
-        if text.trim().is_empty() {
-            return Err(ImportError::Empty {
-                path: path.to_path_buf(),
-            });
-        }
         Ok(Input {
             path: path.to_path_buf(),
             text,

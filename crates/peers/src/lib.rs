@@ -3,11 +3,12 @@
 //! [`import`] turns a peer tool's output files into a [`RunResult`], so `sojourn report` and
 //! `sojourn compare` can put wrk, k6 or vegeta next to sojourn's own runs. Two depths:
 //!
-//! - **per request** (vegeta, hey, k6 and oha CSV, fortio's access log): every request is
+//! - **per request** (vegeta, hey, k6 and oha CSV, fortio's access log, h2load's log): every request is
 //!   replayed through [`sojourn_core::Recorder`] with the tool's own start time as its due time,
 //!   so histograms and timelines are real measurements of what the tool did;
-//! - **summary** (wrk and wrk2 text, ab, the JSON reports, locust): only the percentiles the
-//!   tool printed, converted to nanoseconds, and its totals. `hdr` fields stay empty.
+//! - **summary** (wrk and wrk2 text, ab, the JSON reports, locust, h2load's text): only the
+//!   percentiles the tool printed (none, for h2load: only its min, max, mean and sd), converted
+//!   to nanoseconds, and its totals. `hdr` fields stay empty.
 //!
 //! Whatever a tool cannot express or silently leaves out (k6's dropped iterations, wrk's
 //! after-the-fact correction, hey's CSV omitting transport errors) goes into `import.notes`, and
@@ -20,6 +21,7 @@ mod ab;
 mod build;
 mod error;
 mod fortio;
+mod h2load;
 mod hey;
 mod input;
 mod k6;
@@ -49,10 +51,11 @@ pub enum PeerTool {
     Oha,
     Fortio,
     Locust,
+    H2load,
 }
 
 impl PeerTool {
-    pub const ALL: [PeerTool; 9] = [
+    pub const ALL: [PeerTool; 10] = [
         PeerTool::Wrk,
         PeerTool::Wrk2,
         PeerTool::Ab,
@@ -62,6 +65,7 @@ impl PeerTool {
         PeerTool::Oha,
         PeerTool::Fortio,
         PeerTool::Locust,
+        PeerTool::H2load,
     ];
 
     /// The lowercase name, as on the command line and in result files.
@@ -76,6 +80,7 @@ impl PeerTool {
             PeerTool::Oha => "oha",
             PeerTool::Fortio => "fortio",
             PeerTool::Locust => "locust",
+            PeerTool::H2load => "h2load",
         }
     }
 }
@@ -88,7 +93,9 @@ impl fmt::Display for PeerTool {
 
 /// A name that is not one of [`PeerTool::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown peer tool {0:?}; known: wrk, wrk2, ab, hey, vegeta, k6, oha, fortio, locust")]
+#[error(
+    "unknown peer tool {0:?}; known: wrk, wrk2, ab, hey, vegeta, k6, oha, fortio, locust, h2load"
+)]
 pub struct UnknownTool(pub String);
 
 impl FromStr for PeerTool {
@@ -130,6 +137,7 @@ pub struct ImportContext {
 /// | oha | `--output-format csv` (per request) and/or `--output-format json` (summary) |
 /// | fortio | the `-access-log-file` JSON lines (per request) and/or the `-json` result |
 /// | locust | the `--csv` `*_stats.csv`, optionally `*_failures.csv` |
+/// | h2load | the `--log-file` (per request) and/or the text summary (an empty log is one) |
 pub fn import(
     tool: PeerTool,
     files: &[PathBuf],
@@ -141,9 +149,14 @@ pub fn import(
             message: "no files given".into(),
         });
     }
+    // h2load writes an empty log when no stream closed; its summary then has the counts.
+    let read = match tool {
+        PeerTool::H2load => input::Input::read_maybe_empty,
+        _ => input::Input::read,
+    };
     let inputs = files
         .iter()
-        .map(|p| input::Input::read(p))
+        .map(|p| read(p))
         .collect::<Result<Vec<_>, _>>()?;
     match tool {
         PeerTool::Wrk | PeerTool::Wrk2 => wrk::import(tool, &inputs, ctx),
@@ -154,6 +167,7 @@ pub fn import(
         PeerTool::Oha => oha::import(&inputs, ctx),
         PeerTool::Fortio => fortio::import(&inputs, ctx),
         PeerTool::Locust => locust::import(&inputs, ctx),
+        PeerTool::H2load => h2load::import(&inputs, ctx),
     }
 }
 

@@ -2,8 +2,9 @@
 //! what sojourn runs can be printed, tested and reproduced by hand. Running them, and then
 //! [`crate::import`]ing `files`, is the caller's job.
 //!
-//! Closed loops (no rate): ab, wrk, hey, k6 `constant-vus`, locust, oha without `-q`.
-//! Paced closed loops (each connection capped at its share of the rate): hey `-q`, fortio `-qps`.
+//! Closed loops (no rate): ab, wrk, hey, k6 `constant-vus`, locust, oha without `-q`, h2load.
+//! Paced closed loops (each connection capped at its share of the rate): hey `-q`, fortio `-qps`,
+//! h2load `--rps`.
 //! Rate-driven: wrk2 `-R`, vegeta `-rate`, k6 `constant-arrival-rate`, oha `-q` (with and
 //! without `--latency-correction`).
 use std::path::{Path, PathBuf};
@@ -534,7 +535,76 @@ pub fn fortio(spec: &RunSpec) -> RunnerPlan {
     plan
 }
 
-/// Every runner for one spec, closed loops first.
+/// How h2load talks to the target: HTTP/2 unless told `--h1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum H2loadProtocol {
+    /// h2load's default: h2c with prior knowledge for `http://` URLs, ALPN h2 over TLS.
+    Http2,
+    /// `--h1`: HTTP/1.1, for servers without HTTP/2, such as sojourn's own.
+    Http1,
+}
+
+/// h2load for `-D` with `-c` connections of one stream each (`-m 1`: with more, each connection
+/// is that many closed loops), writing its log and its text summary. The URL comes last.
+fn h2load_plan(spec: &RunSpec, name: &str, protocol: H2loadProtocol) -> RunnerPlan {
+    let log = spec.out_dir.join(format!("{name}.log"));
+    let text = spec.out_dir.join(format!("{name}.txt"));
+    let c = spec.connections.max(1).to_string();
+    // h2load reads a DURATION as an integer with h, m, s or ms: what go_duration writes.
+    let d = go_duration(spec.duration);
+    let mut argv = args(["h2load", "-D", &d, "-c", &c, "-m", "1", "--log-file"]);
+    argv.push(path_arg(&log));
+    let speaks = match protocol {
+        H2loadProtocol::Http1 => {
+            argv.push("--h1".into());
+            "h2load runs with --h1 (HTTP/1.1): its default is HTTP/2, which sojourn's servers \
+             do not speak"
+        }
+        H2loadProtocol::Http2 => {
+            "h2load speaks HTTP/2 (h2c with prior knowledge for http://): the target must too"
+        }
+    };
+    let mut plan = RunnerPlan::new(PeerTool::H2load, Mode::Closed, argv);
+    plan.stdout = Some(text.clone());
+    plan.files = vec![log, text];
+    plan.limitations = vec![
+        speaks.into(),
+        "h2load -D leaves requests still in flight at the end out of its totals: they are \
+         imported as censored"
+            .into(),
+    ];
+    plan
+}
+
+/// h2load `-D`: a closed loop of `-c` connections, one request in flight on each.
+pub fn h2load(spec: &RunSpec, protocol: H2loadProtocol) -> RunnerPlan {
+    let mut plan = h2load_plan(spec, "h2load", protocol);
+    plan.argv.push(spec.url.clone());
+    plan.limitations
+        .push("h2load without --rps has no rate: it is a closed loop".into());
+    plan
+}
+
+/// h2load `--rps`: each of `-c` connections paced at rate ÷ c, one request in flight on each.
+/// Ticks that come while the request is out are kept and sent back to back when it answers.
+/// (h2load's `-r` is no request rate: it starts connections at a rate.)
+pub fn h2load_rps(spec: &RunSpec, protocol: H2loadProtocol) -> RunnerPlan {
+    let mut plan = h2load_plan(spec, "h2load-rps", protocol);
+    let per_connection = spec.rate / f64::from(spec.connections.max(1));
+    plan.argv
+        .extend(["--rps".to_string(), format!("{per_connection}")]);
+    plan.argv.push(spec.url.clone());
+    plan.mode = Mode::Paced;
+    plan.limitations.push(
+        "h2load --rps is a paced closed loop: each connection waits for its answer, then sends \
+         the ticks it owes back to back, timed from their late send"
+            .into(),
+    );
+    plan
+}
+
+/// Every runner for one spec, closed loops first. h2load speaks HTTP/1.1 here (`--h1`), as
+/// every tool does: the suite's servers speak nothing else.
 pub fn all(spec: &RunSpec) -> Vec<RunnerPlan> {
     vec![
         ab(spec),
@@ -544,12 +614,14 @@ pub fn all(spec: &RunSpec) -> Vec<RunnerPlan> {
         k6_closed(spec),
         locust(spec),
         oha_closed(spec),
+        h2load(spec, H2loadProtocol::Http1),
         wrk2(spec),
         vegeta(spec),
         k6_open(spec),
         oha_rate(spec, false),
         oha_rate(spec, true),
         fortio(spec),
+        h2load_rps(spec, H2loadProtocol::Http1),
     ]
 }
 
@@ -765,9 +837,42 @@ mod tests {
     }
 
     #[test]
+    fn h2load_argv() {
+        let p = h2load(&spec(), H2loadProtocol::Http2);
+        assert_eq!(
+            argv(&p),
+            "h2load -D 3s -c 10 -m 1 --log-file /tmp/out/h2load.log http://127.0.0.1:8080/api"
+        );
+        assert_eq!(p.mode, Mode::Closed);
+        assert_eq!(p.stdout, Some(PathBuf::from("/tmp/out/h2load.txt")));
+        assert_eq!(
+            p.files,
+            vec![
+                PathBuf::from("/tmp/out/h2load.log"),
+                PathBuf::from("/tmp/out/h2load.txt")
+            ]
+        );
+        // 200 req/s over 10 connections: 20 each; sub-second runs in whole milliseconds.
+        let p = h2load_rps(
+            &RunSpec {
+                duration: Duration::from_millis(2500),
+                ..spec()
+            },
+            H2loadProtocol::Http1,
+        );
+        assert_eq!(
+            argv(&p),
+            "h2load -D 2500ms -c 10 -m 1 --log-file /tmp/out/h2load-rps.log --h1 --rps 20 \
+             http://127.0.0.1:8080/api"
+        );
+        assert_eq!(p.mode, Mode::Paced);
+        assert!(p.limitations.iter().any(|l| l.contains("--h1")));
+    }
+
+    #[test]
     fn every_plan_imports_something() {
         let plans = all(&spec());
-        assert_eq!(plans.len(), 13);
+        assert_eq!(plans.len(), 15);
         for p in plans {
             assert!(!p.files.is_empty(), "{:?}", p.tool);
             assert!(

@@ -69,6 +69,14 @@ fn sets(tool: PeerTool) -> &'static [&'static [&'static str]] {
                 "locust/not-found_failures.csv",
             ],
         ],
+        PeerTool::H2load => &[
+            &["h2load/healthy.log", "h2load/healthy.txt"],
+            &["h2load/mixed.log", "h2load/mixed.txt"],
+            &["h2load/lost.log"],
+            &["h2load/hiccup-streams.txt"],
+            &["h2load/conn-rate.txt"],
+            &["h2load/not-h2.log", "h2load/not-h2.txt"],
+        ],
     }
 }
 
@@ -293,6 +301,7 @@ importer!(k6, PeerTool::K6);
 importer!(oha, PeerTool::Oha);
 importer!(fortio, PeerTool::Fortio);
 importer!(locust, PeerTool::Locust);
+importer!(h2load, PeerTool::H2load);
 
 // ---- inputs that once crashed ------------------------------------------------------------------
 

@@ -480,6 +480,249 @@ fn locust_failures_by_class() {
     assert_eq!(r.counts.failed.get(FailureClass::Http4xx), 100);
 }
 
+// ---- h2load -----------------------------------------------------------------------------------
+
+fn failed(r: &RunResult, class: FailureClass) -> u64 {
+    r.counts.failed.get(class)
+}
+
+/// `h2load -D 2 -c 2 -m 1` through nginx (h2c) to the healthy server: 368 done and 2 still in
+/// flight when -D ended ("370 started"), which h2load leaves out of its totals.
+#[test]
+fn h2load_log_per_request() {
+    let r = load(
+        PeerTool::H2load,
+        Mode::Closed,
+        &["h2load/healthy.log", "h2load/healthy.txt"],
+    );
+    assert_eq!(detail(&r), Detail::PerRequest);
+    assert_eq!(r.counts.completed, 368);
+    assert_eq!(r.counts.censored, 2, "started 370 - done 368");
+    assert_eq!(r.counts.scheduled, 370);
+    let h = &r.histograms.response;
+    assert_eq!(h.count, 368);
+    assert!(!h.hdr.is_empty());
+    // The log's fastest and slowest rows: 10234 µs and 14673 µs (3 significant digits kept).
+    assert!((10_225_000..=10_235_000).contains(&h.min), "{}", h.min);
+    assert!((14_660_000..=14_690_000).contains(&h.max), "{}", h.max);
+    assert!(
+        (1_980 * MS..2_000 * MS).contains(&r.elapsed_ns),
+        "{}",
+        r.elapsed_ns
+    );
+    assert!(r.intervals.len() >= 2, "the timeline is rebuilt");
+    let n = notes(&r);
+    assert!(n.contains("HEADERS frame"), "{n}");
+    assert!(
+        n.contains("2 requests were in flight when h2load's -D"),
+        "{n}"
+    );
+}
+
+#[test]
+fn h2load_text_summary_has_no_percentiles() {
+    let r = load(PeerTool::H2load, Mode::Closed, &["h2load/healthy.txt"]);
+    assert_eq!(detail(&r), Detail::Summary);
+    assert_eq!(r.counts.completed, 368);
+    assert_eq!(r.counts.censored, 2);
+    let h = &r.histograms.response;
+    assert!(h.percentiles.0.is_empty(), "{:?}", h.percentiles);
+    assert_eq!(h.hdr, "");
+    assert_eq!(h.count, 368);
+    assert_eq!(h.min, 10_230_000);
+    assert_eq!(h.max, 14_670_000);
+    assert_eq!(h.mean, 10_750_000.0);
+    assert_eq!(h.stdev, 560_000.0);
+    assert_eq!(r.elapsed_ns, 2_000_000_000);
+    // "finished in 2.00s, 184.00 req/s": every answer was a 2xx, so the rates agree.
+    assert!((r.rate.achieved - 184.0).abs() < 1e-9, "{:?}", r.rate);
+    let n = notes(&r);
+    assert!(n.contains("no percentiles"), "{n}");
+    assert!(n.contains("184.00 req/s"), "{n}");
+}
+
+/// The same stall through the same h2load pacing (`--rps 50` on 2 connections): with one stream
+/// per connection the requests due in the stall wait unmeasured; with 64 they go out on time.
+#[test]
+fn h2load_streams_decide_whether_the_stall_shows() {
+    let paced = load(
+        PeerTool::H2load,
+        Mode::Paced,
+        &["h2load/hiccup-paced.log", "h2load/hiccup-paced.txt"],
+    );
+    let streams = load(
+        PeerTool::H2load,
+        Mode::Open,
+        &["h2load/hiccup-streams.log", "h2load/hiccup-streams.txt"],
+    );
+    for r in [&paced, &streams] {
+        assert_eq!(r.counts.completed, 300);
+        assert_eq!(r.counts.censored, 2);
+        // The stalled request: 500.74 ms and 500.72 ms in the logs.
+        let max = r.histograms.response.max;
+        assert!((500 * MS..=501 * MS).contains(&max), "{max}");
+    }
+    // The 297th of 300 sorted rows: 15513 µs with -m 1, 481366 µs with -m 64.
+    let (a, b) = (p(&paced, 99.0), p(&streams, 99.0));
+    assert!((15_490_000..=15_530_000).contains(&a), "{a}");
+    assert!((481_000_000..=481_800_000).contains(&b), "{b}");
+    // 42 of the 300 rows with -m 64 took over 100 ms; 2 with -m 1.
+    assert!(p(&streams, 90.0) > 100 * MS);
+    assert!(p(&paced, 99.0) < 100 * MS);
+}
+
+/// Each client took /api (200), /nope (404), /down (502) and /reset (nginx resets the stream)
+/// in turn: 20 of each.
+#[test]
+fn h2load_outcomes_by_class() {
+    for files in [
+        &["h2load/mixed.log", "h2load/mixed.txt"][..],
+        &["h2load/mixed.txt"],
+    ] {
+        let r = load(PeerTool::H2load, Mode::Closed, files);
+        assert_eq!(r.counts.completed, 20, "{files:?}");
+        assert_eq!(failed(&r, FailureClass::Http4xx), 20, "{files:?}");
+        assert_eq!(failed(&r, FailureClass::Http5xx), 20, "{files:?}");
+        assert_eq!(failed(&r, FailureClass::Io), 20, "resets: {files:?}");
+        assert_eq!(r.counts.failed.total(), 60, "{files:?}");
+        assert_eq!(r.counts.scheduled, 80, "{files:?}");
+        assert!(notes(&r).contains("20 streams closed without a response"));
+    }
+    let text = load(PeerTool::H2load, Mode::Closed, &["h2load/mixed.txt"]);
+    let h = &text.histograms.response;
+    assert_eq!(
+        h.count, 60,
+        "h2load times answered streams, resets excluded"
+    );
+    assert_eq!(h.mean, 3_640_000.0);
+    assert_eq!(h.min, 112_000);
+    assert_eq!(h.max, 10_730_000);
+}
+
+/// nginx killed 0.5 s into `-n 400`: 336 done, 8 lost in flight, 56 never sent.
+#[test]
+fn h2load_lost_connection_counts_every_request() {
+    let r = load(
+        PeerTool::H2load,
+        Mode::Closed,
+        &["h2load/lost.log", "h2load/lost.txt"],
+    );
+    assert_eq!(r.counts.completed, 336);
+    assert_eq!(
+        failed(&r, FailureClass::Connect),
+        56,
+        "400 total - 344 started"
+    );
+    assert_eq!(failed(&r, FailureClass::Io), 8, "344 started - 336 done");
+    assert_eq!(r.counts.scheduled, 400);
+    assert_eq!(r.counts.censored, 0);
+    let n = notes(&r);
+    assert!(n.contains("never sent 56 requests"), "{n}");
+    assert!(n.contains("8 requests were in flight"), "{n}");
+    let alone = load(PeerTool::H2load, Mode::Closed, &["h2load/lost.log"]);
+    assert_eq!(alone.counts.scheduled, 336);
+    assert!(notes(&alone).contains("cannot be counted"));
+}
+
+/// Nothing answered: an empty log beside the summary, or the summary alone.
+#[test]
+fn h2load_failed_connections() {
+    // h2c to an HTTP/1.1 server: 2 requests sent, 8 never sent, none answered.
+    let r = load(
+        PeerTool::H2load,
+        Mode::Closed,
+        &["h2load/not-h2.log", "h2load/not-h2.txt"],
+    );
+    assert_eq!(detail(&r), Detail::PerRequest);
+    assert_eq!(r.counts.completed, 0);
+    assert_eq!(failed(&r, FailureClass::Connect), 8);
+    assert_eq!(failed(&r, FailureClass::Io), 2);
+    assert_eq!(r.counts.scheduled, 10);
+    let refused = load(PeerTool::H2load, Mode::Closed, &["h2load/refused.txt"]);
+    assert_eq!(failed(&refused, FailureClass::Connect), 10);
+    assert_eq!(refused.histograms.response.count, 0);
+    let err = import(
+        PeerTool::H2load,
+        &[fixture("h2load/refused.log")],
+        &ctx(Mode::Closed),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("refused.log") && err.contains("empty"),
+        "{err}"
+    );
+}
+
+#[test]
+fn h2load_connection_rate_and_http1() {
+    let r = load(PeerTool::H2load, Mode::Closed, &["h2load/conn-rate.txt"]);
+    assert_eq!(r.counts.completed, 40);
+    assert_eq!(r.histograms.response.mean, 10_770_000.0);
+    assert_eq!(r.elapsed_ns, 1_110_000_000);
+    assert!(
+        notes(&r).contains("up to 2 connections every 1s"),
+        "{}",
+        notes(&r)
+    );
+    // --h1, as `sojourn suite` runs it against its HTTP/1.1 server.
+    let h1 = load(
+        PeerTool::H2load,
+        Mode::Closed,
+        &["h2load/h1.log", "h2load/h1.txt"],
+    );
+    assert_eq!(h1.counts.completed, 370);
+    assert_eq!(h1.counts.censored, 2);
+}
+
+#[test]
+fn h2load_damage_is_named() {
+    let m = broken(
+        PeerTool::H2load,
+        "h2load.txt",
+        &truncated("h2load/healthy.txt", 0.75),
+    );
+    assert!(m.contains("time for request"), "{m}");
+    let text = fixture_text("h2load/mixed.txt").replace("20 4xx", "20 4XX");
+    let m = broken(PeerTool::H2load, "h2load.txt", &text);
+    assert!(
+        m.contains("h2load.txt:") && m.contains("no 4xx count"),
+        "{m}"
+    );
+    let m = broken(
+        PeerTool::H2load,
+        "h2load.log",
+        &cut_mid_line("h2load/healthy.log", 0.47),
+    );
+    assert!(m.contains("h2load.log:") && m.contains("cut short"), "{m}");
+    let log = fixture_text("h2load/healthy.log").replacen("\t200\t", "\t", 1);
+    let m = broken(PeerTool::H2load, "h2load.log", &log);
+    assert!(m.contains("h2load.log:1: 2 field(s)"), "{m}");
+    let log = fixture_text("h2load/mixed.log").replacen("\t404\t", "\t-2\t", 1);
+    let m = broken(PeerTool::H2load, "h2load.log", &log);
+    assert!(m.contains("status: -2"), "{m}");
+    // A log and a summary of different runs.
+    let m = import(
+        PeerTool::H2load,
+        &[fixture("h2load/healthy.log"), fixture("h2load/mixed.txt")],
+        &ctx(Mode::Closed),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        m.contains("healthy.log has 368 requests") && m.contains("mixed.txt says 80 done"),
+        "{m}"
+    );
+    let m = import(
+        PeerTool::H2load,
+        &[fixture("h2load/healthy.log"), fixture("h2load/lost.log")],
+        &ctx(Mode::Closed),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(m.contains("at most one --log-file"), "{m}");
+}
+
 // ---- broken input -----------------------------------------------------------------------------
 
 fn scratch(name: &str) -> PathBuf {
