@@ -1039,7 +1039,8 @@ pub(crate) mod tests {
             .map(|e| format!("{} at {}", e, e.instance_path))
             .collect();
         assert!(errors.is_empty(), "{errors:#?}");
-        let broken: [(&str, fn(&mut serde_json::Value)); 6] = [
+        type Break = fn(&mut serde_json::Value);
+        let broken: [(&str, Break); 6] = [
             ("a status that is no code", |d| {
                 d["statuses"]["ok"] = 1.into();
             }),
