@@ -21,7 +21,10 @@
 //! duration = "5m"
 //! rate = 1000
 //! ```
-use std::path::Path;
+//!
+//! Many requests instead of one URL: `targets = "targets.txt"` (a path relative to the plan's
+//! own directory), `targets_order = "random"`; HTTP/2: `http2 = true`, `streams = 64`.
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -36,6 +39,12 @@ use crate::run::RunArgs;
 #[serde(deny_unknown_fields)]
 pub struct PlanFile {
     url: Option<String>,
+    /// A targets file, as `--targets` takes it; relative to the plan's directory.
+    targets: Option<PathBuf>,
+    /// As `--targets-order`: `round-robin` or `random`.
+    targets_order: Option<String>,
+    http2: Option<bool>,
+    streams: Option<usize>,
     method: Option<String>,
     #[serde(default)]
     headers: Vec<String>,
@@ -92,19 +101,19 @@ pub fn apply(a: &mut RunArgs, path: &Path) -> anyhow::Result<PlanFile> {
     let explicit = std::mem::take(&mut a.explicit);
     let given = |id: &str| explicit.iter().any(|e| e == id);
     let key = |k: &str, e: String| bad_input!("--plan: {}: {k}: {e}", path.display());
-    if !given("url") {
-        a.url = p.url.clone().or(a.url.take());
-    }
-    if let (false, Some(m)) = (given("method"), &p.method) {
+    requests(a, &p, path, &given).map_err(|(k, e)| key(k, e))?;
+    // A targets file gives each request its own method, headers and body.
+    let one_request = a.targets.is_none();
+    if let (false, true, Some(m)) = (given("method"), one_request, &p.method) {
         a.method = Some(m.clone());
     }
-    if !given("headers") {
+    if !given("headers") && one_request {
         for h in &p.headers {
             a.headers
                 .push(args::header(h).map_err(|e| key("headers", e))?);
         }
     }
-    if let (false, Some(b)) = (given("body") || given("body_file"), &p.body) {
+    if let (false, true, Some(b)) = (given("body") || given("body_file"), one_request, &p.body) {
         a.body = Some(b.clone());
     }
     let load_given = ["rate", "duration", "requests", "stages", "ramp_to"]
@@ -173,7 +182,110 @@ pub fn apply(a: &mut RunArgs, path: &Path) -> anyhow::Result<PlanFile> {
     if !given("slo") {
         a.gate.slo = p.slo.clone();
     }
+    protocol(a, &p, &given).map_err(|(k, e)| key(k, e))?;
     Ok(p)
+}
+
+/// What to send: the plan's `url`, or its `targets` (with `targets_order`), unless the command
+/// line gave either. The file may not give both, nor a targets file with a method, headers or
+/// a body, which each target carries itself (as on the command line).
+fn requests(
+    a: &mut RunArgs,
+    p: &PlanFile,
+    path: &Path,
+    given: &dyn Fn(&str) -> bool,
+) -> Result<(), (&'static str, String)> {
+    if p.url.is_some() && p.targets.is_some() {
+        return Err(("targets", "give url or targets, not both".into()));
+    }
+    let shaped = [
+        ("method", p.method.is_some()),
+        ("headers", !p.headers.is_empty()),
+        ("body", p.body.is_some()),
+    ];
+    if let (Some(_), Some((name, _))) = (&p.targets, shaped.iter().find(|(_, set)| *set)) {
+        return Err((
+            "targets",
+            format!("each target gives its own method, headers and body; drop {name}"),
+        ));
+    }
+    // Either one on the command line says what to send; the file's choice then stays out.
+    if !given("url") && !given("targets") {
+        if let Some(t) = &p.targets {
+            a.targets = Some(beside(path, t));
+        } else if p.url.is_some() {
+            a.url = p.url.clone();
+        }
+    }
+    if let (false, Some(order)) = (given("targets_order"), &p.targets_order) {
+        let order = targets_order(order)?;
+        if p.targets.is_none() && a.targets.is_none() {
+            return Err(("targets_order", "only with targets (or --targets)".into()));
+        }
+        // A URL on the command line leaves the plan's targets, and their order, behind.
+        if a.targets.is_some() {
+            a.targets_order = order;
+        }
+    }
+    if a.targets.is_some() {
+        let line = ["method", "headers", "body", "body_file"];
+        if let Some(flag) = line.iter().find(|f| given(f)) {
+            return Err((
+                "targets",
+                format!(
+                    "each target gives its own method, headers and body; drop --{}",
+                    flag.replace('_', "-")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `http2` and `streams`, through the flags' parsers; `streams` only over HTTP/2.
+fn protocol(
+    a: &mut RunArgs,
+    p: &PlanFile,
+    given: &dyn Fn(&str) -> bool,
+) -> Result<(), (&'static str, String)> {
+    if let (false, Some(on)) = (given("http2"), p.http2) {
+        a.http2 = on;
+    }
+    if let (false, Some(n)) = (given("streams"), p.streams) {
+        a.streams = Some(number(n, args::streams).map_err(|e| ("streams", e))?);
+    }
+    if a.streams.is_some() && !a.http2 {
+        return Err((
+            "streams",
+            "streams are HTTP/2's: set http2 = true (or give --http2)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// A path in the plan, relative to the plan's own directory (so a plan and its targets file
+/// move together); an absolute one as it is.
+fn beside(plan: &Path, file: &Path) -> PathBuf {
+    match plan.parent() {
+        Some(dir) if file.is_relative() => dir.join(file),
+        _ => file.to_path_buf(),
+    }
+}
+
+/// `round-robin` or `random`, read by the parser `--targets-order` uses.
+fn targets_order(text: &str) -> Result<crate::requests::TargetsOrder, (&'static str, String)> {
+    use clap::ValueEnum;
+    crate::requests::TargetsOrder::from_str(text, false).map_err(|_| {
+        let names: Vec<String> = crate::requests::TargetsOrder::value_variants()
+            .iter()
+            .filter_map(|v| v.to_possible_value())
+            .map(|v| v.get_name().to_string())
+            .collect();
+        (
+            "targets_order",
+            format!("expected {}, got {text:?}", names.join(" or ")),
+        )
+    })
 }
 
 /// A number from the file through the flag's own parser, so both accept exactly the same.
@@ -226,4 +338,166 @@ fn stage(number: usize, s: &StageTable) -> Result<Stage, String> {
         from,
         to,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::requests::TargetsOrder;
+
+    /// A plan file alone in a directory of its own, removed with it.
+    struct Plan(PathBuf);
+
+    impl Drop for Plan {
+        fn drop(&mut self) {
+            if let Some(dir) = self.0.parent() {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+    }
+
+    impl std::ops::Deref for Plan {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    /// A plan file holding `text`.
+    fn plan(name: &str, text: &str) -> Plan {
+        let dir = std::env::temp_dir().join(format!("sojourn-plan-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("plan.toml");
+        std::fs::write(&path, text).unwrap();
+        Plan(path)
+    }
+
+    /// `sojourn run --plan PATH FLAGS…` as the command line parses it, with the plan applied.
+    fn applied(path: &Path, flags: &[&str]) -> anyhow::Result<RunArgs> {
+        let mut argv = vec!["sojourn", "run", "--plan", path.to_str().unwrap()];
+        argv.extend(flags);
+        let cli = crate::cli::parse_from(argv).expect("the flags parse");
+        let crate::cli::Command::Run(mut a) = cli.command else {
+            panic!("a run")
+        };
+        apply(&mut a, path)?;
+        Ok(*a)
+    }
+
+    fn error(path: &Path, flags: &[&str]) -> String {
+        match applied(path, flags) {
+            Ok(a) => panic!("accepted: {a:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    const MANY: &str = r#"
+targets = "targets.txt"
+targets_order = "random"
+http2 = true
+streams = 64
+rate = 100
+duration = "2s"
+"#;
+
+    #[test]
+    fn targets_and_http2_come_from_the_plan_beside_it() {
+        let path = plan("many", MANY);
+        let a = applied(&path, &[]).unwrap();
+        assert_eq!(
+            a.targets.as_deref(),
+            Some(path.parent().unwrap().join("targets.txt").as_path()),
+            "relative to the plan's directory, not the working one"
+        );
+        assert_eq!(a.targets_order, TargetsOrder::Random);
+        assert!(a.http2);
+        assert_eq!(a.streams, Some(64));
+        assert_eq!(a.url, None);
+        let absolute = std::env::temp_dir().join("elsewhere.txt");
+        let text = MANY.replace("targets.txt", absolute.to_str().unwrap());
+        let a = applied(&plan("absolute", &text), &[]).unwrap();
+        assert_eq!(a.targets, Some(absolute), "an absolute path as it is");
+        // Without the keys, HTTP/1.1 and one URL as before.
+        let a = applied(&plan("plain", "url = \"http://127.0.0.1:1/\""), &[]).unwrap();
+        assert!(!a.http2 && a.streams.is_none() && a.targets.is_none());
+        assert_eq!(a.url.as_deref(), Some("http://127.0.0.1:1/"));
+    }
+
+    #[test]
+    fn flags_on_the_command_line_win_over_the_plan() {
+        let path = plan("flags", MANY);
+        let a = applied(
+            &path,
+            &["--targets", "mine.txt", "--targets-order", "round-robin"],
+        )
+        .unwrap();
+        assert_eq!(a.targets, Some(PathBuf::from("mine.txt")), "as typed");
+        assert_eq!(a.targets_order, TargetsOrder::RoundRobin);
+        let a = applied(&path, &["--targets", "mine.txt"]).unwrap();
+        assert_eq!(a.targets_order, TargetsOrder::Random, "the plan's order");
+        let a = applied(&path, &["--http2", "--streams", "8"]).unwrap();
+        assert_eq!(a.streams, Some(8));
+        // A URL on the command line sends that URL: the plan's targets and order stay out.
+        let a = applied(&path, &["http://127.0.0.1:1/one"]).unwrap();
+        assert_eq!(a.targets, None);
+        assert_eq!(a.targets_order, TargetsOrder::RoundRobin);
+        assert_eq!(a.url.as_deref(), Some("http://127.0.0.1:1/one"));
+        assert!(a.http2, "the protocol still comes from the plan");
+        // The plan's single request stays out of a run of targets from the command line.
+        let one = plan(
+            "one",
+            "url = \"http://127.0.0.1:1/\"\nmethod = \"POST\"\nbody = \"x\"",
+        );
+        let a = applied(&one, &["--targets", "mine.txt"]).unwrap();
+        assert_eq!((a.url, a.method, a.body), (None, None, None));
+    }
+
+    #[test]
+    fn bad_keys_name_the_plan_the_key_and_what_is_accepted() {
+        let cases: [(&str, &[&str], &str); 7] = [
+            (
+                "url = \"http://127.0.0.1:1/\"\ntargets = \"t.txt\"",
+                &[],
+                "targets: give url or targets, not both",
+            ),
+            (
+                "targets = \"t.txt\"\nmethod = \"POST\"",
+                &[],
+                "targets: each target gives its own method, headers and body; drop method",
+            ),
+            (
+                "targets = \"t.txt\"",
+                &["--body", "x"],
+                "targets: each target gives its own method, headers and body; drop --body",
+            ),
+            (
+                "targets = \"t.txt\"\ntargets_order = \"shuffled\"",
+                &[],
+                "targets_order: expected round-robin or random, got \"shuffled\"",
+            ),
+            (
+                "url = \"http://127.0.0.1:1/\"\ntargets_order = \"random\"",
+                &[],
+                "targets_order: only with targets",
+            ),
+            (
+                "url = \"http://127.0.0.1:1/\"\nstreams = 8",
+                &[],
+                "streams: streams are HTTP/2's: set http2 = true (or give --http2)",
+            ),
+            (
+                "url = \"http://127.0.0.1:1/\"\nhttp2 = true\nstreams = 0",
+                &[],
+                "streams: expected a whole number from 1 to",
+            ),
+        ];
+        for (i, (text, flags, want)) in cases.into_iter().enumerate() {
+            let path = plan(&format!("bad{i}"), text);
+            let e = error(&path, flags);
+            let named = format!("--plan: {}: {want}", path.display());
+            assert!(e.starts_with(&named), "{text:?} {flags:?}: {e}");
+        }
+        let path = plan("typo", "http_2 = true");
+        assert!(error(&path, &[]).contains("unknown field `http_2`"));
+    }
 }

@@ -1,9 +1,10 @@
 //! `sojourn merge`: shard results of one plan into one result, without loss.
 //!
 //! Every histogram is added bucket by bucket (HdrHistogram addition is exact), the timeline's
-//! intervals are added where they cover the same wall-clock window, counts and failure classes
-//! are summed, and the senders' gap records are pooled into one conformance test. The merged
-//! document is an ordinary result.
+//! intervals are added where they cover the same wall-clock window, counts, failure classes and
+//! HTTP status counts are summed, each label's (`--targets`) histograms and counts are added to
+//! the same label's, and the senders' gap records are pooled into one conformance test. The
+//! merged document is an ordinary result.
 //!
 //! Nothing goes missing silently: the plan says how many requests each shard was due to send,
 //! so a shard that is absent, or whose result accounts for fewer, is named in
@@ -28,8 +29,8 @@ use crate::placement::{
 };
 use crate::record::new_histogram;
 use crate::result::{
-    decode_base64, Counts, HistogramSet, HistogramSummary, IntervalSummary, RateSummary, RunResult,
-    SCHEMA,
+    decode_base64, Counts, HistogramSet, HistogramSummary, IntervalSummary, LabelCounts,
+    RateSummary, RunResult, TargetResult, SCHEMA,
 };
 use crate::shard::Shard;
 
@@ -78,6 +79,8 @@ pub fn merge(inputs: Vec<Input>, force: bool) -> Result<RunResult, MergeError> {
     merged.histograms = histograms(&inputs)?;
     merged.intervals = intervals(&inputs)?;
     merged.counts = counts(&inputs, &statuses);
+    merged.statuses = status_codes(&inputs);
+    merged.targets = targets(&inputs, &held)?;
     merged.config.connections = inputs.iter().map(|i| i.result.config.connections).sum();
     merged.elapsed_ns = inputs
         .iter()
@@ -102,10 +105,10 @@ pub fn merge(inputs: Vec<Input>, force: bool) -> Result<RunResult, MergeError> {
 /// Every input's plan against the first's; with `force`, whether any differed.
 fn check_plans(inputs: &[Input], force: bool) -> Result<bool, MergeError> {
     let first = &inputs[0];
-    let ours = key_of(&first.result);
+    let ours = key_with_targets(&first.result);
     let mut differed = false;
     for i in &inputs[1..] {
-        if let Some((field, theirs, ours)) = first_difference(&key_of(&i.result), &ours) {
+        if let Some((field, theirs, ours)) = first_difference(&key_with_targets(&i.result), &ours) {
             if !force {
                 return Err(MergeError::PlanDiffers {
                     file: i.source.clone(),
@@ -119,6 +122,18 @@ fn check_plans(inputs: &[Input], force: bool) -> Result<bool, MergeError> {
         }
     }
     Ok(differed)
+}
+
+/// The plan's key, and with `--targets` what decides which request sends which target: their
+/// count, order and seed. Not the file's path, which may differ from node to node. (Kept out
+/// of the fingerprint, which the run writes before it knows its targets.)
+fn key_with_targets(r: &RunResult) -> serde_json::Map<String, serde_json::Value> {
+    let mut key = key_of(r);
+    if let Some(t) = &r.config.targets {
+        let picks = serde_json::json!({ "count": t.count, "order": t.order, "seed": t.seed });
+        key.insert("targets".into(), picks);
+    }
+    key
 }
 
 /// Which input holds each shard: a shard result holds its own, a merged one the shards it
@@ -250,6 +265,84 @@ fn counts(inputs: &[Input], statuses: &[ShardStatus]) -> Counts {
         .sum();
     total.scheduled += total.not_measured;
     total
+}
+
+/// Final answers by HTTP status code, summed over the inputs.
+fn status_codes(inputs: &[Input]) -> BTreeMap<u16, u64> {
+    let mut total: BTreeMap<u16, u64> = BTreeMap::new();
+    for (code, n) in inputs.iter().flat_map(|i| &i.result.statuses) {
+        let sum = total.entry(*code).or_default();
+        *sum = sum.saturating_add(*n);
+    }
+    total
+}
+
+/// Each label's parts added together. Labels come in the order the shards first name them,
+/// shard 0's first (then inputs that hold no shard, as given): that order does not depend on
+/// the order of the inputs, and a merge of merges keeps it. A label that only some shards sent
+/// is merged from those.
+fn targets(inputs: &[Input], held: &BTreeMap<u32, usize>) -> Result<Vec<TargetResult>, MergeError> {
+    let first_shard = |n: usize| {
+        held.iter()
+            .find(|(_, &input)| input == n)
+            .map_or(u32::MAX, |(&k, _)| k)
+    };
+    let mut order: Vec<usize> = (0..inputs.len()).collect();
+    order.sort_by_key(|&n| first_shard(n));
+    let mut labels: Vec<Vec<(&str, &TargetResult)>> = Vec::new();
+    for n in order {
+        let source = inputs[n].source.as_str();
+        for t in &inputs[n].result.targets {
+            match labels.iter_mut().find(|parts| parts[0].1.label == t.label) {
+                Some(parts) => parts.push((source, t)),
+                None => labels.push(vec![(source, t)]),
+            }
+        }
+    }
+    labels.iter().map(|parts| target(parts)).collect()
+}
+
+/// One label from its parts: histograms added, counts summed, percentiles read off the sums.
+/// The expected share is the first part's (every shard reads the same targets file).
+fn target(parts: &[(&str, &TargetResult)]) -> Result<TargetResult, MergeError> {
+    let none = new_histogram();
+    let whole = |pick: fn(&TargetResult) -> &HistogramSummary| {
+        let hdrs: Vec<(&str, &str)> = parts
+            .iter()
+            .map(|(source, t)| (*source, pick(t).hdr.as_str()))
+            .collect();
+        sum(&hdrs)
+    };
+    let censored: Vec<(&str, &str)> = parts
+        .iter()
+        .filter_map(|(source, t)| t.censored.as_ref().map(|c| (*source, c.hdr.as_str())))
+        .collect();
+    let censored = if censored.is_empty() {
+        None
+    } else {
+        Some(sum(&censored)?)
+    };
+    let mut counts = LabelCounts::default();
+    for (_, t) in parts {
+        let c = &t.counts;
+        counts.completed = counts.completed.saturating_add(c.completed);
+        counts.failed.merge(&c.failed);
+        counts.censored = counts.censored.saturating_add(c.censored);
+        counts.never_sent = counts.never_sent.saturating_add(c.never_sent);
+    }
+    let first = parts[0].1;
+    Ok(TargetResult {
+        label: first.label.clone(),
+        share: first.share,
+        counts,
+        response: HistogramSummary::of(
+            &whole(|t| &t.response)?,
+            censored.as_ref().unwrap_or(&none),
+        ),
+        service: HistogramSummary::of(&whole(|t| &t.service)?, &none),
+        send_lag: HistogramSummary::of(&whole(|t| &t.send_lag)?, &none),
+        censored: censored.map(|c| HistogramSummary::of(&c, &none)),
+    })
 }
 
 /// Adds histograms and re-encodes the sum from a fresh histogram, so its bytes depend only
@@ -447,7 +540,7 @@ fn placement(first: &RunResult, statuses: &[ShardStatus]) -> Placement {
 mod tests {
     use super::*;
     use crate::placement::plan_key;
-    use crate::record::{Recorder, Stamps};
+    use crate::record::{LabelRecord, Recorder, Stamps};
     use crate::result::{RunConfig, RunFacts};
     use crate::schedule::{Arrival, End, Schedule};
     use crate::units::Rate;
@@ -468,9 +561,42 @@ mod tests {
         }
     }
 
+    /// The labels the shards send, by the parity of a request's index in its shard: shard 1
+    /// sends `GET /b` and `GET /c`, the others `GET /a` and `GET /b`. So `GET /c` is one
+    /// shard's alone, and shard 1 alone would name `GET /b` first.
+    const LABELS: [&str; 3] = ["GET /a", "GET /b", "GET /c"];
+
+    fn label_of(k: u32, i: usize) -> usize {
+        if k == 1 {
+            1 + i % 2
+        } else {
+            i % 2
+        }
+    }
+
+    /// `GET /b` is answered 204, the others 200.
+    fn status_of(label: usize) -> u16 {
+        if label == 1 {
+            204
+        } else {
+            200
+        }
+    }
+
     /// Shard `k` of `n` of 300 req/s for 2 s: each request answered in 1 ms, shard 1 also
     /// stalls 200 ms a second into the run. `stop` cuts it short after that many requests.
     fn shard(k: u32, n: u32, stop: Option<usize>) -> Input {
+        labelled_shard(k, n, stop, false).0
+    }
+
+    /// [`shard`], recording each request in its label too, and also returning the labels'
+    /// records; `censor`: the shard's last request is still in flight when it ends.
+    fn labelled_shard(
+        k: u32,
+        n: u32,
+        stop: Option<usize>,
+        censor: bool,
+    ) -> (Input, Vec<LabelRecord>) {
         let schedule = Schedule::new(
             Arrival::Constant,
             Rate::per_second(300.0).unwrap(),
@@ -479,9 +605,14 @@ mod tests {
         .unwrap();
         let s = Shard::new(k, n).unwrap();
         let (w, ws) = s.slot(0, 1);
-        let mut rec = Recorder::new(Duration::from_secs(1));
+        let mut rec = Recorder::with_labels(Duration::from_secs(1), LABELS.len());
         let mut scheduled = 0;
-        for due in schedule.slice(w, ws).take(stop.unwrap_or(usize::MAX)) {
+        let dues: Vec<_> = schedule
+            .slice(w, ws)
+            .take(stop.unwrap_or(usize::MAX))
+            .collect();
+        let end = Duration::from_millis(2001);
+        for (i, due) in dues.iter().enumerate() {
             rec.record_send_at(schedule.expected_by(due.at) / ws as f64);
             let stall = k == 1 && (1000..1200).contains(&due.at.as_millis());
             let took = if stall {
@@ -489,24 +620,39 @@ mod tests {
             } else {
                 Duration::ZERO
             };
-            rec.record(
-                &Stamps::on_time(due.at),
-                due.at + took + Duration::from_millis(1),
-                Outcome::Ok,
-            );
+            let label = label_of(k, i);
+            let stamps = Stamps::on_time(due.at);
             scheduled += 1;
+            if censor && i + 1 == dues.len() {
+                rec.record_in_flight(&stamps, end);
+                let l = rec.label(label).unwrap();
+                l.record_unfinished(due.at, Some(due.at), end);
+                continue;
+            }
+            let done = due.at + took + Duration::from_millis(1);
+            let outcome = Outcome::of_status(status_of(label));
+            rec.record(&stamps, done, outcome);
+            rec.record_status(status_of(label));
+            rec.label(label).unwrap().record(&stamps, done, outcome);
         }
+        let m = Recorder::merge_all([rec]);
         let facts = RunFacts {
             label: format!("shard {k}"),
             mode: Mode::Open,
             config: config(),
             scheduled,
-            elapsed: Duration::from_millis(2001),
+            elapsed: end,
             interrupted: stop.is_some(),
             checks: Checks::not_applicable(vec![format!("note of {k}")]),
             backfill_interval: None,
         };
-        let mut result = RunResult::build(&Recorder::merge_all([rec]), facts);
+        let mut result = RunResult::build(&m, facts);
+        result.targets = LABELS
+            .iter()
+            .zip(&m.labels)
+            .filter(|(_, r)| r.tally.accounted() > 0)
+            .map(|(label, r)| TargetResult::of(label, 0.5, r))
+            .collect();
         result.started_unix_ns = Some(START);
         let key = plan_key(Mode::Open, &result.config, n, Some(START));
         result.placement = Some(Placement {
@@ -516,10 +662,11 @@ mod tests {
             start_at_unix_ns: Some(START),
             start_skew_ns: Some(1_000 * i64::from(k)),
         });
-        Input {
+        let input = Input {
             source: format!("shard-{k}.json"),
             result,
-        }
+        };
+        (input, m.labels)
     }
 
     fn shards(n: u32) -> Vec<Input> {
@@ -570,19 +717,128 @@ mod tests {
         let c = parts.pop().unwrap();
         let ab = merge(parts, false).unwrap();
         let nested = merge(vec![again(&ab, "ab.json"), c], false).unwrap();
+        let c_first = merge(vec![shard(2, 3, None), again(&ab, "ab.json")], false).unwrap();
+        // Shard 1's merge named first: its first label, GET /b, must still not come first.
+        let bc = merge(vec![shard(1, 3, None), shard(2, 3, None)], false).unwrap();
+        let a_bc = merge(vec![again(&bc, "bc.json"), shard(0, 3, None)], false).unwrap();
         let mut reversed = shards(3);
         reversed.reverse();
         let reversed = merge(reversed, false).unwrap();
-        for other in [&nested, &reversed] {
+        for other in [&nested, &c_first, &a_bc, &reversed] {
             assert_eq!(other.histograms, all.histograms);
             assert_eq!(other.intervals, all.intervals);
             assert_eq!(other.counts, all.counts);
+            assert_eq!(other.statuses, all.statuses);
+            assert_eq!(other.targets, all.targets);
             assert!(!other.merged.as_ref().unwrap().partial);
         }
+        for other in [&nested, &c_first, &a_bc] {
+            assert_eq!(
+                serde_json::to_string(&other.histograms).unwrap(),
+                serde_json::to_string(&all.histograms).unwrap(),
+                "byte for byte"
+            );
+            assert_eq!(
+                serde_json::to_string(&(&other.targets, &other.statuses)).unwrap(),
+                serde_json::to_string(&(&all.targets, &all.statuses)).unwrap(),
+                "byte for byte"
+            );
+        }
+        let labels: Vec<&str> = all.targets.iter().map(|t| t.label.as_str()).collect();
+        assert_eq!(labels, LABELS, "shard 0's labels first, then shard 1's own");
+    }
+
+    /// A summary with its carried histogram left out: two encodings of one histogram may
+    /// differ in bytes, so the histograms are compared decoded.
+    fn without_hdr(h: &HistogramSummary) -> HistogramSummary {
+        HistogramSummary {
+            hdr: String::new(),
+            ..h.clone()
+        }
+    }
+
+    /// Each label merged from the shards' documents is what one record of all its requests
+    /// would have said: the same counts, histograms, percentiles and lower bounds. A label
+    /// only one shard sent comes through, and the status counts add up.
+    #[test]
+    fn labels_and_statuses_merge_as_if_recorded_together() {
+        let parts: Vec<(Input, Vec<LabelRecord>)> =
+            (0..3).map(|k| labelled_shard(k, 3, None, k == 1)).collect();
+        let mut together = vec![LabelRecord::new(); LABELS.len()];
+        for (_, records) in &parts {
+            for (whole, part) in together.iter_mut().zip(records) {
+                whole.merge(part);
+            }
+        }
+        let mut expected_statuses: BTreeMap<u16, u64> = BTreeMap::new();
+        for (input, _) in &parts {
+            for (code, n) in &input.result.statuses {
+                *expected_statuses.entry(*code).or_default() += n;
+            }
+        }
+        let m = merge(parts.into_iter().map(|(i, _)| i).collect(), false).unwrap();
+        assert_eq!(m.targets.len(), LABELS.len());
+        for (t, (label, record)) in m.targets.iter().zip(LABELS.iter().zip(&together)) {
+            let want = TargetResult::of(label, 0.5, record);
+            assert_eq!(t.counts, want.counts, "{label}");
+            for (got, want) in [
+                (&t.response, &want.response),
+                (&t.service, &want.service),
+                (&t.send_lag, &want.send_lag),
+            ] {
+                assert_eq!(without_hdr(got), without_hdr(want), "{label}");
+                assert_eq!(got.histogram().unwrap(), want.histogram().unwrap());
+            }
+            assert_eq!(
+                t.censored.as_ref().map(without_hdr),
+                want.censored.as_ref().map(without_hdr),
+                "{label}"
+            );
+        }
+        let censored: Vec<&TargetResult> =
+            m.targets.iter().filter(|t| t.counts.censored > 0).collect();
+        assert_eq!(censored.len(), 1, "shard 1's one request in flight");
+        assert!(
+            censored[0].response.at(100.0).unwrap().lower_bound,
+            "its label's max is a lower bound after the merge too"
+        );
+        let labelled: u64 = m.targets.iter().map(|t| t.counts.total()).sum();
         assert_eq!(
-            serde_json::to_string(&nested.histograms).unwrap(),
-            serde_json::to_string(&all.histograms).unwrap(),
-            "byte for byte"
+            labelled, m.counts.scheduled,
+            "every request is in one label"
+        );
+        assert_eq!(m.statuses, expected_statuses);
+        assert_eq!(
+            m.statuses.values().sum::<u64>(),
+            m.counts.completed,
+            "every answer has its status"
+        );
+    }
+
+    /// Shards that sent their targets in another order, or another number of them, are not
+    /// one plan.
+    #[test]
+    fn shards_of_other_targets_are_refused() {
+        let picks = |order: &str| crate::result::TargetsConfig {
+            file: "targets.txt".into(),
+            count: 3,
+            order: order.into(),
+            seed: None,
+        };
+        let mut inputs = shards(2);
+        inputs[0].result.config.targets = Some(picks("round_robin"));
+        inputs[1].result.config.targets = Some(crate::result::TargetsConfig {
+            file: "/elsewhere/targets.txt".into(),
+            ..picks("round_robin")
+        });
+        assert!(merge(inputs, false).is_ok(), "the path alone may differ");
+        let mut inputs = shards(2);
+        inputs[0].result.config.targets = Some(picks("round_robin"));
+        inputs[1].result.config.targets = Some(picks("random"));
+        let e = merge(inputs, false).unwrap_err();
+        assert!(
+            matches!(&e, MergeError::PlanDiffers { field, .. } if field == "targets"),
+            "{e}"
         );
     }
 

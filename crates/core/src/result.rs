@@ -130,6 +130,10 @@ pub struct TargetResult {
     pub response: HistogramSummary,
     pub service: HistogramSummary,
     pub send_lag: HistogramSummary,
+    /// The lower bounds of the label's censored requests and timeouts (also inside
+    /// `response`): what a merge needs to tell which summed percentiles are lower bounds.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub censored: Option<HistogramSummary>,
 }
 
 /// Every request of a label ends in exactly one of these, as the run's own counts.
@@ -167,7 +171,17 @@ impl TargetResult {
             response: HistogramSummary::of(&r.response, &r.censored),
             service: HistogramSummary::of(&r.service, &none),
             send_lag: HistogramSummary::of(&r.send_lag, &none),
+            censored: (!r.censored.is_empty()).then(|| HistogramSummary::of(&r.censored, &none)),
         }
+    }
+
+    /// This label's share of the requests the labels account for (`counts` over the sum of
+    /// every label's): what the run actually sent, beside the expected [`TargetResult::share`].
+    pub fn actual_share(&self, all: &[TargetResult]) -> Option<f64> {
+        let total = all
+            .iter()
+            .fold(0u64, |sum, t| sum.saturating_add(t.counts.total()));
+        (total > 0).then(|| self.counts.total() as f64 / total as f64)
     }
 }
 
@@ -843,7 +857,7 @@ pub fn sends_conformance(
 pub(crate) mod tests {
     use super::*;
     use crate::check::assess_open;
-    use crate::outcome::Outcome;
+    use crate::outcome::{FailureClass, Outcome};
     use crate::record::{Recorder, Stamps};
 
     pub(crate) fn sample_result() -> RunResult {
@@ -926,5 +940,146 @@ pub(crate) mod tests {
             !validator.is_valid(&broken),
             "the schema must reject a malformed count"
         );
+    }
+
+    fn schema_validator() -> jsonschema::Validator {
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../../schema/result.schema.json")).unwrap();
+        jsonschema::validator_for(&schema).unwrap()
+    }
+
+    /// An HTTP/2 run of two labels: `GET /ok` answered 200, `GET /nf` 404 and reset once,
+    /// one request of `GET /ok` still in flight at the end.
+    fn labelled_result() -> RunResult {
+        let labels = ["GET /ok", "GET /nf"];
+        let mut r = Recorder::with_labels(Duration::from_secs(1), labels.len());
+        for i in 0..300u64 {
+            let at = Duration::from_millis(i);
+            let s = Stamps::on_time(at);
+            let label = (i % 3 == 2) as usize;
+            let done = at + Duration::from_millis(2);
+            let (outcome, status) = match (label, i) {
+                (1, 5) => (Outcome::Failed(FailureClass::Reset), None),
+                (1, _) => (Outcome::of_status(404), Some(404)),
+                _ => (Outcome::Ok, Some(200)),
+            };
+            r.record(&s, done, outcome);
+            r.label(label).unwrap().record(&s, done, outcome);
+            if let Some(code) = status {
+                r.record_status(code);
+            }
+        }
+        let late = Stamps::on_time(Duration::from_millis(300));
+        r.record_in_flight(&late, Duration::from_secs(1));
+        r.label(0).unwrap().record_unfinished(
+            late.intended,
+            Some(late.sent),
+            Duration::from_secs(1),
+        );
+        let m = Recorder::merge_all([r]);
+        let facts = RunFacts {
+            label: "h2".into(),
+            mode: Mode::Open,
+            config: RunConfig {
+                rate: Some(1000.0),
+                arrival: Some("constant".into()),
+                duration_ns: Some(300_000_000),
+                connections: 2,
+                interval_ns: 1_000_000_000,
+                protocol: Some("h2c".into()),
+                streams: Some(128),
+                targets: Some(TargetsConfig {
+                    file: "targets.txt".into(),
+                    count: 2,
+                    order: "random".into(),
+                    seed: Some(7),
+                }),
+                ..Default::default()
+            },
+            scheduled: m.tally.accounted(),
+            elapsed: Duration::from_secs(1),
+            interrupted: false,
+            checks: assess_open(&m, 256),
+            backfill_interval: None,
+        };
+        let mut result = RunResult::build(&m, facts);
+        let shares = [2.0 / 3.0, 1.0 / 3.0];
+        result.targets = labels
+            .iter()
+            .zip(shares)
+            .zip(&m.labels)
+            .map(|((label, share), record)| TargetResult::of(label, share, record))
+            .collect();
+        result
+    }
+
+    #[test]
+    fn a_result_with_targets_and_statuses_round_trips_and_matches_the_schema() {
+        let result = labelled_result();
+        assert_eq!(
+            result.statuses.values().sum::<u64>(),
+            299,
+            "all but the reset"
+        );
+        let text = serde_json::to_string(&result).unwrap();
+        let back: RunResult = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, result);
+        let ok = &back.targets[0];
+        assert!(ok.censored.is_some() && ok.response.at(100.0).unwrap().lower_bound);
+        assert!(back.targets[1].censored.is_none(), "nothing censored there");
+        assert_eq!(back.targets[1].counts.failed.get(FailureClass::Reset), 1);
+
+        let validator = schema_validator();
+        let doc = serde_json::to_value(&result).unwrap();
+        for field in ["statuses", "targets"] {
+            assert!(doc.get(field).is_some(), "the document has {field}");
+        }
+        let errors: Vec<String> = validator
+            .iter_errors(&doc)
+            .map(|e| format!("{} at {}", e, e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+        type Break = fn(&mut serde_json::Value);
+        let broken: [(&str, Break); 6] = [
+            ("a status that is no code", |d| {
+                d["statuses"]["ok"] = 1.into();
+            }),
+            ("a label's unknown failure class", |d| {
+                d["targets"][1]["counts"]["failed"]["refused"] = 1.into();
+            }),
+            ("a share above 1", |d| d["targets"][0]["share"] = 1.5.into()),
+            ("a target without its response", |d| {
+                d["targets"][0].as_object_mut().unwrap().remove("response");
+            }),
+            ("an order sojourn has not", |d| {
+                d["config"]["targets"]["order"] = "shuffled".into();
+            }),
+            ("a protocol that is not HTTP/2", |d| {
+                d["config"]["protocol"] = "h3".into();
+            }),
+        ];
+        for (what, breaks) in broken {
+            let mut d = doc.clone();
+            breaks(&mut d);
+            assert!(!validator.is_valid(&d), "the schema must reject {what}");
+        }
+    }
+
+    /// A version 2 document (no statuses, no targets, no protocol) is still valid and reads
+    /// as one without them.
+    #[test]
+    fn a_version_2_document_still_validates_and_reads() {
+        let mut doc = serde_json::to_value(sample_result()).unwrap();
+        doc["schema"] = "sojourn.result/2".into();
+        let failed = doc["counts"]["failed"].as_object_mut().unwrap();
+        failed.remove("reset");
+        failed.remove("goaway");
+        for field in ["statuses", "targets"] {
+            assert!(doc.get(field).is_none(), "a run without them writes none");
+        }
+        assert!(schema_validator().is_valid(&doc));
+        let back: RunResult = serde_json::from_value(doc).unwrap();
+        assert!(back.statuses.is_empty() && back.targets.is_empty());
+        assert_eq!(back.config.protocol, None);
     }
 }

@@ -265,7 +265,7 @@ fn run_details(page: &mut String, v: &RunView, judged: Verdict, own: &[&str], wi
     );
     if with_facts {
         page.push_str("<table class=\"per-run\"><tbody>");
-        for (name, cell) in crate::html::detail_rows() {
+        for (name, cell) in crate::html::detail_rows(r) {
             let _ = write!(page, "<tr><th>{name}</th><td>{}</td></tr>", cell(r));
         }
         page.push_str("</tbody></table>");

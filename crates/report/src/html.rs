@@ -87,11 +87,20 @@ pub fn parse_result(path: &Path, text: &str) -> Result<RunResult, ReportError> {
         return Err(ReportError::Schema {
             path: path.to_owned(),
             found: schema.to_owned(),
-            expected: READABLE_SCHEMAS.join(" and "),
+            expected: in_words(&READABLE_SCHEMAS),
         });
     }
     // From the text, not the value: serde_json then names the line and column of a bad field.
     serde_json::from_str(text).map_err(|e| not_result(e.to_string()))
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn in_words(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 /// The samples file that goes with a result file, by convention: `X.json` → `X.samples.csv`
@@ -140,6 +149,7 @@ pub fn render_gated(
     summary_section(&mut page, &views);
     percentile_section(&mut page, &views);
     stage_section(&mut page, &views);
+    target_section(&mut page, &views);
     spectrum_section(&mut page, &views)?;
     timeline_section(&mut page, &views)?;
     throughput_section(&mut page, &views)?;
@@ -240,6 +250,8 @@ svg.swatch { width: 14px; height: 14px; margin-right: 6px; vertical-align: -2px;
 .grid svg { max-width: 100%; height: auto; display: block; }
 table.board { table-layout: fixed; width: 100%; font-size: 13px; }
 table.stages td, table.stages th { white-space: nowrap; padding: 4px 8px; }
+table.targets { font-size: 13px; } table.targets td { white-space: nowrap; padding: 3px 6px; }
+table.targets th { padding: 3px 6px; } table.targets tbody th { max-width: 220px; overflow-wrap: anywhere; }
 table.board td, table.board th { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; padding: 3px 6px; vertical-align: middle; }
 table.board thead th { white-space: normal; vertical-align: bottom; }
 table.board small { color: #666; font-weight: normal; }
@@ -348,8 +360,11 @@ pub(crate) fn swatch(look: Look) -> String {
 /// How one summary row shows a run.
 pub(crate) type Cell = fn(&RunResult) -> String;
 
+/// The summary row of HTTP status counts: shown only for runs that counted them.
+const STATUS_ROW: &str = "answers by HTTP status";
+
 /// The summary's rows: what each run was asked, what it did, and its self-checks.
-pub(crate) const SUMMARY_ROWS: [(&str, Cell); 18] = [
+pub(crate) const SUMMARY_ROWS: [(&str, Cell); 19] = [
     ("tool", |r| escape(&crate::board::tool_version(&r.tool))),
     ("target rate", |r| {
         r.rate
@@ -362,7 +377,7 @@ pub(crate) const SUMMARY_ROWS: [(&str, Cell); 18] = [
         format!("{} req/s", num(r.rate.achieved))
     }),
     ("duration", |r| format_ns(r.elapsed_ns)),
-    ("connections", |r| r.config.connections.to_string()),
+    ("connections", connections),
     ("scheduled", |r| count(r.counts.scheduled)),
     ("completed", |r| count(r.counts.completed)),
     ("failed", failures),
@@ -370,8 +385,13 @@ pub(crate) const SUMMARY_ROWS: [(&str, Cell); 18] = [
         count(r.counts.censored)
     }),
     ("never sent", |r| count(r.counts.never_sent)),
+    (STATUS_ROW, status_counts),
     ("waited for a free connection", |r| {
-        count(r.counts.waited_for_connection)
+        let n = count(r.counts.waited_for_connection);
+        match crate::text::slot_word(&r.config) {
+            "connection" => n,
+            slot => format!("{n} <span class=\"muted\">(for a {slot})</span>"),
+        }
     }),
     ("send lag p99 / p99.9", |r| {
         lag_pair(r.mode, Some(&r.histograms.send_lag))
@@ -417,7 +437,9 @@ fn side_by_side_summary(page: &mut String, views: &[RunView]) {
     }
     page.push_str("</tr></thead>\n<tbody>\n");
     // The full self-check sentence has room here; the one-word form is for a row per run.
-    for (name, cell) in SUMMARY_ROWS.into_iter().filter(|(n, _)| *n != "self-check") {
+    let statuses = views.iter().any(|v| !v.r().statuses.is_empty());
+    let shown = |name: &str| name != "self-check" && (name != STATUS_ROW || statuses);
+    for (name, cell) in SUMMARY_ROWS.into_iter().filter(|(n, _)| shown(n)) {
         let _ = write!(page, "<tr><th>{name}</th>");
         for v in views {
             let _ = write!(page, "<td>{}</td>", cell(v.r()));
@@ -446,11 +468,47 @@ fn compact_summary(page: &mut String, views: &[RunView]) {
     }
 }
 
-/// The summary rows a compact table leaves to each run's folded details.
-pub(crate) fn detail_rows() -> impl Iterator<Item = (&'static str, Cell)> {
+/// The summary rows a compact table leaves to run `r`'s folded details.
+pub(crate) fn detail_rows(r: &RunResult) -> impl Iterator<Item = (&'static str, Cell)> {
+    let statuses = !r.statuses.is_empty();
     SUMMARY_ROWS
         .into_iter()
-        .filter(|(name, _)| !COMPACT_ROWS.contains(name))
+        .filter(move |(name, _)| !COMPACT_ROWS.contains(name) && (*name != STATUS_ROW || statuses))
+}
+
+/// The connections; over HTTP/2 also the streams each carried: `16 × 128 streams (h2c)`.
+fn connections(r: &RunResult) -> String {
+    let c = &r.config;
+    let streams = c
+        .streams
+        .map(|s| format!(" × {s} streams"))
+        .unwrap_or_default();
+    let protocol = c
+        .protocol
+        .as_ref()
+        .map(|p| format!(" ({})", escape(p)))
+        .unwrap_or_default();
+    format!("{}{streams}{protocol}", count(u64::from(c.connections)))
+}
+
+/// Final answers by HTTP status code: `200: 3,000 · 404: 100`, 4xx and 5xx marked.
+fn status_counts(r: &RunResult) -> String {
+    if r.statuses.is_empty() {
+        return "—".into();
+    }
+    let parts: Vec<String> = r
+        .statuses
+        .iter()
+        .map(|(code, n)| {
+            let text = format!("{code}: {}", count(*n));
+            if *code >= 400 {
+                format!("<span class=\"bad\">{text}</span>")
+            } else {
+                text
+            }
+        })
+        .collect();
+    parts.join(" · ")
 }
 
 /// p99 and p99.9 of a lateness histogram; a dash where there is none (closed loops, imports).
@@ -495,9 +553,10 @@ fn failures(r: &RunResult) -> String {
 
 fn verdict(r: &RunResult) -> String {
     match r.checks.generator {
-        GeneratorVerdict::Ok if r.checks.pool_bound => {
-            "<span class=\"ok\">ok: on time</span>, but <span class=\"bad\">requests waited for a free connection</span>".into()
-        }
+        GeneratorVerdict::Ok if r.checks.pool_bound => format!(
+            "<span class=\"ok\">ok: on time</span>, but <span class=\"bad\">requests waited for a free {}</span>",
+            crate::text::slot_word(&r.config)
+        ),
         GeneratorVerdict::Ok => "<span class=\"ok\">ok: sent on schedule</span>".into(),
         GeneratorVerdict::Behind => {
             "<span class=\"bad\">BEHIND: the generator itself was late</span>".into()
@@ -621,6 +680,97 @@ fn stage_section(page: &mut String, views: &[RunView]) {
         page.push_str("</tbody>\n</table>\n");
     }
     page.push_str("<p class=\"muted\">Requests are placed by when they <i>finished</i>, as on the timeline: a stage's row holds the answers that arrived during it, and the last stage also holds the drain after the schedule's end. Dashed rules on the timeline mark where each stage begins.</p>\n</section>\n");
+}
+
+/// The percentiles of the per-target table (a label rarely has enough requests for p99.99).
+const TARGET_PERCENTILES: [(f64, &str); 5] = [
+    (50.0, "p50"),
+    (90.0, "p90"),
+    (99.0, "p99"),
+    (99.9, "p99.9"),
+    (100.0, "max"),
+];
+
+/// A run of many requests (`--targets`) label by label: one table per such run.
+fn target_section(page: &mut String, views: &[RunView]) {
+    let labelled: Vec<&RunView> = views.iter().filter(|v| !v.r().targets.is_empty()).collect();
+    if labelled.is_empty() {
+        return;
+    }
+    page.push_str("<section id=\"targets\">\n<h2>Target by target</h2>\n");
+    for v in labelled {
+        let _ = write!(
+            page,
+            "<h3>{}{}</h3>\n<table class=\"targets\">\n<thead><tr><th>label</th><th>requests</th><th>share expected / actual</th><th>completed</th><th>failed</th>",
+            swatch(v.look),
+            escape(&v.name())
+        );
+        for (_, name) in TARGET_PERCENTILES {
+            let _ = write!(page, "<th>{name}</th>");
+        }
+        page.push_str("<th>service p99</th><th>send lag p99</th></tr></thead>\n<tbody>\n");
+        for t in &v.r().targets {
+            target_row(page, t, &v.r().targets);
+        }
+        page.push_str("</tbody>\n</table>\n");
+    }
+    page.push_str("<p class=\"muted\">One row per label of the targets file. <i>Share</i> is the part of the schedule the file's weights give the label, then the part of the requests it actually had. Response time is measured from when each request was due, as for the whole run; a value marked ≥ is only a lower bound, and a grey one rests on fewer than ten samples beyond it (not meaningful at this label's size).</p>\n</section>\n");
+}
+
+fn target_row(
+    page: &mut String,
+    t: &sojourn_core::TargetResult,
+    all: &[sojourn_core::TargetResult],
+) {
+    let actual = t
+        .actual_share(all)
+        .map_or("—".to_string(), |a| format!("{:.1}%", a * 100.0));
+    let failed = t.counts.failed.total();
+    let failed = if failed == 0 {
+        "0".to_string()
+    } else {
+        let classes: Vec<String> = t
+            .counts
+            .failed
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(c, n)| format!("{} {}", c.name(), count(n)))
+            .collect();
+        format!(
+            "<span class=\"bad\" title=\"{}\">{}</span>",
+            classes.join(", "),
+            count(failed)
+        )
+    };
+    let _ = write!(
+        page,
+        "<tr><th>{}</th><td>{}</td><td>{:.1}% / {actual}</td><td>{}</td><td>{failed}</td>",
+        escape(&t.label),
+        count(t.counts.total()),
+        t.share * 100.0,
+        count(t.counts.completed)
+    );
+    for (p, _) in TARGET_PERCENTILES {
+        page.push_str(&target_cell(&t.response, p));
+    }
+    page.push_str(&target_cell(&t.service, 99.0));
+    page.push_str(&target_cell(&t.send_lag, 99.0));
+    page.push_str("</tr>\n");
+}
+
+/// One percentile of a label: `≥` when a lower bound, grey when too few samples lie beyond.
+fn target_cell(h: &HistogramSummary, p: f64) -> String {
+    let Some(b) = h.at(p) else {
+        return "<td>—</td>".into();
+    };
+    let value = latency(b.value, b.lower_bound);
+    match h.thin_at(p) {
+        Some(t) => format!(
+            "<td class=\"muted\" title=\"{}\">{value}</td>",
+            escape(&crate::text::thin_warning(p, t))
+        ),
+        None => format!("<td>{value}</td>"),
+    }
 }
 
 /// A time on the plan's clock; the start reads `0 s`, not `0 ns`.

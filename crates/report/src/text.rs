@@ -1,7 +1,7 @@
 //! Terminal tables: the run summary. (The seeds' side-by-side comparison is in [`crate::compare`].)
 use std::fmt::Write as _;
 
-use sojourn_core::result::{HistogramSummary, RunResult, PERCENTILES};
+use sojourn_core::result::{HistogramSummary, RunConfig, RunResult, TargetResult, PERCENTILES};
 use sojourn_core::{format_ns, GeneratorVerdict, Mode};
 
 /// Column headers for [`PERCENTILES`].
@@ -168,6 +168,28 @@ fn row(name: &str, h: &HistogramSummary, label_width: usize) -> String {
     s
 }
 
+/// The connections a run had, and over HTTP/2 the streams each carried and how:
+/// `16 connections × 128 streams (h2c)`.
+pub fn pool_text(c: &RunConfig) -> String {
+    let connections = format!("{} connections", c.connections);
+    match (c.streams, &c.protocol) {
+        (Some(s), Some(p)) => format!("{connections} × {s} streams ({p})"),
+        (Some(s), None) => format!("{connections} × {s} streams"),
+        (None, Some(p)) => format!("{connections} ({p})"),
+        (None, None) => connections,
+    }
+}
+
+/// What a due request waits for when the pool is full: a free connection, or over HTTP/2 a
+/// free stream slot on any connection.
+pub fn slot_word(c: &RunConfig) -> &'static str {
+    if c.protocol.is_some() || c.streams.is_some() {
+        "stream slot"
+    } else {
+        "connection"
+    }
+}
+
 /// One line describing how the load was generated.
 pub fn describe(r: &RunResult) -> String {
     let c = &r.config;
@@ -181,10 +203,10 @@ pub fn describe(r: &RunResult) -> String {
         let mean = c.rate.map(|r| format!("{r:.1}")).unwrap_or_default();
         let pool = match r.mode {
             Mode::Paced => format!(
-                "{} connections, each sending at its next slot or when its previous answer arrives",
-                c.connections
+                "{}, each sending at its next slot or when its previous answer arrives",
+                pool_text(c)
             ),
-            _ => format!("up to {} connections", c.connections),
+            _ => format!("up to {}", pool_text(c)),
         };
         return format!(
             "{}, {arrival} arrivals along stages {stages} (mean {mean} req/s) {bound}, {pool}",
@@ -200,21 +222,21 @@ pub fn describe(r: &RunResult) -> String {
                 .map(|t| format!(" → {t} req/s"))
                 .unwrap_or_default();
             format!(
-                "{}, {arrival} {rate}{ramp} {bound}, up to {} connections",
+                "{}, {arrival} {rate}{ramp} {bound}, up to {}",
                 r.mode.label(),
-                c.connections
+                pool_text(c)
             )
         }
         Mode::Closed => format!(
-            "CLOSED LOOP, {} connections each send → wait → record, {bound}",
-            c.connections
+            "CLOSED LOOP, {} each send → wait → record, {bound}",
+            pool_text(c)
         ),
         Mode::Paced => format!(
-            "PACED CLOSED LOOP, {} {} req/s {bound}: {} connections, each sending at its next slot \
+            "PACED CLOSED LOOP, {} {} req/s {bound}: {}, each sending at its next slot \
              or when its previous answer arrives, whichever is later",
             c.arrival.as_deref().unwrap_or("constant"),
             c.rate.map(|r| r.to_string()).unwrap_or_default(),
-            c.connections
+            pool_text(c)
         ),
     }
 }
@@ -275,6 +297,101 @@ pub fn stage_table(r: &RunResult) -> String {
         let _ = writeln!(out, "{line}");
     }
     out
+}
+
+/// The percentiles the per-target table shows (p99.99 needs more requests than a label has).
+const TARGET_PERCENTILES: [f64; 5] = [50.0, 90.0, 99.0, 99.9, 100.0];
+
+/// The widest label the per-target table shows whole; longer ones are cut with `…`.
+const MAX_LABEL_WIDTH: usize = 40;
+
+/// Response percentiles label by label, for a run of many requests (`--targets`): each label's
+/// requests, its share of them (as the targets file expects / as sent), completed and failed,
+/// response p50 … max, and its service and send-lag p99.
+pub fn target_table(r: &RunResult) -> String {
+    let mut out = String::new();
+    if r.targets.is_empty() {
+        return out;
+    }
+    let w = r
+        .targets
+        .iter()
+        .map(|t| t.label.chars().count().min(MAX_LABEL_WIDTH))
+        .chain([5])
+        .max()
+        .unwrap_or(5)
+        + 2;
+    let from = if r.mode == Mode::Paced { "slot" } else { "due" };
+    let _ = writeln!(
+        out,
+        "by target (share: expected / actual of the requests; response from {from}):"
+    );
+    let mut head = format!(
+        "{:<w$}{:>10}{:>17}{:>11}{:>8}",
+        "label", "requests", "share", "completed", "failed"
+    );
+    for p in TARGET_PERCENTILES {
+        let name = if p >= 100.0 {
+            "max".to_string()
+        } else {
+            format!("p{p}")
+        };
+        let _ = write!(head, "{name:>12}");
+    }
+    let _ = write!(head, "{:>14}{:>14}", "service p99", "send lag p99");
+    let _ = writeln!(out, "{head}");
+    for t in &r.targets {
+        let _ = writeln!(out, "{}", target_row(t, &r.targets, w));
+    }
+    out
+}
+
+fn target_row(t: &TargetResult, all: &[TargetResult], w: usize) -> String {
+    let actual = t
+        .actual_share(all)
+        .map_or("—".to_string(), |a| format!("{:.1}%", a * 100.0));
+    let share = format!("{:.1}% / {actual}", t.share * 100.0);
+    let mut line = format!(
+        "{:<w$}{:>10}{share:>17}{:>11}{:>8}",
+        cut(&t.label, MAX_LABEL_WIDTH),
+        t.counts.total(),
+        t.counts.completed,
+        t.counts.failed.total()
+    );
+    for p in TARGET_PERCENTILES {
+        let _ = write!(line, "{:>12}", cell(&t.response, p));
+    }
+    let _ = write!(
+        line,
+        "{:>14}{:>14}",
+        cell(&t.service, 99.0),
+        cell(&t.send_lag, 99.0)
+    );
+    line
+}
+
+/// `text` whole if it has at most `width` characters, else its start and `…`.
+fn cut(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let mut s: String = text.chars().take(width - 1).collect();
+    s.push('…');
+    s
+}
+
+/// Final answers by HTTP status code, `status    200 3000  404 100`; `None` when the run
+/// counted none (an import, a simulation, or nothing answered).
+pub fn status_line(r: &RunResult) -> Option<String> {
+    if r.statuses.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = r
+        .statuses
+        .iter()
+        .map(|(code, n)| format!("{code} {n}"))
+        .collect();
+    Some(format!("status    {}", parts.join("  ")))
 }
 
 /// A time on the run's clock in the plan's own terms: whole seconds, or milliseconds.
@@ -406,6 +523,9 @@ pub fn summary(r: &RunResult) -> String {
         );
     }
     let _ = writeln!(out, "{}", counts(r));
+    if let Some(line) = status_line(r) {
+        let _ = writeln!(out, "{line}");
+    }
     let _ = writeln!(out, "{}", rates(r));
     let _ = writeln!(out);
     let w = 22;
@@ -431,7 +551,15 @@ pub fn summary(r: &RunResult) -> String {
     if h.hiccup.is_some() {
         let _ = writeln!(out, "† how late a thread that only sleeps got the CPU back, beside the run: the machine's floor under send lag");
     }
-    if !h.response.lower_bounds.is_empty() {
+    let by_target = target_table(r);
+    if !by_target.is_empty() {
+        let _ = writeln!(out);
+        out.push_str(&by_target);
+    }
+    let lower_bounds = std::iter::once(&h.response)
+        .chain(r.targets.iter().map(|t| &t.response))
+        .any(|h| !h.lower_bounds.is_empty());
+    if lower_bounds {
         let _ = writeln!(out, "≥ marks lower bounds: requests still unanswered at the end (or timed out) could only raise them");
     }
     let _ = writeln!(out);
@@ -444,9 +572,10 @@ pub fn summary(r: &RunResult) -> String {
     out.push_str(&statistics(r));
     let _ = writeln!(out);
     let verdict = match r.checks.generator {
-        GeneratorVerdict::Ok if r.checks.pool_bound => {
-            "generator ok: it kept the schedule, but requests waited for a free connection (see below)".to_string()
-        }
+        GeneratorVerdict::Ok if r.checks.pool_bound => format!(
+            "generator ok: it kept the schedule, but requests waited for a free {} (see below)",
+            slot_word(&r.config)
+        ),
         GeneratorVerdict::Ok => "generator ok: requests went out on schedule".to_string(),
         GeneratorVerdict::Behind => "generator BEHIND (see below)".to_string(),
         GeneratorVerdict::NotApplicable if r.mode == Mode::Paced => {
@@ -632,6 +761,179 @@ mod tests {
         };
         h.ci.as_mut().unwrap().percentiles.insert("99".into(), open);
         assert_eq!(with_interval(&h, p), "194.60 ms [191.00, ≥197.90]");
+    }
+
+    /// How many requests `labelled` sends: label 1 takes every fourth.
+    const LABELLED: u64 = 400;
+
+    /// A run of two labels, three quarters `GET /item` (answered 200 in 2 ms, one still in
+    /// flight at the end) and a quarter `GET /missing` (answered 404 in 30 ms), over HTTP/2 when
+    /// `h2`.
+    fn labelled(h2: bool) -> RunResult {
+        let labels = ["GET /item", "GET /missing"];
+        let mut rec = Recorder::with_labels(Duration::from_secs(1), labels.len());
+        for i in 0..LABELLED - 1 {
+            let at = Duration::from_millis(i);
+            let s = Stamps::on_time(at);
+            let (label, status, took) = if i % 4 == 3 {
+                (1, 404, 30)
+            } else {
+                (0, 200, 2)
+            };
+            let done = at + Duration::from_millis(took);
+            let outcome = Outcome::of_status(status);
+            rec.record(&s, done, outcome);
+            rec.record_status(status);
+            rec.label(label).unwrap().record(&s, done, outcome);
+        }
+        let last = Stamps::on_time(Duration::from_millis(LABELLED - 1));
+        let end = Duration::from_secs(2);
+        rec.record_in_flight(&last, end);
+        rec.label(0)
+            .unwrap()
+            .record_unfinished(last.intended, Some(last.sent), end);
+        let m = Recorder::merge_all([rec]);
+        let config = RunConfig {
+            rate: Some(1000.0),
+            arrival: Some("constant".into()),
+            duration_ns: Some(LABELLED * 1_000_000),
+            connections: 16,
+            interval_ns: 1_000_000_000,
+            protocol: h2.then(|| "h2c".into()),
+            streams: h2.then_some(128),
+            ..Default::default()
+        };
+        let facts = RunFacts {
+            label: "targets".into(),
+            mode: Mode::Open,
+            config,
+            scheduled: m.tally.accounted(),
+            elapsed: end,
+            interrupted: false,
+            checks: check::assess_open(&m, 16),
+            backfill_interval: None,
+        };
+        let mut r = RunResult::build(&m, facts);
+        r.targets = labels
+            .iter()
+            .zip([0.75, 0.25])
+            .zip(&m.labels)
+            .map(|((l, share), rec)| sojourn_core::TargetResult::of(l, share, rec))
+            .collect();
+        r
+    }
+
+    /// Each of `parts` in `line`, in this order.
+    fn in_order(line: &str, parts: &[String]) {
+        let mut rest = line;
+        for part in parts {
+            let at = rest
+                .find(part.as_str())
+                .unwrap_or_else(|| panic!("{part:?} not (in order) in {line:?}"));
+            rest = &rest[at + part.len()..];
+        }
+    }
+
+    #[test]
+    fn a_run_of_many_requests_has_a_row_per_label_and_its_status_counts() {
+        let r = labelled(false);
+        let text = summary(&r);
+        let n404 = r.statuses[&404];
+        let n200 = r.statuses[&200];
+        assert_eq!(
+            n200 + n404,
+            LABELLED - 1,
+            "every answer but the one in flight"
+        );
+        assert!(
+            text.lines()
+                .any(|l| l == format!("status    200 {n200}  404 {n404}")),
+            "{text}"
+        );
+        let head = text
+            .lines()
+            .find(|l| l.starts_with("label"))
+            .expect("a per-target table");
+        in_order(
+            head,
+            &[
+                "requests",
+                "share",
+                "completed",
+                "failed",
+                "p50",
+                "p90",
+                "p99",
+                "p99.9",
+            ]
+            .map(String::from),
+        );
+        in_order(
+            head,
+            &["max", "service p99", "send lag p99"].map(String::from),
+        );
+        for t in &r.targets {
+            let row = text
+                .lines()
+                .find(|l| l.starts_with(&t.label))
+                .unwrap_or_else(|| panic!("a row for {}\n{text}", t.label));
+            let actual = t.counts.total() as f64 / (LABELLED as f64) * 100.0;
+            let mut cells = vec![
+                t.counts.total().to_string(),
+                format!("{:.1}% / {actual:.1}%", t.share * 100.0),
+                t.counts.completed.to_string(),
+                t.counts.failed.total().to_string(),
+            ];
+            cells.extend(TARGET_PERCENTILES.map(|p| cell(&t.response, p)));
+            cells.push(cell(&t.service, 99.0));
+            cells.push(cell(&t.send_lag, 99.0));
+            in_order(row, &cells);
+        }
+        let (item, missing) = (&r.targets[0], &r.targets[1]);
+        let item_row = text.lines().find(|l| l.starts_with("GET /item")).unwrap();
+        let missing_row = text
+            .lines()
+            .find(|l| l.starts_with("GET /missing"))
+            .unwrap();
+        assert!(
+            item_row.contains(&format!("≥{}", format_ns(item.response.max))),
+            "the request in flight makes its label's max a lower bound: {item_row}"
+        );
+        assert!(!missing_row.contains('≥'), "{missing_row}");
+        assert_eq!(missing.counts.failed.total(), n404, "a 404 is a failure");
+        assert!(text.contains("≥ marks lower bounds"));
+        // A run of one request has neither.
+        let plain = summary(&result(false));
+        assert!(!plain.contains("by target") && !plain.contains("status  "));
+    }
+
+    #[test]
+    fn an_http2_run_names_its_streams_and_stream_slots() {
+        let r = labelled(true);
+        let c = &r.config;
+        let text = summary(&r);
+        let first = text.lines().next().unwrap();
+        let pool = format!(
+            "up to {} connections × {} streams ({})",
+            c.connections,
+            c.streams.unwrap(),
+            c.protocol.as_deref().unwrap()
+        );
+        assert!(first.ends_with(&pool), "{first}");
+        let h1 = summary(&labelled(false));
+        let h1_first = h1.lines().next().unwrap();
+        assert!(
+            h1_first.ends_with(&format!("up to {} connections", c.connections)),
+            "{h1_first}"
+        );
+        let mut pooled = r.clone();
+        pooled.checks.pool_bound = true;
+        let text = summary(&pooled);
+        assert!(
+            text.contains("but requests waited for a free stream slot"),
+            "{text}"
+        );
+        assert!(!text.contains("free connection (see below)"), "{text}");
     }
 
     #[test]

@@ -333,3 +333,95 @@ fn a_staged_run_shows_its_stages() {
     assert_eq!(seen.faults(1), Vec::<String>::new());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A run of many requests reads target by target: a row per label with its counts, its share
+/// and its percentiles (lower bounds marked), the status counts in the summary, and the page
+/// still fits 1280 px.
+#[test]
+fn a_run_of_many_requests_shows_each_target() {
+    use sojourn_core::format_ns;
+    use sojourn_report::compare::thousands;
+    let Some(chromium) = chromium() else { return };
+    let dir = std::env::temp_dir().join(format!("sojourn-report-targets-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let result = common::labelled_run();
+    let run = ReportRun {
+        result: result.clone(),
+        samples: Vec::new(),
+        source: "targets.json".into(),
+    };
+    let html = render(&[run], &HtmlOptions { title: None }).unwrap();
+    let page = dir.join("targets.html");
+    std::fs::write(&page, &html).unwrap();
+
+    let dom = run_chromium(
+        &chromium,
+        &dir.join("profile-dom"),
+        &page,
+        &["--dump-dom".into()],
+    );
+    assert!(dom.status.success());
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    let section = dom
+        .split("<section id=\"targets\">")
+        .nth(1)
+        .and_then(|s| s.split("</section>").next())
+        .expect("the page has a target-by-target section");
+    assert!(section.contains("<h2>Target by target</h2>"));
+    let body = section.split("<tbody>").nth(1).expect("a table body");
+    let rows: Vec<&str> = body.split("<tr>").skip(1).collect();
+    assert_eq!(rows.len(), result.targets.len(), "{section}");
+    let total: u64 = result.targets.iter().map(|t| t.counts.total()).sum();
+    for (row, t) in rows.iter().zip(&result.targets) {
+        let label = t.label.replace('<', "&lt;").replace('>', "&gt;");
+        assert!(row.starts_with(&format!("<th>{label}</th>")), "{row}");
+        let actual = t.counts.total() as f64 / total as f64 * 100.0;
+        let mut cells = vec![
+            thousands(t.counts.total()),
+            format!("{:.1}% / {actual:.1}%", t.share * 100.0),
+            thousands(t.counts.completed),
+            thousands(t.counts.failed.total()),
+        ];
+        for p in [50.0, 90.0, 99.0, 99.9, 100.0] {
+            let b = t.response.at(p).unwrap();
+            let bound = if b.lower_bound { "≥ " } else { "" };
+            cells.push(format!("{bound}{}", format_ns(b.value)));
+        }
+        for h in [&t.service, &t.send_lag] {
+            cells.push(format_ns(h.at(99.0).unwrap().value));
+        }
+        let mut rest = *row;
+        for cell in &cells {
+            let at = rest
+                .find(&format!(">{cell}</"))
+                .unwrap_or_else(|| panic!("{cell:?} not (in order) in {row}"));
+            rest = &rest[at..];
+        }
+    }
+    let cart = &result.targets[1];
+    assert!(cart.counts.failed.total() > 0, "the 503s are failures");
+    assert!(rows[1].contains("class=\"bad\""), "{}", rows[1]);
+    let summary = dom
+        .split("<section id=\"summary\">")
+        .nth(1)
+        .and_then(|s| s.split("</section>").next())
+        .expect("the summary");
+    for (code, n) in &result.statuses {
+        assert!(
+            summary.contains(&format!("{code}: {}", thousands(*n))),
+            "status {code} in the summary"
+        );
+    }
+    let c = &result.config;
+    assert!(summary.contains(&format!(
+        "{} × {} streams (h2c)",
+        c.connections,
+        c.streams.unwrap()
+    )));
+    let seen = layout(&chromium, &page, (1280, 800), &dir);
+    assert_eq!(seen.faults(1), Vec::<String>::new());
+    if let Some(keep) = std::env::var_os("SOJOURN_SCREENSHOT_DIR") {
+        std::fs::copy(&page, Path::new(&keep).join("targets.html")).unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use sojourn_core::outcome::Outcome;
 use sojourn_core::record::{bound_at, Recorder, Stamps};
-use sojourn_core::result::{Mode, RunConfig, RunFacts, RunResult};
+use sojourn_core::result::{Mode, RunConfig, RunFacts, RunResult, READABLE_SCHEMAS};
 use sojourn_report::html::{load_result, render, scenario_windows, HtmlOptions, ReportRun, Window};
 use sojourn_report::ReportError;
 
@@ -302,15 +302,25 @@ fn loading_names_what_is_wrong() {
     );
     let other = load_result(&temp_file("b.json", r#"{"schema": "k6.summary/1"}"#)).unwrap_err();
     assert!(matches!(other, ReportError::NotAResult { .. }), "{other}");
-    let newer = load_result(&temp_file("c.json", r#"{"schema": "sojourn.result/3"}"#)).unwrap_err();
+    let newer = load_result(&temp_file("c.json", r#"{"schema": "sojourn.result/9"}"#)).unwrap_err();
     assert!(
-        matches!(newer, ReportError::Schema { .. })
-            && newer.to_string().contains("sojourn.result/3")
-            && newer
-                .to_string()
-                .contains("reads sojourn.result/1 and sojourn.result/2"),
+        matches!(newer, ReportError::Schema { .. }) && newer.to_string().contains("result/9"),
         "{newer}"
     );
+    let [s1, s2, s3] = READABLE_SCHEMAS;
+    assert!(
+        newer
+            .to_string()
+            .contains(&format!("reads {s1}, {s2} and {s3}")),
+        "{newer}"
+    );
+    // A version 2 document reads as one without statuses and targets.
+    let (open, _) = common::open_run();
+    let mut doc = serde_json::to_value(&open).unwrap();
+    doc["schema"] = s2.into();
+    let old = load_result(&temp_file("v2.json", &doc.to_string())).unwrap();
+    assert!(old.statuses.is_empty() && old.targets.is_empty());
+    assert_eq!(old.counts, open.counts);
     // A version 1 document (the checked-in fixture) still reads, as one without placement.
     let v1 = load_result(&common::fixtures().join("hiccup-open.json")).unwrap();
     assert_eq!(v1.schema, "sojourn.result/1");

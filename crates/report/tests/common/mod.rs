@@ -89,6 +89,81 @@ pub fn open_run() -> (RunResult, Vec<Sample>) {
     (r, samples)
 }
 
+/// The labels of [`labelled_run`]: every fourth request adds to a cart, the rest read an item.
+pub const LABELS: [&str; 2] = ["GET /item/:id", "POST /cart <new>"];
+
+/// [`open_run`] as a run of many requests over HTTP/2 (`h2c`, 32 streams a connection): each
+/// request also lands in its label and counts its status. Reads answer 200; every tenth cart
+/// request 503, the rest 201.
+pub fn labelled_run() -> RunResult {
+    let s = scenario();
+    let mut rec = Recorder::with_labels(Duration::from_secs(1), LABELS.len());
+    let mut free: BinaryHeap<Reverse<Duration>> = (0..OPEN_CONNECTIONS)
+        .map(|_| Reverse(Duration::ZERO))
+        .collect();
+    let n = RATE * RUN.as_secs();
+    let mut end = RUN;
+    for i in 0..n {
+        let intended = Duration::from_nanos(i * 1_000_000_000 / RATE);
+        let Reverse(ready) = free.pop().unwrap();
+        let sent = intended.max(ready);
+        let stamps = Stamps {
+            intended,
+            dispatched: intended,
+            sent,
+            waited_for_connection: sent > intended,
+        };
+        let done = s.departure(i, sent);
+        let (label, status) = match i % 4 {
+            3 if i % 40 == 3 => (1, 503),
+            3 => (1, 201),
+            _ => (0, 200),
+        };
+        let outcome = Outcome::of_status(status);
+        rec.record(&stamps, done, outcome);
+        rec.record_status(status);
+        rec.label(label).unwrap().record(&stamps, done, outcome);
+        free.push(Reverse(done));
+        end = end.max(done);
+    }
+    let m = Recorder::merge_all([rec]);
+    let config = RunConfig {
+        target: Some("http://127.0.0.1:8080".into()),
+        rate: Some(RATE as f64),
+        arrival: Some("constant".into()),
+        duration_ns: Some(RUN.as_nanos() as u64),
+        connections: OPEN_CONNECTIONS / 32,
+        interval_ns: 1_000_000_000,
+        protocol: Some("h2c".into()),
+        streams: Some(32),
+        targets: Some(sojourn_core::TargetsConfig {
+            file: "targets.txt".into(),
+            count: LABELS.len() as u32,
+            order: "round_robin".into(),
+            seed: None,
+        }),
+        ..Default::default()
+    };
+    let facts = RunFacts {
+        label: "targets".into(),
+        mode: Mode::Open,
+        config,
+        scheduled: n,
+        elapsed: end,
+        interrupted: false,
+        checks: assess_open(&m, OPEN_CONNECTIONS),
+        backfill_interval: None,
+    };
+    let mut r = RunResult::build(&m, facts);
+    r.targets = LABELS
+        .iter()
+        .zip([0.75, 0.25])
+        .zip(&m.labels)
+        .map(|((label, share), record)| sojourn_core::TargetResult::of(label, share, record))
+        .collect();
+    r
+}
+
 /// A closed loop of 10 connections for 12 s: each sends, waits for the answer, sends again.
 pub fn closed_run() -> (RunResult, Vec<Sample>) {
     let s = scenario();
