@@ -168,6 +168,7 @@ pub fn measure(
         shard: sojourn_core::Shard::WHOLE,
         start_at: None,
         targets: None,
+        streams: None,
     };
     let open_plan = Plan {
         load: Load::Open(schedule),

@@ -113,6 +113,7 @@ pub(crate) mod tests {
             shard: sojourn_core::Shard::WHOLE,
             start_at: None,
             targets: None,
+            streams: None,
         }
     }
 

@@ -31,8 +31,7 @@ pub struct RunArgs {
     pub targets: Option<PathBuf>,
     /// With --targets: take them in turn (weights interleaved), or at random by weight
     /// (seeded by --seed).
-    #[arg(long, value_enum, default_value_t = crate::requests::TargetsOrder::RoundRobin,
-          requires = "targets")]
+    #[arg(long, value_enum, default_value_t = crate::requests::TargetsOrder::RoundRobin)]
     pub targets_order: crate::requests::TargetsOrder,
     /// Speak HTTP/2: ALPN h2 over TLS for https://, prior-knowledge h2c for http://. Each
     /// connection carries up to --streams requests at once; a due request takes any free
@@ -41,7 +40,7 @@ pub struct RunArgs {
     pub http2: bool,
     /// With --http2: the most concurrent streams per connection. [default: what the server
     /// advertises, at most 256]
-    #[arg(long, value_name = "N", value_parser = args::streams, requires = "http2")]
+    #[arg(long, value_name = "N", value_parser = args::streams)]
     pub streams: Option<usize>,
     /// A TOML run file: the URL, the stages or rate, the arrival process, connections, timeout
     /// and objectives (see docs/plans.md). Flags given on the command line win over it.
@@ -132,7 +131,7 @@ pub struct RunArgs {
     /// the public roots.
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
-    /// Write the result document (JSON, schema sojourn.result/2) here.
+    /// Write the result document (JSON, schema sojourn.result/3) here.
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// Width of the timeline's intervals, and of the last interval the live panel and
@@ -216,9 +215,8 @@ pub struct Validated {
     pub protocol: Protocol,
     /// Connections asked for; with HTTP/2 the plan's pool holds this many times the streams.
     pub connections: usize,
-    /// `h2`/`h2c` once connected over HTTP/2, and its streams per connection.
+    /// `h2`/`h2c` once connected over HTTP/2.
     pub protocol_name: Option<String>,
-    pub streams: Option<u32>,
     pub trust: Trust,
     pub json: Option<PathBuf>,
     pub outputs: Outputs,
@@ -249,6 +247,7 @@ pub fn validate(mut a: RunArgs) -> anyhow::Result<Validated> {
         crate::plan::apply(&mut a, &path)?;
     }
     let gate = crate::gate::Gate::parse(a.gate.clone())?;
+    partners(&a)?;
     let requests = match &a.targets {
         Some(path) => Requests::from_file(path, a.targets_order, a.seed)?,
         None => Requests::one(request(&a)?),
@@ -291,6 +290,7 @@ pub fn validate(mut a: RunArgs) -> anyhow::Result<Validated> {
             shard,
             start_at: a.start_at,
             targets: requests.targets.clone(),
+            streams: None,
         },
         requests,
         protocol: match a.http2 {
@@ -299,7 +299,6 @@ pub fn validate(mut a: RunArgs) -> anyhow::Result<Validated> {
         },
         connections,
         protocol_name: None,
-        streams: None,
         trust: trust(a.insecure, a.cacert.as_deref())?,
         outputs: Outputs {
             hgrm: a.hgrm,
@@ -313,6 +312,22 @@ pub fn validate(mut a: RunArgs) -> anyhow::Result<Validated> {
         warmup: a.warmup,
         gate,
     })
+}
+
+/// Flags that only mean something beside another, checked once the plan file (which may give
+/// either) has been applied.
+fn partners(a: &RunArgs) -> anyhow::Result<()> {
+    if a.streams.is_some() && !a.http2 {
+        return Err(bad_input!(
+            "--streams: only with --http2 (HTTP/1.1 carries one request per connection)"
+        ));
+    }
+    if a.targets_order != TargetsOrder::RoundRobin && a.targets.is_none() {
+        return Err(bad_input!(
+            "--targets-order: only with --targets FILE (one URL has nothing to order)"
+        ));
+    }
+    Ok(())
 }
 
 /// `--shard K/N`, or `--shard-from-env` with the index from the environment (`var` reads it).
@@ -606,15 +621,12 @@ impl Validated {
     pub fn fit_pool(&mut self, transport: &AnyTransport) {
         self.plan.connections = self.connections.saturating_mul(transport.streams());
         self.protocol_name = transport.protocol_name(&self.requests.first().url);
-        self.streams = (transport.streams() > 1 || self.protocol_name.is_some())
-            .then_some(transport.streams() as u32);
+        self.plan.streams = self.protocol_name.is_some().then(|| transport.streams());
     }
 
     /// What the result says about the protocol and the requests.
     pub fn describe(&self, mut r: RunResult) -> RunResult {
-        r.config.connections = self.connections as u32;
         r.config.protocol = self.protocol_name.clone();
-        r.config.streams = self.streams;
         r.config.targets = self.requests.config.clone();
         // The plan's fingerprint covers what was just added (targets, streams).
         if let Some(p) = &mut r.placement {

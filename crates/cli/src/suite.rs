@@ -291,6 +291,7 @@ fn own_runs(
         shard: sojourn_core::Shard::WHOLE,
         start_at: None,
         targets: None,
+        streams: None,
     };
     let closed = Plan {
         load: Load::Closed(End::After(load.duration)),

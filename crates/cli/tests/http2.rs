@@ -407,3 +407,18 @@ fn a_bad_targets_file_is_one_line_naming_file_and_line_and_exit_2() {
         );
     }
 }
+
+/// `--streams` without `--http2`, and `--targets-order` without targets, are mistakes the run
+/// names (exit 2) rather than flags it quietly ignores.
+#[test]
+fn flags_without_their_partner_are_bad_input() {
+    for (flag, value) in [("--streams", "4"), ("--targets-order", "random")] {
+        let out = sojourn(&["run", "http://127.0.0.1:1/", "--rate", "1", flag, value]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("error: {flag}: only with")),
+            "{stderr}"
+        );
+    }
+}

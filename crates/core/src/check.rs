@@ -76,8 +76,46 @@ impl Checks {
     }
 }
 
+/// An open loop's pool, as its notes name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pool {
+    /// HTTP/1.1 (or in-process calls): one request at a time per connection.
+    Connections(u32),
+    /// HTTP/2: this many connections of this many stream slots each.
+    Streams { connections: u32, streams: u32 },
+}
+
+impl Pool {
+    /// What a waiting request waited for, and how many there were: "a free connection because
+    /// all 64", or "a free stream slot because all 256 (2 connections × 128 streams)".
+    fn waited_for(self) -> String {
+        match self {
+            Pool::Connections(n) => format!("a free connection because all {n}"),
+            Pool::Streams {
+                connections,
+                streams,
+            } => format!(
+                "a free stream slot because all {} ({connections} connections × {streams} streams)",
+                u64::from(connections) * u64::from(streams)
+            ),
+        }
+    }
+
+    fn raise(self) -> &'static str {
+        match self {
+            Pool::Connections(_) => "Raise --connections",
+            Pool::Streams { .. } => "Raise --connections (or --streams, up to the server's limit)",
+        }
+    }
+}
+
 /// Assesses an open-loop run. `connections` is the pool's maximum size.
 pub fn assess_open(m: &Measurements, connections: u32) -> Checks {
+    assess_open_pool(m, Pool::Connections(connections))
+}
+
+/// Assesses an open-loop run on `pool`.
+pub fn assess_open_pool(m: &Measurements, pool: Pool) -> Checks {
     let lag = &m.hist.dispatch_lag;
     let (p99, p999, max) = (
         lag.value_at_quantile(0.99),
@@ -114,12 +152,13 @@ pub fn assess_open(m: &Measurements, connections: u32) -> Checks {
     if waited > 0 {
         let sent = m.hist.send_lag.len().max(1);
         notes.push(format!(
-            "{waited} of {sent} sent requests ({:.1}%) waited for a free connection because all {connections} \
-             were busy (send lag p50 {}, max {}); the wait is counted in their response time. Raise --connections \
-             to offer the load as scheduled.",
+            "{waited} of {sent} sent requests ({:.1}%) waited for {} were busy (send lag p50 {}, max {}); \
+             the wait is counted in their response time. {} to offer the load as scheduled.",
             100.0 * waited as f64 / sent as f64,
+            pool.waited_for(),
             format_ns(m.hist.send_lag.value_at_quantile(0.5)),
             format_ns(m.hist.send_lag.max()),
+            pool.raise(),
         ));
     }
     Checks {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use sojourn_core::check::{assess_closed, assess_open, RateVerdict};
+use sojourn_core::check::{assess_closed, assess_open_pool, Pool, RateVerdict};
 use sojourn_core::placement::{fingerprint, plan_key, Placement};
 use sojourn_core::result::{sends_conformance, HistogramSummary, WarmupRequest};
 use sojourn_core::sweep::{self, StepRules};
@@ -13,9 +13,11 @@ use crate::run::{Load, Plan, RunReport};
 
 /// Describes the plan in the result's terms.
 pub fn config(plan: &Plan, target: Option<String>) -> RunConfig {
+    let streams = plan.streams.unwrap_or(1).max(1);
     let mut c = RunConfig {
         target,
-        connections: plan.connections as u32,
+        connections: (plan.connections / streams) as u32,
+        streams: plan.streams.map(|s| s as u32),
         threads: Some(plan.worker_count() as u32),
         timeout_ns: Some(nanos(plan.timeout)),
         interval_ns: nanos(plan.interval),
@@ -26,6 +28,17 @@ pub fn config(plan: &Plan, target: Option<String>) -> RunConfig {
         Load::Closed(end) => c.describe_end(*end),
     }
     c
+}
+
+/// The open loop's pool as its notes name it: connections, or HTTP/2 stream slots.
+fn pool(plan: &Plan) -> Pool {
+    match plan.streams {
+        Some(streams) => Pool::Streams {
+            connections: (plan.connections / streams.max(1)) as u32,
+            streams: streams as u32,
+        },
+        None => Pool::Connections(plan.connections as u32),
+    }
 }
 
 /// Builds the result document, with the self-check for open loops and the back-filled
@@ -40,7 +53,7 @@ pub fn build(
     let m = &report.measurements;
     let (mode, checks, backfill_interval) = match plan.load {
         Load::Open(_) => {
-            let mut checks = assess_open(m, plan.connections as u32);
+            let mut checks = assess_open_pool(m, pool(plan));
             if let Some(busy) = report.busiest_worker {
                 sojourn_core::check::cpu_bound(&mut checks, m, busy);
             }

@@ -58,6 +58,9 @@ pub struct Plan {
     /// Many requests (`--targets`): request `i` sends target `pick(i)`, and each label gets its
     /// own histograms. `None`: the transport's one request.
     pub targets: Option<Arc<Targets>>,
+    /// HTTP/2: streams per connection, and `connections` counts stream slots (connections ×
+    /// streams). `None` for HTTP/1.1 and in-process calls, where a slot is a connection.
+    pub streams: Option<usize>,
 }
 
 /// The least time between two wake-ups of the pacer. Requests due closer together than this

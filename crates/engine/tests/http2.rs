@@ -146,7 +146,8 @@ fn answer(respond: &mut h2::server::SendResponse<Bytes>) {
 fn stream_slots_share_connections_and_waits_for_them_are_counted() {
     // 400 req/s answered after 60 ms: about 24 at once, more than 2 connections × 8 streams.
     let server = Server::start(Behaviour::Answer(ms(60)), 100);
-    let plan = open_plan(400.0, ms(1_000), 2 * 8);
+    let mut plan = open_plan(400.0, ms(1_000), 2 * 8);
+    plan.streams = Some(8);
     let report = run(&plan, server.transport(&["/"], b"", 8), None);
     let m = assert_nothing_lost(&report);
     assert_eq!(report.scheduled, 400);
@@ -166,6 +167,16 @@ fn stream_slots_share_connections_and_waits_for_them_are_counted() {
     assert!(
         p50 > ms(60).as_nanos() as u64,
         "the wait for a stream slot is in the response time (p50 {p50} ns)"
+    );
+    let r = sojourn_engine::result::build(&plan, &report, "h2", None, None);
+    assert_eq!((r.config.connections, r.config.streams), (2, Some(8)));
+    assert!(
+        r.checks
+            .notes
+            .iter()
+            .any(|n| n.contains("a free stream slot because all 16 (2 connections × 8 streams)")),
+        "the note names stream slots: {:?}",
+        r.checks.notes
     );
 }
 

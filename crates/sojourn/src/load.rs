@@ -55,6 +55,7 @@ impl Common {
             shard: sojourn_core::Shard::WHOLE,
             start_at: None,
             targets: None,
+            streams: None,
         })
     }
 }

@@ -145,6 +145,7 @@ pub fn open_plan(rate: f64, duration: Duration, connections: usize) -> Plan {
         shard: sojourn_core::Shard::WHOLE,
         start_at: None,
         targets: None,
+        streams: None,
     }
 }
 
