@@ -116,8 +116,9 @@ def sojourn_figures(path):
 # ---- targets ------------------------------------------------------------------------------
 
 class Nginx:
-    def __init__(self, work):
+    def __init__(self, work, http2=False):
         self.port = free_port()
+        listen = f"127.0.0.1:{self.port}" + (" http2" if http2 else "")
         conf = os.path.join(work, "nginx.conf")
         with open(conf, "w") as f:
             f.write(f"""worker_processes 1;
@@ -129,7 +130,7 @@ events {{ worker_connections 8192; }}
 http {{
   access_log off;
   keepalive_requests 1000000;
-  server {{ listen 127.0.0.1:{self.port}; location / {{ return 200 "ok"; }} }}
+  server {{ listen {listen}; location / {{ return 200 "ok"; }} }}
 }}
 """)
         self.proc = subprocess.Popen(["taskset", "-c", SERVER_CPU, "nginx", "-c", conf, "-p", work])

@@ -2,7 +2,7 @@
 """sojourn over HTTP/2 against h2load and oha, on this machine. 127.0.0.1 only, bounded in time.
 
     nginx (one worker, h2c, `return 200`, keepalive_requests 1000000 so no tool meets a GOAWAY
-    mid-run) pinned to CPU 0; every load generator pinned to CPU 1, one thread, CONNS
+    mid-run; engine-vs-peers.py's, with `http2` on its listen line) pinned to CPU 0; every load generator pinned to CPU 1, one thread, CONNS
     connections of STREAMS streams each. Tools in a section run back to back, in alternating
     order, ROUNDS times, with the load average noted before each round.
 
@@ -25,10 +25,8 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 
 _spec = importlib.util.spec_from_file_location(
     "peers", os.path.join(os.path.dirname(os.path.abspath(__file__)), "engine-vs-peers.py"))
@@ -43,32 +41,6 @@ STREAMS = int(os.environ.get("STREAMS", "32"))
 OUT = os.environ.get("OUT", os.path.join(peers.ROOT, "target", "bench"))
 SOJOURN = peers.SOJOURN
 record, timed, pinned, per_request = peers.record, peers.timed, peers.pinned, peers.per_request
-
-
-class Nginx:
-    def __init__(self, work):
-        self.port = peers.free_port()
-        conf = os.path.join(work, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write(f"""worker_processes 1;
-daemon off;
-pid {work}/nginx.pid;
-error_log {work}/error.log;
-events {{ worker_connections 8192; }}
-http {{
-  access_log off;
-  keepalive_requests 1000000;
-  server {{ listen 127.0.0.1:{self.port} http2; location / {{ return 200 "ok"; }} }}
-}}
-""")
-        self.proc = subprocess.Popen(["taskset", "-c", peers.SERVER_CPU, "nginx", "-c", conf,
-                                      "-p", work])
-        time.sleep(0.5)
-        self.url = f"http://127.0.0.1:{self.port}/"
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait()
 
 
 def h2load_max(url, rnd, n):
@@ -151,7 +123,7 @@ def main():
             print(f"note: {tool} is not installed; its rows are skipped")
     os.makedirs(OUT, exist_ok=True)
     with tempfile.TemporaryDirectory() as work:
-        nginx = Nginx(work)
+        nginx = peers.Nginx(work, http2=True)
         try:
             for s in sections:
                 {"max": maximum, "cpu": cpu}[s](nginx.url, work, have)

@@ -146,6 +146,17 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// `sojourn ARGS`, which must succeed; its output.
+fn run_ok(args: &[&str]) -> std::process::Output {
+    let out = sojourn(args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 fn by_uri(seen: &BTreeMap<(String, String), u64>, protocol: &str) -> BTreeMap<String, u64> {
     seen.iter()
         .filter(|((p, _), _)| p == protocol)
@@ -174,7 +185,7 @@ fn h2c_and_h2_over_tls_arrive_as_http2_with_every_target_in_its_share() {
     );
     let targets = write(dir, "t.jsonl", &jsonl);
     let json = dir.join("h2c.json");
-    let out = sojourn(&[
+    let out = run_ok(&[
         "run",
         "--targets",
         s(&targets),
@@ -187,11 +198,6 @@ fn h2c_and_h2_over_tls_arrive_as_http2_with_every_target_in_its_share() {
         "--json",
         s(&json),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let seen = nginx.access();
     assert_eq!(
         by_uri(&seen, "HTTP/2.0"),
@@ -237,7 +243,7 @@ fn h2c_and_h2_over_tls_arrive_as_http2_with_every_target_in_its_share() {
     );
     let targets = write(dir, "t.http", &http);
     let json = dir.join("h2.json");
-    let out = sojourn(&[
+    run_ok(&[
         "run",
         "--targets",
         s(&targets),
@@ -255,11 +261,6 @@ fn h2c_and_h2_over_tls_arrive_as_http2_with_every_target_in_its_share() {
         "--json",
         s(&json),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let seen = nginx.access();
     let tls = by_uri(&seen, "HTTP/2.0");
     assert_eq!(
@@ -288,7 +289,7 @@ fn a_server_stream_limit_below_streams_is_noted_and_kept_to() {
     };
     let url = format!("http://127.0.0.1:{}/", nginx.narrow);
     let json = nginx.dir.join("narrow.json");
-    let out = sojourn(&[
+    let out = run_ok(&[
         "run",
         &url,
         "--http2",
@@ -304,11 +305,6 @@ fn a_server_stream_limit_below_streams_is_noted_and_kept_to() {
         "--json",
         s(&json),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("allows 4 concurrent streams") && stderr.contains("--streams 64"),

@@ -287,6 +287,27 @@ fn the_sweep_page_keeps_its_legends_off_the_data() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Renders one run's report to `page` and returns the DOM headless Chromium built from it.
+fn rendered_dom(chromium: &Path, dir: &Path, run: ReportRun, page: &Path) -> String {
+    let html = render(&[run], &HtmlOptions { title: None }).unwrap();
+    std::fs::write(page, &html).unwrap();
+    let dom = run_chromium(
+        chromium,
+        &dir.join("profile-dom"),
+        page,
+        &["--dump-dom".into()],
+    );
+    assert!(dom.status.success());
+    String::from_utf8_lossy(&dom.stdout).into_owned()
+}
+
+/// The inside of `<section id="ID">` in a DOM.
+fn section_of<'a>(dom: &'a str, id: &str) -> Option<&'a str> {
+    dom.split(&format!("<section id=\"{id}\">"))
+        .nth(1)
+        .and_then(|s| s.split("</section>").next())
+}
+
 /// A shaped run reads stage by stage: a table row per stage, a dashed rule and a title where
 /// each begins on the timeline, and the page still fits 1280 px with every legend clear.
 #[test]
@@ -303,23 +324,9 @@ fn a_staged_run_shows_its_stages() {
         samples,
         source: "staged.json".into(),
     };
-    let html = render(&[run], &HtmlOptions { title: None }).unwrap();
     let page = dir.join("staged.html");
-    std::fs::write(&page, &html).unwrap();
-
-    let dom = run_chromium(
-        &chromium,
-        &dir.join("profile-dom"),
-        &page,
-        &["--dump-dom".into()],
-    );
-    assert!(dom.status.success());
-    let dom = String::from_utf8_lossy(&dom.stdout);
-    let section = dom
-        .split("<section id=\"stages\">")
-        .nth(1)
-        .and_then(|s| s.split("</section>").next())
-        .expect("the page has a stage-by-stage section");
+    let dom = rendered_dom(&chromium, &dir, run, &page);
+    let section = section_of(&dom, "stages").expect("the page has a stage-by-stage section");
     let body = section.split("<tbody>").nth(1).expect("a table body");
     assert_eq!(body.matches("<tr>").count(), 2, "{section}");
     assert!(section.contains("<th>warm</th>") && section.contains("<th>hold</th>"));
@@ -350,23 +357,9 @@ fn a_run_of_many_requests_shows_each_target() {
         samples: Vec::new(),
         source: "targets.json".into(),
     };
-    let html = render(&[run], &HtmlOptions { title: None }).unwrap();
     let page = dir.join("targets.html");
-    std::fs::write(&page, &html).unwrap();
-
-    let dom = run_chromium(
-        &chromium,
-        &dir.join("profile-dom"),
-        &page,
-        &["--dump-dom".into()],
-    );
-    assert!(dom.status.success());
-    let dom = String::from_utf8_lossy(&dom.stdout);
-    let section = dom
-        .split("<section id=\"targets\">")
-        .nth(1)
-        .and_then(|s| s.split("</section>").next())
-        .expect("the page has a target-by-target section");
+    let dom = rendered_dom(&chromium, &dir, run, &page);
+    let section = section_of(&dom, "targets").expect("the page has a target-by-target section");
     assert!(section.contains("<h2>Target by target</h2>"));
     let body = section.split("<tbody>").nth(1).expect("a table body");
     let rows: Vec<&str> = body.split("<tr>").skip(1).collect();
@@ -401,11 +394,7 @@ fn a_run_of_many_requests_shows_each_target() {
     let cart = &result.targets[1];
     assert!(cart.counts.failed.total() > 0, "the 503s are failures");
     assert!(rows[1].contains("class=\"bad\""), "{}", rows[1]);
-    let summary = dom
-        .split("<section id=\"summary\">")
-        .nth(1)
-        .and_then(|s| s.split("</section>").next())
-        .expect("the summary");
+    let summary = section_of(&dom, "summary").expect("the summary");
     for (code, n) in &result.statuses {
         assert!(
             summary.contains(&format!("{code}: {}", thousands(*n))),
