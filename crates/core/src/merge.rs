@@ -105,10 +105,10 @@ pub fn merge(inputs: Vec<Input>, force: bool) -> Result<RunResult, MergeError> {
 /// Every input's plan against the first's; with `force`, whether any differed.
 fn check_plans(inputs: &[Input], force: bool) -> Result<bool, MergeError> {
     let first = &inputs[0];
-    let ours = key_with_targets(&first.result);
+    let ours = key_of(&first.result);
     let mut differed = false;
     for i in &inputs[1..] {
-        if let Some((field, theirs, ours)) = first_difference(&key_with_targets(&i.result), &ours) {
+        if let Some((field, theirs, ours)) = first_difference(&key_of(&i.result), &ours) {
             if !force {
                 return Err(MergeError::PlanDiffers {
                     file: i.source.clone(),
@@ -122,18 +122,6 @@ fn check_plans(inputs: &[Input], force: bool) -> Result<bool, MergeError> {
         }
     }
     Ok(differed)
-}
-
-/// The plan's key, and with `--targets` what decides which request sends which target: their
-/// count, order and seed. Not the file's path, which may differ from node to node. (Kept out
-/// of the fingerprint, which the run writes before it knows its targets.)
-fn key_with_targets(r: &RunResult) -> serde_json::Map<String, serde_json::Value> {
-    let mut key = key_of(r);
-    if let Some(t) = &r.config.targets {
-        let picks = serde_json::json!({ "count": t.count, "order": t.order, "seed": t.seed });
-        key.insert("targets".into(), picks);
-    }
-    key
 }
 
 /// Which input holds each shard: a shard result holds its own, a merged one the shards it

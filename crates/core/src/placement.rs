@@ -107,11 +107,12 @@ pub fn plan_key(
             put("streams", streams.into());
         }
     }
-    // Which request each index sends: shards of one plan send the same file in the same order.
-    if let Some(targets) = &config.targets {
+    // Which request each index sends: shards of one plan send the same targets in the same
+    // order. Not the file's path, which may differ from node to node.
+    if let Some(t) = &config.targets {
         put(
             "targets",
-            serde_json::to_value(targets).expect("a targets config serialises"),
+            serde_json::json!({ "count": t.count, "order": t.order, "seed": t.seed }),
         );
     }
     put("timeout_ns", config.timeout_ns.into());
