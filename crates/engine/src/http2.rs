@@ -287,17 +287,25 @@ impl Drop for Http2Stream {
 
 impl Connection for Http2Stream {
     async fn exchange(&mut self, ex: &Exchange) -> Result<Outcome, ExchangeError> {
-        let result = self.round_trip(ex).await;
-        if let Err(e) = &result {
-            // The connection is going away or broken: no new slot may join it, and a request
-            // retried on a fresh connection must not land on it again.
-            if e.is_go_away() || e.is_io() {
-                self.shared.alive.store(false, Relaxed);
+        if !self.shared.alive.load(Relaxed) {
+            // The connection ended since this slot's last request: nothing goes out on it.
+            return Err(ExchangeError::Unprocessed(FailureClass::Io));
+        }
+        let result = match self.send(ex).await {
+            Ok(answer) => self.receive(ex, answer).await.map_err(|e| (e, true)),
+            Err(e) => Err((e, false)),
+        };
+        match result {
+            Ok(status) => Ok(ex.answered(status)),
+            Err((e, queued)) => {
+                // The connection is going away or broken: no new slot may join it, and a
+                // request retried on a fresh connection must not land on it again.
+                if e.is_go_away() || e.is_io() {
+                    self.shared.alive.store(false, Relaxed);
+                }
+                Err(classify(&e, queued))
             }
         }
-        result
-            .map(|status| ex.answered(status))
-            .map_err(|e| classify(&e))
     }
 
     fn reusable(&self) -> bool {
@@ -305,26 +313,37 @@ impl Connection for Http2Stream {
     }
 }
 
+/// A request on its way: its answer to come, and the connection's write count when its
+/// HEADERS frame was queued.
+struct Queued {
+    answer: ::h2::client::ResponseFuture,
+    writes: u64,
+}
+
 impl Http2Stream {
-    /// Waits for a stream (the server's limit may be below ours), sends, and reads the whole
-    /// answer, releasing flow-control capacity as it goes.
-    async fn round_trip(&mut self, ex: &Exchange) -> Result<u16, ::h2::Error> {
+    /// Waits for a stream (the server's limit may be below ours) and queues the request.
+    async fn send(&mut self, ex: &Exchange) -> Result<Queued, ::h2::Error> {
         let p = &self.requests[ex.target()];
         // The slot's own handle, polled in place: no clone (and no lock) per request.
         std::future::poll_fn(|cx| self.send.poll_ready(cx)).await?;
-        let send = &mut self.send;
         let mut req = http::Request::new(());
         *req.method_mut() = p.method.clone();
         *req.uri_mut() = p.uri.clone();
         *req.headers_mut() = p.headers.clone();
         let writes = self.shared.clock.writes();
+        let (answer, mut body_out) = self.send.send_request(req, p.body.is_empty())?;
         ex.mark_sent();
-        let (answer, mut body_out) = send.send_request(req, p.body.is_empty())?;
         if !p.body.is_empty() {
             body_out.send_data(p.body.clone(), true)?;
         }
-        let answer = answer.await;
-        if let Some(at) = self.shared.clock.first_write_after(writes) {
+        Ok(Queued { answer, writes })
+    }
+
+    /// Reads the whole answer, releasing flow-control capacity as it goes, and moves the send
+    /// stamp to the socket write that took the request.
+    async fn receive(&mut self, ex: &Exchange, q: Queued) -> Result<u16, ::h2::Error> {
+        let answer = q.answer.await;
+        if let Some(at) = self.shared.clock.first_write_after(q.writes) {
             ex.sent_at(at);
         }
         let answer = answer?;
@@ -339,13 +358,16 @@ impl Http2Stream {
     }
 }
 
-/// Which failure an `h2` error is. A stream the server refused (REFUSED_STREAM, or past the
-/// last stream a GOAWAY said it would process) was not processed, and may be sent again on a
-/// fresh connection.
-fn classify(e: &::h2::Error) -> ExchangeError {
+/// Which failure an `h2` error is. A request never `queued` (the connection was already going
+/// away or broken), and a stream the server refused (REFUSED_STREAM, or past the last stream a
+/// GOAWAY said it would process), were not processed, and may be sent again on a fresh
+/// connection.
+fn classify(e: &::h2::Error, queued: bool) -> ExchangeError {
     use ExchangeError::{Failed, Unprocessed};
     let remote = e.is_remote();
     match e.reason() {
+        _ if !queued && e.is_io() => Unprocessed(FailureClass::Io),
+        _ if !queued && e.is_go_away() => Unprocessed(FailureClass::GoAway),
         _ if e.is_io() => Failed(FailureClass::Io),
         Some(Reason::REFUSED_STREAM) if remote && e.is_reset() => Unprocessed(FailureClass::Reset),
         Some(_) if remote && e.is_reset() => Failed(FailureClass::Reset),

@@ -30,6 +30,8 @@ enum Behaviour {
     GoAwayAfter(usize),
     /// Grants a 1-byte window and never reads the body: a request body never gets through.
     StarveWindow,
+    /// Answers this many streams, then closes the socket without a GOAWAY.
+    CloseAfter(usize),
 }
 
 /// What the server saw.
@@ -119,7 +121,7 @@ async fn serve(socket: tokio::net::TcpStream, behaviour: Behaviour, max: u32, se
                     tokio::time::sleep(after).await;
                     answer(&mut respond);
                 }
-                Behaviour::GoAwayAfter(_) => answer(&mut respond),
+                Behaviour::GoAwayAfter(_) | Behaviour::CloseAfter(_) => answer(&mut respond),
                 Behaviour::Reset(reason) => respond.send_reset(reason),
                 Behaviour::StarveWindow => {
                     // Hold the stream (and its body) without reading: no WINDOW_UPDATE.
@@ -131,6 +133,13 @@ async fn serve(socket: tokio::net::TcpStream, behaviour: Behaviour, max: u32, se
         });
         if matches!(behaviour, Behaviour::GoAwayAfter(n) if accepted == n) {
             conn.graceful_shutdown();
+        }
+        if matches!(behaviour, Behaviour::CloseAfter(n) if accepted == n) {
+            // Let the answer leave, then drop the connection: the socket closes.
+            let deadline = tokio::time::sleep(ms(20));
+            tokio::pin!(deadline);
+            while tokio::select! { r = conn.accept() => r.is_some(), _ = &mut deadline => false } {}
+            return;
         }
     }
 }
@@ -240,6 +249,22 @@ fn goaway_is_survived_by_sending_again_on_a_fresh_connection() {
         server.seen.connections.load(Relaxed) >= 2,
         "the client moved to fresh connections after each GOAWAY"
     );
+}
+
+#[test]
+fn a_connection_closed_between_requests_is_replaced_before_sending() {
+    // 10 req/s on one slot: the server closes the idle connection 20 ms after every fifth
+    // answer, and the next request, 100 ms later, finds it closed.
+    let server = Server::start(Behaviour::CloseAfter(5), 100);
+    let plan = open_plan(10.0, ms(2_000), 1);
+    let report = run(&plan, server.transport(&["/"], b"", 1), None);
+    let m = assert_nothing_lost(&report);
+    assert_eq!(
+        m.tally.completed, 20,
+        "nothing was sent on a closed connection: {:?}",
+        m.tally
+    );
+    assert_eq!(server.seen.connections.load(Relaxed), 20 / 5);
 }
 
 #[test]
