@@ -2,7 +2,7 @@
 //! driven open-loop and closed-loop through the library. The open loop's percentiles must be
 //! the simulator's for the same schedule (`sojourn sim`, the hiccup scenario with the same
 //! stall), the closed loop must hide the stall, and every scheduled call must be accounted for.
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use sojourn::{ClosedLoop, OpenLoop, RunResult};
@@ -15,6 +15,13 @@ const STALL_AT: Duration = Duration::from_secs(1);
 const STALL_FOR: Duration = Duration::from_millis(200);
 /// Blocking calls get this many threads: all of them stall, and the rest wait for one.
 const THREADS: usize = 4;
+
+/// The timing tests run one at a time: side by side on two cores, each one's threads delay the
+/// other's calls by milliseconds, which is the machine, not the library, against the model.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// The function's stall: calls that start in [1.0 s, 1.2 s) after the first call return at
 /// 1.2 s, all together (the scenario's gate). A fresh one per run.
@@ -112,6 +119,7 @@ fn assert_hides(what: &str, closed: &RunResult, open: &RunResult) {
 
 #[test]
 fn an_async_stall_is_the_models_open_and_hidden_closed() {
+    let _serial = serial();
     let stall = Stall::default();
     let open = OpenLoop::at(RATE)
         .for_duration(LENGTH)
@@ -135,6 +143,7 @@ fn an_async_stall_is_the_models_open_and_hidden_closed() {
 
 #[test]
 fn a_blocking_stall_is_the_models_open_and_hidden_closed() {
+    let _serial = serial();
     let stall = Stall::default();
     let open = OpenLoop::at(RATE)
         .for_duration(LENGTH)
