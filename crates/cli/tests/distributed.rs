@@ -1075,6 +1075,7 @@ fn a_stall_seen_by_all_shards_matches_the_simulation() {
         &real.histograms.response,
         &model.histograms.response,
         machine,
+        floor,
         &|_| false,
     );
     assert!(

@@ -272,6 +272,7 @@ fn check(case: Case) {
         &real.histograms.response,
         &sim.histograms.response,
         machine,
+        floor,
         &|_| false,
     );
     let (real_stages, sim_stages) = (by_stage::stages(&real), by_stage::stages(&sim));
@@ -283,7 +284,7 @@ fn check(case: Case) {
         // (ten or more beyond), as a whole run's p99.9 rests on a hundred.
         let thin = |p: f64| (r.len() as f64) * (1.0 - p / 100.0) < 10.0;
         let (r, m) = (summary(&r), summary(&m));
-        failures.extend(agreement(&name, &r, &m, machine, &thin));
+        failures.extend(agreement(&name, &r, &m, machine, floor, &thin));
     }
     assert!(failures.is_empty(), "{}: {failures:#?}", case.scenario);
 }
