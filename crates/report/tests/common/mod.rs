@@ -37,15 +37,13 @@ fn sample(s: &Stamps, done: Duration) -> Sample {
     }
 }
 
-/// An open loop at 200 req/s for 12 s through a pool of 64 connections: during the stall the
-/// pool fills and later requests wait for a connection (send lag).
-pub fn open_run() -> (RunResult, Vec<Sample>) {
-    let s = scenario();
-    let mut rec = Recorder::new(Duration::from_secs(1));
+/// The open loop of [`open_run`] against `s`: request `i` is due on the schedule, leaves when a
+/// connection of the pool is free, and `each` gets its stamps and when it finished. Returns how
+/// many were scheduled and when the last finished.
+fn open_pool(s: &Scenario, mut each: impl FnMut(u64, &Stamps, Duration)) -> (u64, Duration) {
     let mut free: BinaryHeap<Reverse<Duration>> = (0..OPEN_CONNECTIONS)
         .map(|_| Reverse(Duration::ZERO))
         .collect();
-    let mut samples = Vec::new();
     let n = RATE * RUN.as_secs();
     let mut end = RUN;
     for i in 0..n {
@@ -59,11 +57,23 @@ pub fn open_run() -> (RunResult, Vec<Sample>) {
             waited_for_connection: sent > intended,
         };
         let done = s.departure(i, sent);
-        rec.record(&stamps, done, Outcome::Ok);
-        samples.push(sample(&stamps, done));
+        each(i, &stamps, done);
         free.push(Reverse(done));
         end = end.max(done);
     }
+    (n, end)
+}
+
+/// An open loop at 200 req/s for 12 s through a pool of 64 connections: during the stall the
+/// pool fills and later requests wait for a connection (send lag).
+pub fn open_run() -> (RunResult, Vec<Sample>) {
+    let s = scenario();
+    let mut rec = Recorder::new(Duration::from_secs(1));
+    let mut samples = Vec::new();
+    let (n, end) = open_pool(&s, |_, stamps, done| {
+        rec.record(stamps, done, Outcome::Ok);
+        samples.push(sample(stamps, done));
+    });
     let m = Recorder::merge_all([rec]);
     let config = RunConfig {
         target: Some("http://127.0.0.1:8080/".into()),
@@ -98,34 +108,17 @@ pub const LABELS: [&str; 2] = ["GET /item/:id", "POST /cart <new>"];
 pub fn labelled_run() -> RunResult {
     let s = scenario();
     let mut rec = Recorder::with_labels(Duration::from_secs(1), LABELS.len());
-    let mut free: BinaryHeap<Reverse<Duration>> = (0..OPEN_CONNECTIONS)
-        .map(|_| Reverse(Duration::ZERO))
-        .collect();
-    let n = RATE * RUN.as_secs();
-    let mut end = RUN;
-    for i in 0..n {
-        let intended = Duration::from_nanos(i * 1_000_000_000 / RATE);
-        let Reverse(ready) = free.pop().unwrap();
-        let sent = intended.max(ready);
-        let stamps = Stamps {
-            intended,
-            dispatched: intended,
-            sent,
-            waited_for_connection: sent > intended,
-        };
-        let done = s.departure(i, sent);
+    let (n, end) = open_pool(&s, |i, stamps, done| {
         let (label, status) = match i % 4 {
             3 if i % 40 == 3 => (1, 503),
             3 => (1, 201),
             _ => (0, 200),
         };
         let outcome = Outcome::of_status(status);
-        rec.record(&stamps, done, outcome);
+        rec.record(stamps, done, outcome);
         rec.record_status(status);
-        rec.label(label).unwrap().record(&stamps, done, outcome);
-        free.push(Reverse(done));
-        end = end.max(done);
-    }
+        rec.label(label).unwrap().record(stamps, done, outcome);
+    });
     let m = Recorder::merge_all([rec]);
     let config = RunConfig {
         target: Some("http://127.0.0.1:8080".into()),
