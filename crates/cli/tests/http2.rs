@@ -146,6 +146,16 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// 400 requests at 400 req/s over HTTP/2.
+const H2_400: [&str; 6] = [
+    "--http2",
+    "--rate",
+    "400",
+    "--requests",
+    "400",
+    "--no-hiccup-meter",
+];
+
 /// `sojourn ARGS`, which must succeed; its output.
 fn run_ok(args: &[&str]) -> std::process::Output {
     let out = sojourn(args);
@@ -185,19 +195,14 @@ fn h2c_and_h2_over_tls_arrive_as_http2_with_every_target_in_its_share() {
     );
     let targets = write(dir, "t.jsonl", &jsonl);
     let json = dir.join("h2c.json");
-    let out = run_ok(&[
-        "run",
-        "--targets",
-        s(&targets),
-        "--http2",
-        "--rate",
-        "400",
-        "--requests",
-        "400",
-        "--no-hiccup-meter",
-        "--json",
-        s(&json),
-    ]);
+    let out = run_ok(
+        &[
+            &["run", "--targets", s(&targets)][..],
+            &H2_400,
+            &["--json", s(&json)],
+        ]
+        .concat(),
+    );
     let seen = nginx.access();
     assert_eq!(
         by_uri(&seen, "HTTP/2.0"),
@@ -243,24 +248,23 @@ fn h2c_and_h2_over_tls_arrive_as_http2_with_every_target_in_its_share() {
     );
     let targets = write(dir, "t.http", &http);
     let json = dir.join("h2.json");
-    run_ok(&[
-        "run",
-        "--targets",
-        s(&targets),
-        "--targets-order",
-        "random",
-        "--seed",
-        "7",
-        "--http2",
-        "--insecure",
-        "--rate",
-        "400",
-        "--requests",
-        "400",
-        "--no-hiccup-meter",
-        "--json",
-        s(&json),
-    ]);
+    run_ok(
+        &[
+            &[
+                "run",
+                "--targets",
+                s(&targets),
+                "--targets-order",
+                "random",
+                "--seed",
+                "7",
+            ][..],
+            &["--insecure"],
+            &H2_400,
+            &["--json", s(&json)],
+        ]
+        .concat(),
+    );
     let seen = nginx.access();
     let tls = by_uri(&seen, "HTTP/2.0");
     assert_eq!(
