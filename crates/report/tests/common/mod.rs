@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use sojourn_core::check::{assess_closed, assess_open};
 use sojourn_core::outcome::Outcome;
-use sojourn_core::record::{Recorder, Stamps};
+use sojourn_core::record::{Measurements, Recorder, Stamps};
 use sojourn_core::result::{Mode, RunConfig, RunFacts, RunResult};
 use sojourn_report::samples::Sample;
 use sojourn_scenario::{Override, Scenario};
@@ -64,6 +64,33 @@ fn open_pool(s: &Scenario, mut each: impl FnMut(u64, &Stamps, Duration)) -> (u64
     (n, end)
 }
 
+/// What [`open_pool`] was asked for.
+fn open_config() -> RunConfig {
+    RunConfig {
+        target: Some("http://127.0.0.1:8080/".into()),
+        rate: Some(RATE as f64),
+        arrival: Some("constant".into()),
+        duration_ns: Some(RUN.as_nanos() as u64),
+        connections: OPEN_CONNECTIONS,
+        interval_ns: 1_000_000_000,
+        ..Default::default()
+    }
+}
+
+/// An [`open_pool`] run's facts: `n` scheduled, the last finished at `end`.
+fn open_facts(label: &str, config: RunConfig, m: &Measurements, n: u64, end: Duration) -> RunFacts {
+    RunFacts {
+        label: label.into(),
+        mode: Mode::Open,
+        config,
+        scheduled: n,
+        elapsed: end,
+        interrupted: false,
+        checks: assess_open(m, OPEN_CONNECTIONS),
+        backfill_interval: None,
+    }
+}
+
 /// An open loop at 200 req/s for 12 s through a pool of 64 connections: during the stall the
 /// pool fills and later requests wait for a connection (send lag).
 pub fn open_run() -> (RunResult, Vec<Sample>) {
@@ -75,25 +102,7 @@ pub fn open_run() -> (RunResult, Vec<Sample>) {
         samples.push(sample(stamps, done));
     });
     let m = Recorder::merge_all([rec]);
-    let config = RunConfig {
-        target: Some("http://127.0.0.1:8080/".into()),
-        rate: Some(RATE as f64),
-        arrival: Some("constant".into()),
-        duration_ns: Some(RUN.as_nanos() as u64),
-        connections: OPEN_CONNECTIONS,
-        interval_ns: 1_000_000_000,
-        ..Default::default()
-    };
-    let facts = RunFacts {
-        label: "open".into(),
-        mode: Mode::Open,
-        config,
-        scheduled: n,
-        elapsed: end,
-        interrupted: false,
-        checks: assess_open(&m, OPEN_CONNECTIONS),
-        backfill_interval: None,
-    };
+    let facts = open_facts("open", open_config(), &m, n, end);
     let mut r = RunResult::build(&m, facts);
     r.scenario = Some(serde_json::to_value(&s).unwrap());
     (r, samples)
@@ -122,11 +131,7 @@ pub fn labelled_run() -> RunResult {
     let m = Recorder::merge_all([rec]);
     let config = RunConfig {
         target: Some("http://127.0.0.1:8080".into()),
-        rate: Some(RATE as f64),
-        arrival: Some("constant".into()),
-        duration_ns: Some(RUN.as_nanos() as u64),
         connections: OPEN_CONNECTIONS / 32,
-        interval_ns: 1_000_000_000,
         protocol: Some("h2c".into()),
         streams: Some(32),
         targets: Some(sojourn_core::TargetsConfig {
@@ -135,18 +140,9 @@ pub fn labelled_run() -> RunResult {
             order: "round_robin".into(),
             seed: None,
         }),
-        ..Default::default()
+        ..open_config()
     };
-    let facts = RunFacts {
-        label: "targets".into(),
-        mode: Mode::Open,
-        config,
-        scheduled: n,
-        elapsed: end,
-        interrupted: false,
-        checks: assess_open(&m, OPEN_CONNECTIONS),
-        backfill_interval: None,
-    };
+    let facts = open_facts("targets", config, &m, n, end);
     let mut r = RunResult::build(&m, facts);
     r.targets = LABELS
         .iter()
