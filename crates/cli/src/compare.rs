@@ -1,8 +1,10 @@
-//! `sojourn compare URL`: a closed loop, then the open loop, against your own service; the
-//! seeds' table, a verdict and a report. By default the closed loop is paced at the open loop's
-//! rate (what hey -q, bombardier -r and JMeter's constant-throughput timer run), so both carry
-//! the same load and the table shows its counts side by side; `--closed-mode unpaced` runs the
-//! send → wait → record loop as fast as the target answers.
+//! `sojourn compare URL`: a closed loop and the open loop at once, on their own connections,
+//! against your own service; the seeds' table, a verdict and a report. Run together, both meet
+//! whatever the server does (a one-shot stall cannot fall in one loop's run and miss the
+//! other's). By default the closed loop is paced (what hey -q, bombardier -r and JMeter's
+//! constant-throughput timer run) and each loop sends half of `--rate`, so both carry the same
+//! load and the server receives `--rate`; `--closed-mode unpaced` runs the send → wait → record
+//! loop as fast as the target answers, beside the open loop at `--rate`.
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -15,14 +17,16 @@ use sojourn_report::compare::Column;
 pub struct CompareArgs {
     /// The target, e.g. http://127.0.0.1:8080/api
     pub url: String,
-    /// Both loops' rate, in requests per second (the unpaced closed loop has none).
+    /// What the server receives, in requests per second: a paced closed loop and the open loop
+    /// each send half, at once (an unpaced closed loop has no rate; the open loop beside it
+    /// sends all of it).
     #[arg(long, value_parser = args::rate)]
     pub rate: f64,
     /// The closed loop: paced (each connection sends at its share of --rate, or when its answer
     /// arrives if later) or unpaced (each sends as soon as it has its answer).
     #[arg(long, value_enum, default_value_t = ClosedMode::Paced)]
     pub closed_mode: ClosedMode,
-    /// How long each loop runs.
+    /// How long the two loops run (at once).
     #[arg(long, value_parser = args::positive_duration, default_value = "20s")]
     pub duration: Duration,
     /// Connections of the closed loop (a paced loop gives each rate/N of the slots).
@@ -69,10 +73,20 @@ impl ClosedMode {
     }
 }
 
+/// Each loop's rate: at once against one server, a paced loop and the open loop each send half
+/// of `--rate`, so the server receives what was asked; an unpaced loop has no rate, and the open
+/// loop beside it sends all of it.
+fn loop_rate(a: &CompareArgs) -> f64 {
+    match a.closed_mode {
+        ClosedMode::Paced => a.rate / 2.0,
+        ClosedMode::Unpaced => a.rate,
+    }
+}
+
 fn run_args(a: &CompareArgs, closed: bool) -> RunArgs {
     let paced = closed && a.closed_mode == ClosedMode::Paced;
     RunArgs {
-        rate: (!closed || paced).then_some(a.rate),
+        rate: (!closed || paced).then_some(loop_rate(a)),
         duration: Some(a.duration),
         connections: closed.then_some(a.connections),
         threads: a.threads,
@@ -85,8 +99,11 @@ fn run_args(a: &CompareArgs, closed: bool) -> RunArgs {
             .json_dir
             .as_ref()
             .map(|d| d.join(if closed { "closed.json" } else { "open.json" })),
-        label: Some(if closed {
-            a.closed_mode.label().into()
+        label: Some(if paced {
+            // The label the terminal's columns and the page's views are named from.
+            "paced".into()
+        } else if closed {
+            "closed loop".into()
         } else {
             "open loop".into()
         }),
@@ -104,37 +121,51 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let mut results = Vec::new();
-    for v in [&closed, &open] {
-        let transport = rt.block_on(crate::run::connectable(v))?;
-        eprintln!(
-            "running the {} for {} …",
-            v.label,
-            humantime::format_duration(a.duration)
-        );
-        let result =
-            crate::run::execute(&rt, &v.plan, transport, &v.label, &v.requests.shown(), None)?;
+    // Both loops run at once, on their own connections: one after the other, a one-shot stall
+    // (a deploy, a failover, a GC) would hit one loop and not the other, and the two would be
+    // compared as if they had met the same server.
+    eprintln!(
+        "running the {} ({}) and the open loop ({} req/s) at once for {} …",
+        a.closed_mode.label(),
+        match a.closed_mode {
+            ClosedMode::Paced => format!("{} req/s", loop_rate(&a)),
+            ClosedMode::Unpaced => "unpaced".into(),
+        },
+        loop_rate(&a),
+        humantime::format_duration(a.duration)
+    );
+    let transports = (
+        rt.block_on(crate::run::connectable(&closed))?,
+        rt.block_on(crate::run::connectable(&open))?,
+    );
+    let [c, o] = crate::run::execute_both(
+        &rt,
+        [
+            (&closed.plan, transports.0, &closed.label),
+            (&open.plan, transports.1, &open.label),
+        ],
+        &open.requests.shown(),
+    )?;
+    for (v, r) in [(&closed, &c), (&open, &o)] {
         if let Some(path) = &v.json {
-            crate::run::write_json(path, &result)?;
+            crate::run::write_json(path, r)?;
         }
-        results.push(result);
     }
-    let (c, o) = (&results[0], &results[1]);
-    let mut columns = crate::side_by_side::closed_columns(c);
-    columns.push(Column::of("open loop", o));
+    let mut columns = crate::side_by_side::closed_columns(&c);
+    columns.push(Column::of("open loop", &o));
     print!("{}", crate::side_by_side::table(&columns, "open loop"));
-    println!("\n{}", crate::side_by_side::verdict(c, o));
-    if let Some(line) = sojourn_report::text::rate_line(o) {
+    println!("\n{}", crate::side_by_side::verdict(&c, &o));
+    if let Some(line) = sojourn_report::text::rate_line(&o) {
         println!("open loop {line}");
     }
-    for r in [c, o] {
+    for r in [&c, &o] {
         for note in &r.checks.notes {
             println!("- {}: {note}", r.label);
         }
     }
     let runs = vec![
-        crate::side_by_side::report_run(c, Vec::new()),
-        crate::side_by_side::report_run(o, Vec::new()),
+        crate::side_by_side::report_run(&c, Vec::new()),
+        crate::side_by_side::report_run(&o, Vec::new()),
     ];
     crate::side_by_side::write_report(&a.report, format!("sojourn compare: {}", a.url), runs)?;
     println!("report: {}", a.report.display());

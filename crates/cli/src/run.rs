@@ -698,6 +698,57 @@ pub fn execute_watched(
     ))
 }
 
+/// Two plans at once against one target (`compare`), so that whatever the server does, both
+/// meet it; one Ctrl-C or SIGTERM stops both. The live view follows the first plan.
+pub fn execute_both(
+    rt: &tokio::runtime::Runtime,
+    runs: [(&Plan, AnyTransport, &str); 2],
+    url: &str,
+) -> anyhow::Result<[RunResult; 2]> {
+    let cancel = CancellationToken::new();
+    let progress = runs
+        .each_ref()
+        .map(|(plan, ..)| Progress::new(plan.worker_count()));
+    let first = runs[0].0;
+    let watched = crate::live::Watched::new(first, progress[0].clone());
+    let mut panel = crate::panel::Panel::new(watched, || {
+        crate::progress::Bar::new(first, progress[0].clone())
+    });
+    let reports = std::thread::scope(|scope| {
+        let engines: Vec<_> = runs
+            .iter()
+            .zip(&progress)
+            .map(|((plan, transport, _), progress)| {
+                let (cancel, progress, transport) =
+                    (cancel.clone(), progress.clone(), transport.clone());
+                scope.spawn(move || sojourn_engine::execute(plan, transport, cancel, progress))
+            })
+            .collect();
+        rt.block_on(watch(&cancel, &mut panel, || {
+            engines.iter().all(|e| e.is_finished())
+        }));
+        engines
+            .into_iter()
+            .map(|e| e.join().expect("engine thread panicked"))
+            .collect::<Vec<_>>()
+    });
+    panel.finish();
+    let mut built =
+        runs.iter()
+            .zip(reports)
+            .map(|((plan, _, label), report)| -> anyhow::Result<RunResult> {
+                Ok(sojourn_engine::result::build(
+                    plan,
+                    &report.context("running the load")?,
+                    label,
+                    Some(url.to_string()),
+                    None,
+                ))
+            });
+    let (a, b) = (built.next(), built.next());
+    Ok([a.expect("two runs")?, b.expect("two runs")?])
+}
+
 async fn watch(
     cancel: &CancellationToken,
     panel: &mut crate::panel::Panel,

@@ -151,7 +151,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     }
     if let [(a, ra, _), (b, rb, _)] = &runs[..] {
         println!("{a} vs {b}, simulated ({})", v.scenario);
-        let columns = [Column::of(a, ra), Column::of(b, rb)];
+        let columns = [Column::of(*a, ra), Column::of(*b, rb)];
         let ratio = Ratio {
             numerator: b,
             denominator: a,

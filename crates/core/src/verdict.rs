@@ -2,7 +2,7 @@
 //! the same schedule and server), and what that ratio says about the tool that measured it.
 use serde::Serialize;
 
-use crate::result::{Mode, RunResult};
+use crate::result::{HistogramSummary, Mode, RunResult};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -71,19 +71,27 @@ pub fn verdict(r: &RunResult, model: &RunResult) -> (Option<f64>, Verdict) {
     if is_model(r) {
         return (Some(1.0), Verdict::Model);
     }
-    let at = |x: &RunResult, p: f64| x.histograms.response.percentiles.get(p);
-    let ratio = at(r, 99.0)
-        .zip(at(model, 99.0))
+    judge(&r.histograms.response, r.mode, model)
+}
+
+/// [`verdict`] of one of a run's clocks: `times` is what the view reports (a paced closed
+/// loop's times from the send are judged apart from its times from the slot, as the tools that
+/// report each view are), `mode` the loop that made them.
+pub fn judge(times: &HistogramSummary, mode: Mode, model: &RunResult) -> (Option<f64>, Verdict) {
+    let at = |h: &HistogramSummary, p: f64| h.percentiles.get(p);
+    let model_times = &model.histograms.response;
+    let ratio = at(times, 99.0)
+        .zip(at(model_times, 99.0))
         .filter(|(_, m)| *m > 0)
         .map(|(t, m)| t as f64 / m as f64);
-    let model_has_tail = at(model, 99.0)
-        .zip(at(model, 50.0))
+    let model_has_tail = at(model_times, 99.0)
+        .zip(at(model_times, 50.0))
         .is_some_and(|(p99, p50)| p99 as f64 > TAIL_OVER_BODY * p50 as f64);
     let verdict = match ratio {
         None => Verdict::NoData,
         Some(x) if x < 1.0 / 3.0 => Verdict::HidesTheStall,
         Some(x) if x > 3.0 => Verdict::Overstates,
-        Some(_) if r.mode == Mode::Closed && model_has_tail => Verdict::CorrectedAfterTheFact,
+        Some(_) if mode == Mode::Closed && model_has_tail => Verdict::CorrectedAfterTheFact,
         Some(_) => Verdict::Honest,
     };
     (ratio, verdict)

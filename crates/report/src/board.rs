@@ -3,22 +3,25 @@
 use std::fmt::Write as _;
 
 use sojourn_core::result::{Mode, RunResult, Tool};
-use sojourn_core::verdict::{is_model, verdict, Verdict};
+use sojourn_core::verdict::{is_model, judge, verdict, Verdict};
 
-use crate::html::{escape, latency, swatch, value_at, RunView};
+use crate::compare::{format_ratio, Clock};
+use crate::html::{clock_views, escape, latency, swatch, value_at, ClockView, RunView};
 
 /// The percentiles the board shows, beside the model's.
 const BOARD_PERCENTILES: [(f64, &str); 3] = [(50.0, "p50"), (99.0, "p99"), (99.9, "p99.9")];
 
-/// The board, when one of the runs is the model: one row per run, sorted by verdict.
-pub(crate) fn board_section(page: &mut String, views: &[RunView]) {
+/// The board, when one of the runs is the model: one row per view (a paced closed loop has
+/// two), each judged from its own data, sorted by verdict.
+pub(crate) fn board_section(page: &mut String, runs: &[RunView]) {
+    let views = clock_views(runs);
     let Some(model) = views.iter().find(|v| is_model(v.r())) else {
         return;
     };
-    let mut rows: Vec<(&RunView, Option<f64>, Verdict)> = views
+    let mut rows: Vec<(&ClockView, Option<f64>, Verdict)> = views
         .iter()
         .map(|v| {
-            let (ratio, verdict) = verdict(v.r(), model.r());
+            let (ratio, verdict) = judged(v, model.r());
             (v, ratio, verdict)
         })
         .collect();
@@ -47,18 +50,29 @@ pub(crate) fn board_section(page: &mut String, views: &[RunView]) {
          simulator's exact answer for the same schedule and server. Within 3× either way is \
          honest; under a third, the tool never sent (or never timed) the requests that waited \
          out the stall; a closed loop that lands on the model's tail anyway rebuilt it after the \
-         run. The bar is the ratio on a log scale from 1/100 to 100×; the tick is the model. \
-         Hover a cell for its full text.</p>\n</section>\n",
+         run. A paced closed loop has two rows, one per clock: <i>from send</i> is what hey -q, \
+         bombardier -r, fortio -qps and JMeter report, <i>from slot</i> is wrk2's view. The bar \
+         is the ratio on a log scale from 1/100 to 100×; the tick is the model. Hover a cell for \
+         its full text.</p>\n</section>\n",
     );
 }
 
-fn board_row(page: &mut String, v: &RunView, ratio: Option<f64>, verdict: Verdict) {
+/// A view's verdict: the model is the reference; every other view is judged by its own p99.
+pub(crate) fn judged(v: &ClockView, model: &RunResult) -> (Option<f64>, Verdict) {
+    if is_model(v.r()) {
+        return (Some(1.0), Verdict::Model);
+    }
+    judge(v.summary(), v.r().mode, model)
+}
+
+fn board_row(page: &mut String, v: &ClockView, ratio: Option<f64>, verdict: Verdict) {
     let r = v.r();
-    let name = escape(&r.label);
+    let name = escape(&v.label);
     let _ = write!(
         page,
-        "<tr data-verdict=\"{}\"><td title=\"{name}\">{}{name}</td><td>{}</td>",
+        "<tr data-verdict=\"{}\" data-clock=\"{}\"><td title=\"{name}\">{}{name}</td><td>{}</td>",
         verdict_class(verdict),
+        clock_name(v.clock),
         swatch(v.look),
         short_mode(r.mode)
     );
@@ -66,7 +80,7 @@ fn board_row(page: &mut String, v: &RunView, ratio: Option<f64>, verdict: Verdic
         let cell = value_at(v, p).map_or("—".into(), |(v, lb)| latency(v, lb));
         let _ = write!(page, "<td>{cell}</td>");
     }
-    let (caveat, bad) = caveat(r, verdict);
+    let (caveat, bad) = view_caveat(v, verdict);
     let _ = writeln!(
         page,
         "<td class=\"bar\">{}</td><td class=\"verdict\"><span class=\"badge {}\">{}</span></td><td class=\"caveat{}\" title=\"{caveat}\">{caveat}</td></tr>",
@@ -76,6 +90,28 @@ fn board_row(page: &mut String, v: &RunView, ratio: Option<f64>, verdict: Verdic
         if bad { " bad" } else { "" },
         caveat = escape(&caveat)
     );
+}
+
+fn clock_name(c: Clock) -> &'static str {
+    match c {
+        Clock::Response => "response",
+        Clock::FromSend => "from-send",
+    }
+}
+
+/// A view's caveat: a paced loop's two views say which clock each is.
+fn view_caveat(v: &ClockView, verdict: Verdict) -> (String, bool) {
+    let (line, bad) = caveat(v.r(), verdict);
+    if v.r().mode != Mode::Paced || v.r().import.is_some() || bad {
+        return (line, bad);
+    }
+    let clock = match v.clock {
+        Clock::FromSend => {
+            "timed from each send, as hey -q and JMeter report it: late slots look fast"
+        }
+        Clock::Response => "timed from each slot, as wrk2 reports it",
+    };
+    (format!("paced closed loop, {clock}"), false)
 }
 
 /// A verdict as a badge says it: short enough for its column.
@@ -120,11 +156,7 @@ fn ratio_bar(ratio: Option<f64>) -> String {
     } else {
         "#1b6e20"
     };
-    let text = if x >= 10.0 {
-        format!("{x:.0}×")
-    } else {
-        format!("{x:.2}×")
-    };
+    let text = format!("{}×", format_ratio(x));
     format!(
         "<svg class=\"bar\" width=\"60\" height=\"12\" viewBox=\"0 0 100 12\" aria-hidden=\"true\">\
          <rect x=\"0\" y=\"5\" width=\"100\" height=\"2\" fill=\"#e4e4e4\"/>\

@@ -21,9 +21,9 @@ use sojourn_core::result::{HistogramSummary, RunResult};
 use crate::text::cell;
 
 /// One column: a label, the run it shows, and which of its clocks.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Column<'a> {
-    pub label: &'a str,
+    pub label: String,
     pub result: &'a RunResult,
     pub clock: Clock,
 }
@@ -41,16 +41,16 @@ pub enum Clock {
 
 impl<'a> Column<'a> {
     /// The run's response times.
-    pub fn of(label: &'a str, result: &'a RunResult) -> Column<'a> {
+    pub fn of(label: impl Into<String>, result: &'a RunResult) -> Column<'a> {
         Column {
-            label,
+            label: label.into(),
             result,
             clock: Clock::Response,
         }
     }
 
     /// The run's times from each send.
-    pub fn from_send(label: &'a str, result: &'a RunResult) -> Column<'a> {
+    pub fn from_send(label: impl Into<String>, result: &'a RunResult) -> Column<'a> {
         Column {
             clock: Clock::FromSend,
             ..Column::of(label, result)
@@ -173,13 +173,28 @@ pub fn ratio_cell(a: &HistogramSummary, b: &HistogramSummary, p: f64) -> String 
     if y.value == 0 {
         return "-".into();
     }
-    let r = x.value as f64 / y.value as f64;
+    let r = format_ratio(x.value as f64 / y.value as f64);
     match (x.lower_bound, y.lower_bound) {
-        (false, false) => format!("{r:.1}x"),
-        (true, false) => format!("≥{r:.1}x"),
-        (false, true) => format!("≤{r:.1}x"),
+        (false, false) => format!("{r}x"),
+        (true, false) => format!("≥{r}x"),
+        (false, true) => format!("≤{r}x"),
         (true, true) => "?".into(),
     }
+}
+
+/// A ratio as the terminal and the page both print it (without its `x`): one decimal from 1
+/// up (`78.1`, `1.0`), and two significant digits below 1, so that a ratio of 0.012 never
+/// reads `0.0`.
+pub fn format_ratio(r: f64) -> String {
+    if !r.is_finite() {
+        return "-".into();
+    }
+    if r >= 1.0 || r <= 0.0 {
+        return format!("{r:.1}");
+    }
+    // 0.64 → 2 decimals, 0.012 → 3, 0.0031 → 4: the first two significant digits.
+    let decimals = (-r.log10()).floor() as usize + 2;
+    format!("{r:.decimals$}")
 }
 
 /// `13500` → `13,500`.

@@ -19,6 +19,7 @@ use sojourn_core::record::bound_at;
 use sojourn_core::result::{decode_base64, HistogramSummary, Mode, RunResult, READABLE_SCHEMAS};
 use sojourn_core::units::format_ns;
 
+use crate::compare::Clock;
 use crate::error::ReportError;
 use crate::plot::{self, Band, Curve, LineKind, Look, OverTime, Size, Span, Timeline};
 use crate::samples::{read_downsampled, Sample};
@@ -140,9 +141,10 @@ pub fn render_gated(
     head(&mut page, &title);
     let _ = writeln!(
         page,
-        "<header><h1>{}</h1><p class=\"lede\">{}</p></header>",
+        "<header><h1>{}</h1><p class=\"lede\">{}</p>{}</header>",
         escape(&title),
-        lede(runs)
+        lede(runs),
+        finding(runs)
     );
     crate::gate::html_section(&mut page, gates);
     crate::board::board_section(&mut page, &views);
@@ -195,6 +197,26 @@ fn lede(runs: &[ReportRun]) -> String {
     parts.join(" · ")
 }
 
+/// When the runs hold a closed loop and an open loop (`demo`, `compare`), the verdict the
+/// terminal printed for them, in its words and numbers: both come from [`crate::finding`].
+fn finding(runs: &[ReportRun]) -> String {
+    let results: Vec<&RunResult> = runs.iter().map(|r| &r.result).collect();
+    let Some((closed, open)) = crate::finding::pair(&results) else {
+        return String::new();
+    };
+    let sentences = crate::finding::finding(results[closed], results[open]);
+    let hides = sentences.iter().any(|s| s.contains(" understates "));
+    let lines: Vec<String> = sentences
+        .iter()
+        .map(|s| format!("<b>Verdict:</b> {}.", escape(s)))
+        .collect();
+    format!(
+        "<p id=\"finding\" class=\"finding{}\">{}</p>",
+        if hides { " hides" } else { "" },
+        lines.join("<br>")
+    )
+}
+
 fn sources(runs: &[ReportRun]) -> String {
     runs.iter()
         .map(|r| format!("<code>{}</code>", escape(&r.source)))
@@ -234,6 +256,8 @@ body { font-family: system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans
        max-width: 1060px; margin: 0 auto; padding: 16px 24px 48px; line-height: 1.45; background: #fff; }
 h1 { font-size: 26px; margin: 8px 0 4px; } h2 { font-size: 20px; margin: 36px 0 8px; border-bottom: 1px solid #ddd; }
 .lede { color: #555; margin-top: 0; }
+.finding { font-size: 17px; margin: 4px 0 0; padding: 6px 10px; border-left: 4px solid #1b6e20; background: #f4f8f4; }
+.finding.hides { border-left-color: #b00020; background: #fbf2f3; }
 table { border-collapse: collapse; margin: 8px 0 4px; font-size: 14px; }
 th, td { padding: 4px 12px; border-bottom: 1px solid #e4e4e4; text-align: right; vertical-align: top; }
 th:first-child, td:first-child { text-align: left; }
@@ -325,9 +349,92 @@ impl<'a> RunView<'a> {
         &self.run.result
     }
 
+    /// The run's label and its loop, unless the label already says which loop it is.
     pub fn name(&self) -> String {
-        format!("{} ({})", self.r().label, self.r().mode.label())
+        named(&self.r().label, self.r().mode)
     }
+}
+
+/// `label (loop)`, or the label alone when it is the loop's own name ("open loop", never
+/// "open loop (open loop)").
+fn named(label: &str, mode: Mode) -> String {
+    if label == mode.label() {
+        label.to_string()
+    } else {
+        format!("{label} ({})", mode.label())
+    }
+}
+
+/// One way of timing one run, as the board, the percentile table and the spectrum show it. A
+/// paced closed loop is two views of one run, each judged from its own data: from the send
+/// (what hey -q, bombardier -r, fortio -qps and JMeter report) and from the slot (wrk2's view).
+/// Every other run is its response time.
+pub(crate) struct ClockView<'v, 'a> {
+    pub run: &'v RunView<'a>,
+    pub clock: Clock,
+    pub look: Look,
+    /// The view's short label: the run's, or `paced, from send` / `paced, from slot`.
+    pub label: String,
+    /// The view's histogram, decoded; `None` for an imported run that carries none.
+    times: Option<Histogram<u64>>,
+}
+
+impl ClockView<'_, '_> {
+    pub fn r(&self) -> &RunResult {
+        self.run.r()
+    }
+
+    /// What the view reports: the response times, or a paced loop's times from the send.
+    pub fn summary(&self) -> &HistogramSummary {
+        match self.clock {
+            Clock::Response => &self.r().histograms.response,
+            Clock::FromSend => &self.r().histograms.service,
+        }
+    }
+
+    /// The label with its loop, for legends and headings.
+    pub fn name(&self) -> String {
+        named(&self.label, self.r().mode)
+    }
+}
+
+/// Whether a run measured both of a paced loop's clocks. An imported paced tool (hey -q,
+/// fortio -qps) stamped only its sends, so it has one view: from the send, under its own name.
+fn two_clocks(r: &RunResult) -> bool {
+    r.mode == Mode::Paced && r.import.is_none()
+}
+
+/// Every run's views, in the runs' order; a paced loop's view from the send comes first and
+/// takes a look of its own, after every run's.
+pub(crate) fn clock_views<'v, 'a>(views: &'v [RunView<'a>]) -> Vec<ClockView<'v, 'a>> {
+    let mut extra = views.len();
+    let mut out = Vec::new();
+    for v in views {
+        let r = v.r();
+        if two_clocks(r) {
+            out.push(ClockView {
+                run: v,
+                clock: Clock::FromSend,
+                look: look_for(extra, Mode::Closed),
+                label: crate::finding::from_send_label(&r.label),
+                times: decode_base64(&r.histograms.service.hdr).ok(),
+            });
+            extra += 1;
+        }
+        let label = if two_clocks(r) {
+            crate::finding::from_slot_label(&r.label)
+        } else {
+            r.label.clone()
+        };
+        out.push(ClockView {
+            run: v,
+            clock: Clock::Response,
+            look: v.look,
+            label,
+            times: v.response.clone(),
+        });
+    }
+    out
 }
 
 fn look_for(index: usize, mode: Mode) -> Look {
@@ -643,13 +750,18 @@ const TABLE_PERCENTILES: [(f64, &str); 6] = [
 ];
 
 fn percentile_section(page: &mut String, views: &[RunView]) {
+    let clocks = clock_views(views);
     page.push_str("<section id=\"percentiles\">\n<h2>Response time percentiles</h2>\n<table>\n");
-    if views.len() <= MANY_RUNS {
-        side_by_side_percentiles(page, views);
+    if clocks.len() <= MANY_RUNS {
+        side_by_side_percentiles(page, &clocks);
     } else {
-        percentiles_per_row(page, views);
+        percentiles_per_row(page, &clocks);
     }
-    page.push_str("</tbody>\n</table>\n<p class=\"muted\">A value marked ≥ is only a lower bound: requests still unanswered when the run ended (or timed out) are counted at the time they had waited so far, and could have taken longer. Under each value, its 95% confidence interval from order statistics (no assumption about the distribution); a percentile with fewer than ten samples beyond it is marked not meaningful.</p>\n</section>\n");
+    page.push_str("</tbody>\n</table>\n<p class=\"muted\">A value marked ≥ is only a lower bound: requests still unanswered when the run ended (or timed out) are counted at the time they had waited so far, and could have taken longer. Under each value, its 95% confidence interval from order statistics (no assumption about the distribution); a percentile with fewer than ten samples beyond it is marked not meaningful.");
+    if clocks.iter().any(|c| c.clock == Clock::FromSend) {
+        page.push_str(" A paced closed loop is shown twice, as two views of one run: <i>from send</i> times each request from when it left, as hey -q, bombardier -r, fortio -qps and JMeter report it; <i>from slot</i> times it from when its slot was due, as wrk2 does.");
+    }
+    page.push_str("</p>\n</section>\n");
 }
 
 /// A shaped run's percentiles stage by stage: one table per staged run.
@@ -819,8 +931,8 @@ fn stage_row(page: &mut String, s: &by_stage::StageSlice) {
     page.push_str("</tr>\n");
 }
 
-/// One row per run: its count, each percentile, and its p99 over the first run's.
-fn percentiles_per_row(page: &mut String, views: &[RunView]) {
+/// One row per view: its count, each percentile, and its p99 over the first view's.
+fn percentiles_per_row(page: &mut String, views: &[ClockView]) {
     page.push_str("<thead><tr><th>run</th><th>count</th>");
     for (_, name) in TABLE_PERCENTILES {
         let _ = write!(page, "<th>{name}</th>");
@@ -828,7 +940,7 @@ fn percentiles_per_row(page: &mut String, views: &[RunView]) {
     let _ = writeln!(
         page,
         "<th>p99 / {}</th></tr></thead>\n<tbody>",
-        escape(&views[0].r().label)
+        escape(&views[0].label)
     );
     let base = value_at(&views[0], 99.0);
     for v in views {
@@ -836,39 +948,39 @@ fn percentiles_per_row(page: &mut String, views: &[RunView]) {
             page,
             "<tr><th>{}{}</th><td>{}</td>",
             swatch(v.look),
-            escape(&v.r().label),
-            count(v.r().histograms.response.count)
+            escape(&v.label),
+            count(v.summary().count)
         );
         for (p, _) in TABLE_PERCENTILES {
             let _ = write!(
                 page,
                 "<td>{}{}</td>",
                 value_at(v, p).map_or("—".into(), |(v, lb)| latency(v, lb)),
-                evidence(&v.r().histograms.response, p)
+                evidence(v.summary(), p)
             );
         }
         let _ = writeln!(page, "<td>{}</td></tr>", ratio(base, value_at(v, 99.0)));
     }
 }
 
-/// One column per run, one row per percentile, then the ratios to the first run.
-fn side_by_side_percentiles(page: &mut String, views: &[RunView]) {
+/// One column per view, one row per percentile, then the ratios to the first view.
+fn side_by_side_percentiles(page: &mut String, views: &[ClockView]) {
     page.push_str("<thead><tr><th></th>");
     for v in views {
-        let _ = write!(page, "<th>{}{}</th>", swatch(v.look), escape(&v.r().label));
+        let _ = write!(page, "<th>{}{}</th>", swatch(v.look), escape(&v.label));
     }
     for v in views.iter().skip(1) {
         let _ = write!(
             page,
             "<th>ratio {} / {}</th>",
-            escape(&v.r().label),
-            escape(&views[0].r().label)
+            escape(&v.label),
+            escape(&views[0].label)
         );
     }
     page.push_str("</tr></thead>\n<tbody>\n");
     let _ = write!(page, "<tr><th>count</th>");
     for v in views {
-        let _ = write!(page, "<td>{}</td>", count(v.r().histograms.response.count));
+        let _ = write!(page, "<td>{}</td>", count(v.summary().count));
     }
     page.push_str(&"<td></td>".repeat(views.len().saturating_sub(1)));
     page.push_str("</tr>\n");
@@ -880,11 +992,11 @@ fn side_by_side_percentiles(page: &mut String, views: &[RunView]) {
                 page,
                 "<td>{}{}</td>",
                 c.map_or("—".into(), |(v, lb)| latency(v, lb)),
-                evidence(&v.r().histograms.response, p)
+                evidence(v.summary(), p)
             );
         }
         for c in cells.iter().skip(1) {
-            let _ = write!(page, "<td>{}</td>", ratio(cells[0], *c));
+            let _ = write!(page, "<td class=\"ratio\">{}</td>", ratio(cells[0], *c));
         }
         page.push_str("</tr>\n");
     }
@@ -917,19 +1029,26 @@ fn evidence(h: &HistogramSummary, p: f64) -> String {
     out
 }
 
-pub(crate) fn value_at(v: &RunView, p: f64) -> Option<(u64, bool)> {
-    if let Some(h) = &v.response {
-        if h.is_empty() {
-            return None;
+pub(crate) fn value_at(v: &ClockView, p: f64) -> Option<(u64, bool)> {
+    match (&v.times, v.clock) {
+        (Some(h), _) if h.is_empty() => None,
+        (Some(h), Clock::Response) => {
+            let b = bound_at(h, &v.run.censored, p);
+            Some((b.value, b.lower_bound))
         }
-        let b = bound_at(h, &v.censored, p);
-        return Some((b.value, b.lower_bound));
+        // The run keeps no censored histogram of times from the send: its summary says which
+        // of them are lower bounds.
+        (Some(h), Clock::FromSend) => {
+            let value = if p >= 100.0 {
+                h.max()
+            } else {
+                h.value_at_quantile(p / 100.0)
+            };
+            let lower_bound = v.summary().at(p).is_some_and(|b| b.lower_bound);
+            Some((value, lower_bound))
+        }
+        (None, _) => v.summary().at(p).map(|b| (b.value, b.lower_bound)),
     }
-    v.r()
-        .histograms
-        .response
-        .at(p)
-        .map(|b| (b.value, b.lower_bound))
 }
 
 pub(crate) fn latency(ns: u64, lower_bound: bool) -> String {
@@ -947,12 +1066,8 @@ fn ratio(base: Option<(u64, bool)>, other: Option<(u64, bool)>) -> String {
     if a == 0 {
         return "—".into();
     }
-    let x = b as f64 / a as f64;
-    let text = if x >= 10.0 {
-        format!("{x:.0}×")
-    } else {
-        format!("{x:.1}×")
-    };
+    // The terminal's digits, so a ratio reads the same on the page as in the table above it.
+    let text = format!("{}×", crate::compare::format_ratio(b as f64 / a as f64));
     match (a_lb, b_lb) {
         (false, false) => text,
         (false, true) => format!("≥ {text}"),
@@ -963,21 +1078,24 @@ fn ratio(base: Option<(u64, bool)>, other: Option<(u64, bool)>) -> String {
 
 // ---- spectrum ------------------------------------------------------------------------------
 
-fn spectrum_section(page: &mut String, views: &[RunView]) -> Result<(), ReportError> {
-    // Each run's curves: its own, then its back-filled estimate if it has one.
+fn spectrum_section(page: &mut String, runs: &[RunView]) -> Result<(), ReportError> {
+    let views = clock_views(runs);
+    // Each view's curves: its own, then the run's back-filled estimate if it has one.
     let mut per_run: Vec<Vec<Curve>> = Vec::new();
     let mut max_inverse: f64 = 100.0;
-    for v in views {
+    for v in &views {
         let (curve, reach) = spectrum_curve(v);
         max_inverse = max_inverse.max(reach);
         let mut curves = vec![curve];
-        curves.extend(
-            v.r()
-                .histograms
-                .backfilled
-                .as_ref()
-                .and_then(|b| backfilled_curve(v, b)),
-        );
+        if v.clock == Clock::Response {
+            curves.extend(
+                v.r()
+                    .histograms
+                    .backfilled
+                    .as_ref()
+                    .and_then(|b| backfilled_curve(v.run, b)),
+            );
+        }
         per_run.push(curves);
     }
     let all: Vec<Curve> = per_run.iter().flatten().cloned().collect();
@@ -992,7 +1110,7 @@ fn spectrum_section(page: &mut String, views: &[RunView]) -> Result<(), ReportEr
             size: Size::Full,
         })?);
     } else {
-        small_spectra(page, views, &per_run, axes)?;
+        small_spectra(page, &views, &per_run, axes)?;
     }
     let _ = write!(
         page,
@@ -1000,7 +1118,7 @@ fn spectrum_section(page: &mut String, views: &[RunView]) -> Result<(), ReportEr
          (ms, log scale) at every percentile. Moving right, each grid step is ten times rarer: 90% of requests were at or below the \
          curve's value at 90%, 99% at 99%, and so on. Markers sit at p50, p90, p99, p99.9 and p99.99; a hollow marker is only a lower \
          bound (censored requests). Each run has its own colour and marker; open loops are drawn solid, closed loops dashed, paced \
-         loops dotted. {} Where a closed-loop \
+         loops dotted, and a paced loop's view from the send (what hey -q and JMeter report) dashed in a colour of its own. {} Where a closed-loop \
          curve stays flat while an open-loop curve climbs (usually from p90–p99 on), the closed loop stopped sending while the \
          server stalled and never measured what users would have waited.</figcaption>\n</figure>\n</section>\n",
         if views.len() <= MANY_RUNS {
@@ -1015,7 +1133,7 @@ fn spectrum_section(page: &mut String, views: &[RunView]) -> Result<(), ReportEr
 /// One small chart per run, each against the reference run, on the page's shared axes.
 fn small_spectra(
     page: &mut String,
-    views: &[RunView],
+    views: &[ClockView],
     per_run: &[Vec<Curve>],
     axes: plot::SpectrumAxes,
 ) -> Result<(), ReportError> {
@@ -1045,12 +1163,12 @@ fn small_spectra(
     Ok(())
 }
 
-/// One run's spectrum curve and how far right (1/(1−p)) its data reaches.
-fn spectrum_curve(v: &RunView) -> (Curve, f64) {
+/// One view's spectrum curve and how far right (1/(1−p)) its data reaches.
+fn spectrum_curve(v: &ClockView) -> (Curve, f64) {
     let label = v.name();
     let mut points = Vec::new();
     let mut marks = Vec::new();
-    if let Some(h) = v.response.as_ref().filter(|h| !h.is_empty()) {
+    if let Some(h) = v.times.as_ref().filter(|h| !h.is_empty()) {
         // A curve starts where the data starts: a recorded zero has no place on a log axis.
         for t in crate::hgrm::ticks(h, 5)
             .into_iter()
@@ -1062,26 +1180,19 @@ fn spectrum_curve(v: &RunView) -> (Curve, f64) {
             .iter()
             .filter(|(p, _)| *p < 100.0 && reachable(*p, h.len()))
         {
-            let b = bound_at(h, &v.censored, *p);
-            marks.push((1.0 / (1.0 - p / 100.0), ms(b.value), b.lower_bound));
+            let (value, lower_bound) = value_at(v, *p).unwrap_or((0, false));
+            marks.push((1.0 / (1.0 - p / 100.0), ms(value), lower_bound));
         }
     } else {
         // No histogram (imported results): draw the summary percentiles alone.
         for (p, value) in v
-            .r()
-            .histograms
-            .response
+            .summary()
             .percentiles
             .0
             .iter()
             .filter(|(p, value)| *p < 100.0 && *value > 0)
         {
-            let lb = v
-                .r()
-                .histograms
-                .response
-                .at(*p)
-                .is_some_and(|b| b.lower_bound);
+            let lb = v.summary().at(*p).is_some_and(|b| b.lower_bound);
             points.push((1.0 / (1.0 - p / 100.0), ms(*value)));
             marks.push((1.0 / (1.0 - p / 100.0), ms(*value), lb));
         }
@@ -1546,7 +1657,8 @@ mod tests {
         let view = RunView::new(0, &run).unwrap();
         let h = view.response.as_ref().unwrap();
         assert_eq!(h.min(), 0, "the run recorded zeros");
-        let (curve, _) = spectrum_curve(&view);
+        let clocks = clock_views(std::slice::from_ref(&view));
+        let (curve, _) = spectrum_curve(&clocks[0]);
         let estimate = run.result.histograms.backfilled.as_ref().unwrap();
         let backfilled = backfilled_curve(&view, estimate).expect("a back-filled estimate");
         let smallest_recorded = |h: &Histogram<u64>| {

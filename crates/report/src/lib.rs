@@ -2,6 +2,7 @@
 //! and a self-contained HTML report with plots.
 //!
 //! - [`compare`]: the seeds' side-by-side table of runs with ratios;
+//! - [`finding`]: what a closed loop beside an open loop shows, for the terminal and the page;
 //! - [`hgrm`]: the percentile-distribution text format, as the HdrHistogram reference writes it;
 //! - [`hlog`]: the HdrHistogram interval log (tagged, compressed V2 histograms);
 //! - [`samples`]: streaming per-request samples (CSV or compact binary), with uniform sampling;
@@ -13,6 +14,7 @@
 mod board;
 pub mod compare;
 mod error;
+pub mod finding;
 pub mod gate;
 pub mod hgrm;
 pub mod hlog;

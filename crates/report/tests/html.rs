@@ -164,8 +164,8 @@ fn percentiles_sit_side_by_side_with_ratios_from_the_data() {
     let want = p99(&open) / p99(&closed);
     let row = table_row(&p, "p99");
     assert!(
-        row.contains(&format!("<td>{want:.0}×</td>")),
-        "p99 ratio {want:.0}× in {row}"
+        row.contains(&format!("<td class=\"ratio\">{want:.1}×</td>")),
+        "p99 ratio {want:.1}× in {row}"
     );
     assert!(want > 10.0, "the hiccup separates the loops at p99");
 }
@@ -356,4 +356,122 @@ fn checked_in_fixtures_load_and_match_the_result_schema() {
             doc["mode"]
         );
     }
+}
+
+/// A paced closed loop of 10 connections through a 1 s stall at 100 req/s: each slot due in the
+/// stall is sent late, once its connection's answer came back. From the slot it waited out the
+/// stall; from the send it took 10 ms.
+fn paced_through_a_stall(label: &str) -> RunResult {
+    let mut rec = Recorder::new(Duration::from_secs(1));
+    let (stall, end) = (Duration::from_secs(2)..Duration::from_secs(3), 500u64);
+    for i in 0..end {
+        let due = Duration::from_millis(10 * i);
+        let sent = if stall.contains(&due) { stall.end } else { due };
+        let stamps = Stamps {
+            intended: due,
+            dispatched: due,
+            sent,
+            waited_for_connection: false,
+        };
+        rec.record(&stamps, sent + Duration::from_millis(10), Outcome::Ok);
+    }
+    let facts = RunFacts {
+        label: label.into(),
+        mode: Mode::Paced,
+        config: RunConfig {
+            rate: Some(100.0),
+            duration_ns: Some(5_000_000_000),
+            connections: 10,
+            interval_ns: 1_000_000_000,
+            ..Default::default()
+        },
+        scheduled: end,
+        elapsed: Duration::from_secs(5),
+        interrupted: false,
+        checks: sojourn_core::check::assess_closed(),
+        backfill_interval: None,
+    };
+    RunResult::build(&Recorder::merge_all([rec]), facts)
+}
+
+/// The open loop and the model through the same stall: every request due in it waits for its
+/// end.
+fn open_through_a_stall(label: &str) -> RunResult {
+    let mut r = paced_through_a_stall(label);
+    r.mode = Mode::Open;
+    r.histograms.service = r.histograms.response.clone();
+    r
+}
+
+#[test]
+fn a_paced_loop_is_two_views_each_judged_from_its_own_data() {
+    let (paced, open, model) = (
+        paced_through_a_stall("paced"),
+        open_through_a_stall("open loop"),
+        open_through_a_stall("model"),
+    );
+    let html = page(&[run(paced.clone()), run(open.clone()), run(model)]);
+    let board = html
+        .split("id=\"board\"")
+        .nth(1)
+        .unwrap()
+        .split("</table>")
+        .next()
+        .unwrap();
+    let row = |clock: &str| {
+        board
+            .split("<tr data-verdict")
+            .find(|r| r.contains(&format!("data-clock=\"{clock}\"")) && r.contains("paced"))
+            .unwrap_or_else(|| panic!("no {clock} row for the paced loop on the board: {board}"))
+    };
+    // From the send it hides the stall; from the slot it shows it, as the open loop does.
+    assert!(
+        row("from-send").contains("paced, from send")
+            && row("from-send").contains("HIDES THE STALL")
+    );
+    assert!(row("response").contains("paced, from slot") && row("response").contains(">honest<"));
+    // The percentile table has both views, and the open loop's p99 over the from-send view is
+    // the terminal's ratio, to its digits.
+    let head = html
+        .split("id=\"percentiles\"")
+        .nth(1)
+        .unwrap()
+        .split("</thead>")
+        .next()
+        .unwrap();
+    assert!(
+        head.contains("ratio open loop / paced, from send"),
+        "{head}"
+    );
+    let columns = sojourn_report::finding::closed_columns(&paced);
+    let want = sojourn_report::finding::ratio_at(&columns[0], &open, 99.0).unwrap();
+    let p99 = table_row(&html, "p99");
+    let shown = format!("{}×", sojourn_report::compare::format_ratio(want));
+    assert!(p99.contains(&shown), "p99 ratio {shown} in {p99}");
+    // The spectrum draws both of its curves, and the lede states the terminal's verdict.
+    let spectrum = texts(svg(&html, "spectrum")).join("|");
+    assert!(
+        spectrum.contains("paced, from send") && spectrum.contains("paced, from slot"),
+        "{spectrum}"
+    );
+    let verdict = sojourn_report::finding::finding(&paced, &open);
+    assert!(
+        verdict[0].contains("understates open-loop p99"),
+        "{verdict:?}"
+    );
+    assert!(
+        html.contains(&format!(
+            "<b>Verdict:</b> {}.",
+            verdict[0].replace('\'', "&#39;")
+        )),
+        "the lede states: {}",
+        verdict[0]
+    );
+}
+
+#[test]
+fn a_label_that_names_its_loop_is_not_said_twice() {
+    let html = page(&[run(open_through_a_stall("open loop"))]);
+    assert!(!html.contains("open loop (open loop)"));
+    assert!(html.contains("open loop"));
 }
