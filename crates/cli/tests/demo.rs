@@ -93,6 +93,14 @@ fn hiccup_splits_the_loops_and_the_healthy_control_does_not() {
         "{stdout}"
     );
     assert_report_shows_both_curves(&dir.join("demo.html"), &dir);
+    verdict_page::assert_page_agrees(
+        &dir.join("demo.html"),
+        &dir,
+        &stdout,
+        "open",
+        3,
+        verdict_page::Expect::HidesTheStall,
+    );
     // Both loops' requests are drawn as dots on the timelines (the wedge): thousands of them.
     let html = std::fs::read_to_string(dir.join("demo.html")).unwrap();
     assert!(
@@ -113,6 +121,14 @@ fn hiccup_splits_the_loops_and_the_healthy_control_does_not() {
         );
     }
     assert!(stdout.contains("agree here"), "{stdout}");
+    verdict_page::assert_page_agrees(
+        &dir.join("demo.html"),
+        &dir,
+        &stdout,
+        "open",
+        3,
+        verdict_page::Expect::AllHonest,
+    );
 }
 
 /// Headless Chromium renders the report; the spectrum has both loops in it. At 1280 px the
@@ -143,7 +159,10 @@ fn assert_report_shows_both_curves(report: &Path, dir: &Path) {
     );
     let seen = sojourn_testkit::browser::layout(&chromium, report, (1280, 800), dir);
     assert_eq!(seen.faults(3), Vec::<String>::new());
-    assert_eq!(seen.board_rows, 3, "model, open and paced on the board");
+    assert_eq!(
+        seen.board_rows, 4,
+        "model, open and the paced loop's two views on the board"
+    );
     assert!(
         seen.board_bottom.is_some_and(|b| b <= 800.0),
         "the board is on the first screen: {:?}",

@@ -502,8 +502,11 @@ fn hgrm_hlog_and_samples_files() {
     }
 }
 
+/// compare runs both loops at once, so a one-shot stall meets both: it is never called
+/// agreement, the same schedule is never called another rate, and the page says what the
+/// terminal says.
 #[test]
-fn compare_runs_both_loops_and_gives_a_verdict() {
+fn compare_runs_both_loops_at_once_and_gives_a_verdict() {
     let _guard = serial();
     let server = TestServer::start(false);
     let dir = temp_dir("compare");
@@ -515,16 +518,14 @@ fn compare_runs_both_loops_and_gives_a_verdict() {
         "--rate",
         "500",
         "--duration",
-        "3s",
+        "4s",
         "--json-dir",
         dir.to_str().unwrap(),
         "--report",
         report.to_str().unwrap(),
     ]);
-    // A 1 s stall inside each loop's 3 s: 1 s into the closed loop, then 1 s into the open loop.
-    std::thread::sleep(Duration::from_millis(1000));
-    server.stall_for(Duration::from_secs(1));
-    std::thread::sleep(Duration::from_millis(3100));
+    // One stall of 1 s, once: run one loop after the other and it would fall in one only.
+    std::thread::sleep(Duration::from_millis(1500));
     server.stall_for(Duration::from_secs(1));
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -533,11 +534,26 @@ fn compare_runs_both_loops_and_gives_a_verdict() {
         read_result(&dir.join("closed.json")),
         read_result(&dir.join("open.json")),
     );
-    // By default the closed loop is paced at the open loop's rate: the same load, seen.
+    // By default the closed loop is paced, each loop at half the rate: the same schedule.
     assert_eq!(closed.mode, sojourn_core::Mode::Paced);
     assert_eq!(open.mode, sojourn_core::Mode::Open);
+    assert_eq!(closed.config.rate, Some(250.0));
     assert_eq!(closed.counts.scheduled, open.counts.scheduled);
+    assert_eq!(closed.counts.scheduled, 1000);
+    // Both met the stall: each loop's slowest answer from the server took most of it.
+    for r in [&closed, &open] {
+        assert!(
+            r.histograms.service.max >= 800_000_000,
+            "{}: slowest answer {} ns",
+            r.label,
+            r.histograms.service.max
+        );
+    }
     assert!(!stdout.contains("NOT THE SAME RATE"), "{stdout}");
+    assert!(
+        !stdout.contains("agree"),
+        "a one-shot stall is never agreement: {stdout}"
+    );
     assert!(
         stdout.contains("the paced closed loop's p99 from the send understates open-loop p99 by"),
         "{stdout}"
@@ -546,9 +562,13 @@ fn compare_runs_both_loops_and_gives_a_verdict() {
         stdout.contains("open loop/paced, from send") && stdout.contains("never sent"),
         "the table has the ratio column and the counts: {stdout}"
     );
-    assert!(
-        std::fs::read_to_string(&report).unwrap().contains("<svg"),
-        "the report has charts"
+    common::verdict_page::assert_page_agrees(
+        &report,
+        &dir,
+        &stdout,
+        "open loop",
+        2,
+        common::verdict_page::Expect::HidesTheStall,
     );
     // Unpaced, the closed loop runs as fast as the server answers: a different load, and the
     // verdict says so before any ratio.
@@ -573,7 +593,7 @@ fn compare_runs_both_loops_and_gives_a_verdict() {
         sojourn_core::Mode::Closed
     );
     assert!(
-        stdout.contains("verdict: NOT THE SAME RATE: the closed loop achieved"),
+        stdout.contains("verdict: NOT THE SAME RATE: the closed loop sent"),
         "{stdout}"
     );
 }

@@ -1,6 +1,7 @@
 //! A tiny HTTP server for tests: answers after ~1 ms, stalls on command, counts what it got.
 #![allow(dead_code)]
 pub mod tolerance;
+pub mod verdict_page;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
