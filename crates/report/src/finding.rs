@@ -104,17 +104,23 @@ pub fn verdict(closed: &RunResult, open: &RunResult) -> String {
         .join("\n")
 }
 
-/// The closed loop and the open loop among `runs`, when there are both (the model is neither):
-/// the pair `demo` and `compare` measure.
+/// The closed loop and the open loop, when `runs` are exactly the pair `demo` and `compare`
+/// measure (and perhaps the model): two measured runs, one closed or paced, one open. A suite's
+/// many tools are judged on its board instead, each against the model.
 pub fn pair(runs: &[&RunResult]) -> Option<(usize, usize)> {
-    let measured = |i: &usize| !sojourn_core::verdict::is_model(runs[*i]);
-    let closed = (0..runs.len())
-        .filter(measured)
-        .find(|&i| matches!(runs[i].mode, Mode::Closed | Mode::Paced))?;
-    let open = (0..runs.len())
-        .filter(measured)
-        .find(|&i| runs[i].mode == Mode::Open)?;
-    Some((closed, open))
+    let measured: Vec<usize> = (0..runs.len())
+        .filter(|&i| !sojourn_core::verdict::is_model(runs[i]))
+        .collect();
+    let [a, b] = measured[..] else {
+        return None;
+    };
+    let closed = |i: usize| matches!(runs[i].mode, Mode::Closed | Mode::Paced);
+    let open = |i: usize| runs[i].mode == Mode::Open;
+    match (closed(a), open(b), closed(b), open(a)) {
+        (true, true, ..) => Some((a, b)),
+        (.., true, true) => Some((b, a)),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -206,6 +212,18 @@ mod tests {
         // Within 5% is the same load.
         assert!(load_mismatch(&run(Mode::Closed, 1960, 5, 2, 2), &open).is_none());
         assert!(load_mismatch(&run(Mode::Closed, 1880, 5, 2, 2), &open).is_some());
+    }
+
+    #[test]
+    fn the_pair_is_one_closed_and_one_open_measured_run() {
+        let (open, paced) = (run(Mode::Open, 10, 1, 1, 1), run(Mode::Paced, 10, 1, 1, 1));
+        let mut model = open.clone();
+        model.label = sojourn_core::verdict::MODEL_LABEL.into();
+        assert_eq!(pair(&[&paced, &open, &model]), Some((0, 1)));
+        assert_eq!(pair(&[&model, &open, &paced]), Some((2, 1)));
+        // A suite: more than two measured runs is not a pair.
+        assert_eq!(pair(&[&model, &open, &paced, &paced]), None);
+        assert_eq!(pair(&[&open, &open]), None);
     }
 
     #[test]
