@@ -12,7 +12,7 @@ use url::Url;
 
 use crate::args::{self, ArrivalKind};
 use crate::bad_input;
-use crate::exit::{CHECK_FAILED, GATE_FAILED};
+use crate::exit::{CHECK_FAILED, GATE_FAILED, INTERRUPTED};
 use crate::requests::{AnyTransport, Protocol, Requests, TargetsOrder};
 
 /// The arguments as typed.
@@ -601,13 +601,26 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .as_ref()
         .is_none_or(|c| c.conforms);
     let gate_passed = v.gate.check(&result)?;
-    if v.strict && !(result.checks.passed() && conforms) {
-        return Ok(ExitCode::from(CHECK_FAILED));
+    Ok(ExitCode::from(exit_code(
+        result.interrupted,
+        v.strict && !(result.checks.passed() && conforms),
+        gate_passed,
+    )))
+}
+
+/// The run's exit code once everything is written. A run cut short (6) says least about what
+/// was asked for, so it wins; then a generator that fell behind (3), which measured itself;
+/// then the objectives (4).
+fn exit_code(interrupted: bool, check_failed: bool, gate_passed: bool) -> u8 {
+    if interrupted {
+        INTERRUPTED
+    } else if check_failed {
+        CHECK_FAILED
+    } else if !gate_passed {
+        GATE_FAILED
+    } else {
+        0
     }
-    if !gate_passed {
-        return Ok(ExitCode::from(GATE_FAILED));
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// Resolves the target and opens one connection (see [`crate::requests::connectable`]).
@@ -756,4 +769,27 @@ fn raise_fd_limit() {
 /// Whether the terminal shows the live panel (or progress line).
 pub fn interactive() -> bool {
     std::io::stderr().is_terminal()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interruption_wins_over_the_checks_and_the_checks_over_the_objectives() {
+        // (interrupted, check failed, gate passed) -> code
+        for (interrupted, check_failed, gate_passed, code) in [
+            (false, false, true, 0),
+            (false, false, false, GATE_FAILED),
+            (false, true, false, CHECK_FAILED),
+            (true, false, true, INTERRUPTED),
+            (true, true, false, INTERRUPTED),
+        ] {
+            assert_eq!(
+                exit_code(interrupted, check_failed, gate_passed),
+                code,
+                "interrupted {interrupted}, check failed {check_failed}, gate passed {gate_passed}"
+            );
+        }
+    }
 }

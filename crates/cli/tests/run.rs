@@ -133,14 +133,18 @@ fn counts_add_up_when_the_run_ends_mid_stall() {
     assert!(stdout.contains('≥'), "lower bounds print as ≥: {stdout}");
 }
 
-#[test]
-fn ctrl_c_still_writes_what_was_gathered() {
-    let _guard = serial();
+/// Starts a minute-long run at 500 req/s with `extra` flags, sends it `signal` after 1.5 s,
+/// and returns its output and result file.
+fn stopped_by(
+    signal: &str,
+    name: &str,
+    extra: &[&str],
+) -> (std::process::Output, std::path::PathBuf) {
     let server = TestServer::start(false);
-    let dir = temp_dir("sigint");
+    let dir = temp_dir(name);
     let json = dir.join("r.json");
     let url = server.url("http");
-    let child = spawn(&[
+    let mut args = vec![
         "run",
         &url,
         "--rate",
@@ -149,15 +153,25 @@ fn ctrl_c_still_writes_what_was_gathered() {
         "60s",
         "--json",
         json.to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let child = spawn(&args);
     std::thread::sleep(Duration::from_millis(1500));
     let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([&format!("-{signal}"), &child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "exit {:?}", out.status);
+    (child.wait_with_output().unwrap(), json)
+}
+
+/// A run cut short exits 6, so CI can tell it from a complete one, and still writes all it
+/// gathered.
+#[test]
+fn ctrl_c_still_writes_what_was_gathered() {
+    let _guard = serial();
+    let (out, json) = stopped_by("INT", "sigint", &[]);
+    assert_eq!(out.status.code(), Some(6), "exit {:?}", out.status);
     let r = read_result(&json);
     assert!(r.interrupted);
     assert_nothing_lost(&r);
@@ -173,6 +187,30 @@ fn ctrl_c_still_writes_what_was_gathered() {
     assert!(String::from_utf8(out.stdout)
         .unwrap()
         .contains("INTERRUPTED"));
+}
+
+/// SIGTERM (how Kubernetes stops a pod) is an interruption like Ctrl-C: exit 6, the result
+/// written. 6 wins over a breached objective (4): it was judged on a run cut short.
+#[test]
+fn sigterm_exits_6_over_a_breached_objective_and_writes_the_result() {
+    let _guard = serial();
+    let (out, json) = stopped_by("TERM", "sigterm", &["--slo", "p50<1ns"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(6),
+        "exit {:?}: {stdout}",
+        out.status
+    );
+    assert!(
+        stdout.contains("BREACHED"),
+        "the objective was judged: {stdout}"
+    );
+    let r = read_result(&json);
+    assert!(r.interrupted);
+    assert!(r.counts.completed > 0, "{:?}", r.counts);
+    assert_nothing_lost(&r);
+    assert!(r.elapsed_ns < 30_000_000_000, "stopped long before the end");
 }
 
 #[test]
