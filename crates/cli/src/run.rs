@@ -184,8 +184,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_hiccup_meter: bool,
     /// Serve live metrics (OpenMetrics text, for Prometheus) on http://ADDR/metrics while the
-    /// run goes on: counts by outcome, in flight, target and achieved rate, the last interval's
-    /// response-time percentiles and send lag. A bare port (9464) or :9464 listens on
+    /// run goes on: counts by outcome, in flight and the age of the oldest in flight, target
+    /// and achieved rate, the last interval's response-time percentiles and send lag. A bare port (9464) or :9464 listens on
     /// 127.0.0.1 only; ADDRESS:PORT listens exactly there. Port 0 picks a free one. The address
     /// is printed on stderr; the endpoint stops with the run.
     #[arg(long, value_name = "[ADDRESS:]PORT", value_parser = crate::metrics::listen_addr)]
