@@ -644,8 +644,12 @@ fn a_late_start_is_send_lag_never_hidden() {
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
+    // "--start-at was 0.8 s ago" (or a little more, by the time it connected).
     assert!(
-        err.contains("requests due since then leave at once"),
+        err.contains("--start-at was 0.")
+            && err.contains(
+                " s ago: requests due since then are sent at once and timed from their due time"
+            ),
         "{err}"
     );
     let r = read_result(&json);
@@ -670,4 +674,53 @@ fn a_late_start_is_send_lag_never_hidden() {
         (zero - given).abs() < 1e-6,
         "the schedule's zero is the plan's start: {zero} vs {given}"
     );
+}
+
+/// A shard names its place and its plan before it runs, with the fingerprint its result then
+/// carries, and says how long it waits for --start-at.
+#[test]
+fn a_shard_says_where_it_stands_and_waits_for_start_at() {
+    let _guard = serial();
+    let server = TestServer::start(false);
+    let dir = temp_dir("shard-announce");
+    let json = dir.join("r.json");
+    let url = server.url("http");
+    let at = std::time::SystemTime::now() + Duration::from_millis(2500);
+    let at = humantime::format_rfc3339_millis(at).to_string();
+    let out = sojourn(&[
+        "run",
+        &url,
+        "--rate",
+        "200",
+        "--duration",
+        "1s",
+        "--shard",
+        "1/2",
+        "--start-at",
+        &at,
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let r = read_result(&json);
+    let fingerprint = &r.placement.as_ref().unwrap().fingerprint;
+    let said = format!(
+        "shard 1/2 of plan {}… at 200 req/s (this shard: 100 req/s); waiting ",
+        &fingerprint[..8]
+    );
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("shard "))
+        .unwrap_or_else(|| panic!("no shard line: {stderr}"));
+    assert!(line.starts_with(&said), "{line}\nwanted {said}…");
+    assert!(line.ends_with(&format!(" s for --start-at {at}")), "{line}");
+    let waited: f64 = line[said.len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1.0..2.6).contains(&waited), "{line}");
+    assert_eq!(r.counts.scheduled, 100, "its half of 200");
 }
