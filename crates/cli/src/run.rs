@@ -505,6 +505,11 @@ fn request(a: &RunArgs) -> anyhow::Result<HttpRequest> {
             "URL: required; give it on the command line or as url = \"…\" in the --plan file"
         )
     })?;
+    if let Some(guess) = sojourn_core::targets::with_http_scheme(text) {
+        return Err(bad_input!(
+            "URL: {text:?} has no scheme; write {guess} (or https:// for TLS)"
+        ));
+    }
     let url = Url::parse(text).map_err(|e| {
         bad_input!(
             "URL: {text:?} is not a valid URL ({e}); expected e.g. http://127.0.0.1:8080/api"
