@@ -16,7 +16,9 @@ pub struct Cli {
 /// The exit codes, for `--help` (crate::exit has them as constants).
 const EXIT_CODES: &str = "Exit codes: 0 success; 1 the run could not be carried out; 2 bad input \
 (the message names the flag); 3 --strict and the self-check failed; 4 --slo: an objective was \
-breached or had too few samples to judge.";
+breached or had too few samples to judge; 5 merge: a shard is missing or cut short (not with \
+--allow-partial); 6 the run was interrupted (Ctrl-C or SIGTERM) and wrote what it gathered. \
+6 wins over 3, and 3 over 4.";
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
@@ -51,6 +53,7 @@ pub enum Command {
     Diff(Box<crate::diff::DiffArgs>),
     /// Merge the shard results of one plan (`run --shard`) into one result, losslessly; a
     /// missing or short shard is named and counted as not measured.
+    #[command(after_help = EXIT_CODES)]
     Merge(Box<crate::merge::MergeArgs>),
 }
 
@@ -295,6 +298,31 @@ mod tests {
             }
         }
         assert!(checked > 250, "{checked} cases");
+    }
+
+    /// `sojourn --help`, `run --help` and `merge --help` list every exit code, 5 and 6 too.
+    #[test]
+    fn help_lists_every_exit_code() {
+        let mut top = command();
+        let mut texts = vec![top.render_long_help().to_string()];
+        for name in ["run", "merge"] {
+            let sub = top.find_subcommand_mut(name).expect(name);
+            texts.push(sub.render_long_help().to_string());
+        }
+        for text in &texts {
+            // Clap wraps the text to the terminal's width.
+            let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            for code in [
+                "0 success",
+                "2 bad input",
+                "3 --strict",
+                "4 --slo",
+                "5 merge",
+                "6 the run was interrupted",
+            ] {
+                assert!(text.contains(code), "no {code:?} in\n{text}");
+            }
+        }
     }
 
     #[test]

@@ -8,9 +8,12 @@
 //! | 3    | `--strict` and a self-check failed (the generator fell behind) |
 //! | 4    | `--slo`: an objective was breached, or had too few samples to judge |
 //! | 5    | `merge`: a shard is missing or cut short (not with `--allow-partial`) |
+//! | 6    | `run` was interrupted (Ctrl-C or SIGTERM): what it gathered is written all the same |
 //!
 //! When both 3 and 4 apply, 3 wins: a generator that fell behind measured itself, not the target.
 //! When both 4 and 5 apply, 5 wins: objectives judged on part of a plan say little about it.
+//! When 6 applies, it wins over 3 and 4 for the same reason: the checks and objectives were
+//! judged on a run cut short, not on the run that was asked for.
 use std::fmt;
 use std::io::Write;
 use std::process::ExitCode;
@@ -21,6 +24,8 @@ pub const CHECK_FAILED: u8 = 3;
 pub const GATE_FAILED: u8 = 4;
 /// `merge`: a shard is missing or cut short.
 pub const PARTIAL: u8 = 5;
+/// `run` was stopped by Ctrl-C or SIGTERM before its end: its outputs hold what it gathered.
+pub const INTERRUPTED: u8 = 6;
 
 /// An error in what the user asked for. Its message names the flag, what was given and what is
 /// accepted; the process exits 2.

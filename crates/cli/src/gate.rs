@@ -25,6 +25,10 @@ pub struct GateArgs {
     /// breached or unjudged one.
     #[arg(long, value_name = "FILE", requires = "slo")]
     pub junit: Option<PathBuf>,
+    /// The `--plan` file the objectives came from (its `slo` key), when they did not come
+    /// from the command line: a message about one names the file and the key.
+    #[arg(skip)]
+    pub from_plan: Option<PathBuf>,
 }
 
 /// The objectives parsed (before any run, so a typo costs nothing) and where to write JUnit.
@@ -32,21 +36,28 @@ pub struct GateArgs {
 pub struct Gate {
     pub objectives: Vec<Objective>,
     pub junit: Option<PathBuf>,
+    /// Where the objectives were given, as a message names it: `--slo`, or `--plan: FILE: slo`.
+    origin: String,
 }
 
 impl Gate {
     pub fn parse(args: GateArgs) -> anyhow::Result<Gate> {
+        let origin = match &args.from_plan {
+            Some(path) => format!("--plan: {}: slo", path.display()),
+            None => "--slo".to_string(),
+        };
         let objectives = args
             .slo
             .iter()
             .map(|text| {
                 text.parse::<Objective>()
-                    .map_err(|e| bad_input!("--slo: {e}"))
+                    .map_err(|e| bad_input!("{origin}: {e}"))
             })
             .collect::<anyhow::Result<_>>()?;
         Ok(Gate {
             objectives,
             junit: args.junit,
+            origin,
         })
     }
 
@@ -56,7 +67,7 @@ impl Gate {
 
     /// The verdicts on one result. A stage the result does not have is bad input.
     pub fn judge(&self, result: &RunResult) -> anyhow::Result<Vec<Judgement>> {
-        evaluate(result, &self.objectives).map_err(|e| bad_input!("--slo: {e}"))
+        evaluate(result, &self.objectives).map_err(|e| bad_input!("{}: {e}", self.origin))
     }
 
     /// Prints each result's verdict table, writes `--junit`, and says whether every objective
@@ -77,7 +88,7 @@ impl Gate {
     pub fn check_stages(&self, stages: Option<&[StageConfig]>) -> anyhow::Result<()> {
         for o in &self.objectives {
             if let Some(stage) = &o.stage {
-                resolve_stage(o, stage, stages).map_err(|e| bad_input!("--slo: {e}"))?;
+                resolve_stage(o, stage, stages).map_err(|e| bad_input!("{}: {e}", self.origin))?;
             }
         }
         Ok(())

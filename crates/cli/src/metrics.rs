@@ -8,9 +8,10 @@ use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::{Method, Request, Response, StatusCode};
 use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder};
 use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::{Registry, Unit};
 use sojourn_core::FailureClass;
 use tokio_util::sync::CancellationToken;
@@ -184,6 +185,36 @@ fn total_suffixed(line: &str, counters: &[&str]) -> String {
 
 type Labels = Vec<(&'static str, String)>;
 
+/// A labelled family whose members are written in the order they were added, so that two
+/// scrapes of the same state are byte for byte the same (the library's own family keeps them
+/// in a hash map, in a different order on every scrape).
+#[derive(Debug)]
+struct Ordered<M>(Vec<(Labels, M)>);
+
+impl<M> Ordered<M> {
+    fn new() -> Self {
+        Ordered(Vec::new())
+    }
+
+    fn with(mut self, labels: Labels, metric: M) -> Self {
+        self.0.push((labels, metric));
+        self
+    }
+}
+
+impl<M: EncodeMetric + TypedMetric> EncodeMetric for Ordered<M> {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        for (labels, metric) in &self.0 {
+            metric.encode(encoder.encode_family(labels)?)?;
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        M::TYPE
+    }
+}
+
 /// The view as OpenMetrics text. A fresh registry per scrape: values are read from the run,
 /// not accumulated here, and a scrape is rare beside a request.
 pub fn render(v: &View) -> String {
@@ -208,8 +239,7 @@ pub fn render(v: &View) -> String {
     }
     // An info-style gauge (always 1) rather than OpenMetrics' info type, which the classic
     // text format, and so promtool, does not know.
-    let info = Family::<Labels, FloatGauge>::default();
-    info.get_or_create(&vec![("mode", v.mode.into())]).set(1.0);
+    let info = Ordered::new().with(vec![("mode", v.mode.into())], gauge(1.0));
     r.register("sojourn_run_info", "The kind of load", info);
     let mut out = String::new();
     encode(&mut out, &r).expect("writing to a String cannot fail");
@@ -232,14 +262,10 @@ type FloatGauge = Gauge<f64, std::sync::atomic::AtomicU64>;
 
 /// One gauge per percentile, in seconds. The label is `percentile`, not `quantile`: a gauge
 /// with a `quantile` label would pass for a summary's, which it is not (no count, no sum).
-fn percentiles(values: &[(&'static str, Duration)]) -> Family<Labels, FloatGauge> {
-    let family = Family::<Labels, FloatGauge>::default();
-    for (q, d) in values {
-        family
-            .get_or_create(&vec![("percentile", (*q).into())])
-            .set(d.as_secs_f64());
-    }
-    family
+fn percentiles(values: &[(&'static str, Duration)]) -> Ordered<FloatGauge> {
+    values.iter().fold(Ordered::new(), |family, (q, d)| {
+        family.with(vec![("percentile", (*q).into())], gauge(d.as_secs_f64()))
+    })
 }
 
 fn counters(r: &mut Registry, v: &View) {
@@ -249,16 +275,12 @@ fn counters(r: &mut Registry, v: &View) {
         "Requests whose first byte left for the target",
         counter(c.sent),
     );
-    let finished = Family::<Labels, Counter>::default();
     let ok = c.answered.saturating_sub(c.failed);
-    finished
-        .get_or_create(&vec![("outcome", "ok".into())])
-        .inc_by(ok);
-    for class in FailureClass::ALL {
-        finished
-            .get_or_create(&vec![("outcome", class.name().into())])
-            .inc_by(c.failures.get(class));
-    }
+    let outcome = |name: &str| vec![("outcome", name.to_string())];
+    let finished = FailureClass::ALL.iter().fold(
+        Ordered::new().with(outcome("ok"), counter(ok)),
+        |family, class| family.with(outcome(class.name()), counter(c.failures.get(*class))),
+    );
     r.register(
         "sojourn_requests_finished",
         "Requests finished, by outcome: ok or the failure's class",
@@ -268,6 +290,13 @@ fn counters(r: &mut Registry, v: &View) {
         "sojourn_requests_in_flight",
         "Requests sent and not yet answered",
         gauge(c.in_flight as f64),
+    );
+    r.register_with_unit(
+        "sojourn_oldest_in_flight",
+        "How long the oldest request in flight has been due (0 with none in flight): a stall, \
+         seen while it lasts",
+        Unit::Seconds,
+        gauge(c.oldest_in_flight.unwrap_or_default().as_secs_f64()),
     );
 }
 
@@ -358,6 +387,85 @@ mod tests {
         }
     }
 
+    /// 4.4 s into a stall: one answer in the last interval, 391 in flight, two failures.
+    fn stalled_view() -> View {
+        let mut counters = sojourn_engine::ProgressSnapshot {
+            sent: 10_391,
+            answered: 10_000,
+            failed: 2,
+            in_flight: 391,
+            oldest_in_flight: Some(Duration::from_millis(4_400)),
+            ..Default::default()
+        };
+        counters.failures.add_n(FailureClass::Timeout, 1);
+        counters.failures.add_n(FailureClass::Io, 1);
+        View {
+            mode: "open",
+            elapsed: Duration::from_millis(14_400),
+            planned: Some(Duration::from_secs(60)),
+            target_rate: Some(1000.0),
+            counters,
+            last: Some(sojourn_engine::IntervalSnapshot {
+                index: 13,
+                width: Duration::from_secs(1),
+                answers: 1,
+                response_p50: Duration::from_micros(10_200),
+                response_p90: Duration::from_micros(10_200),
+                response_p99: Duration::from_micros(10_200),
+                response_p999: Duration::from_micros(10_200),
+                send_lag_p99: Duration::from_micros(52),
+                sent_answers: 1,
+            }),
+        }
+    }
+
+    #[test]
+    fn the_oldest_in_flight_is_a_gauge_in_seconds() {
+        let v = stalled_view();
+        let text = render(&v);
+        assert!(
+            text.contains("# TYPE sojourn_oldest_in_flight_seconds gauge\n")
+                && text.contains("# UNIT sojourn_oldest_in_flight_seconds seconds\n")
+                && text.contains("\nsojourn_oldest_in_flight_seconds 4.4\n"),
+            "{text}"
+        );
+        let idle = View {
+            counters: sojourn_engine::ProgressSnapshot::default(),
+            ..v
+        };
+        assert!(
+            render(&idle).contains("\nsojourn_oldest_in_flight_seconds 0.0\n"),
+            "{}",
+            render(&idle)
+        );
+    }
+
+    /// Two scrapes of the same state are the same bytes, labels in a fixed order: ok first,
+    /// then the failure classes as the result lists them; percentiles from p50 up.
+    #[test]
+    fn labels_come_in_the_same_order_on_every_scrape() {
+        let v = stalled_view();
+        let first = render(&v);
+        for _ in 0..20 {
+            assert_eq!(render(&v), first);
+        }
+        let outcomes: Vec<&str> = first
+            .lines()
+            .filter_map(|l| l.strip_prefix("sojourn_requests_finished_total{outcome=\""))
+            .map(|l| l.split('"').next().unwrap())
+            .collect();
+        let mut want = vec!["ok"];
+        want.extend(FailureClass::ALL.iter().map(|c| c.name()));
+        assert_eq!(outcomes, want);
+        let percentiles: Vec<&str> = first
+            .lines()
+            .filter_map(|l| l.strip_prefix("sojourn_interval_response_seconds{percentile=\""))
+            .map(|l| l.split('"').next().unwrap())
+            .collect();
+        assert_eq!(percentiles, ["50", "90", "99", "99.9"]);
+        assert!(first.contains("sojourn_requests_finished_total{outcome=\"timeout\"} 1\n"));
+    }
+
     #[test]
     fn the_classic_format_names_counters_with_their_total_and_drops_openmetrics_lines() {
         let om = "# HELP a_sent Sent.\n# TYPE a_sent counter\na_sent_total 3\n\
@@ -431,6 +539,7 @@ mod tests {
             "sojourn_requests_finished_total{outcome=\"ok\"}",
             "sojourn_requests_finished_total{outcome=\"timeout\"} 0",
             "sojourn_requests_in_flight ",
+            "sojourn_oldest_in_flight_seconds ",
             "sojourn_target_rate_requests_per_second 200.0",
             "sojourn_achieved_rate_requests_per_second ",
             "sojourn_interval_response_seconds{percentile=\"99\"} ",

@@ -1,6 +1,7 @@
 //! The live panel: a few lines on stderr while a run goes on, when stderr is a terminal.
-//! Elapsed against planned, target against achieved rate, in flight, errors, the last
-//! interval's p50 and p99, and a sparkline of p99 over the run. Drawn in an inline viewport
+//! Elapsed against planned, target against achieved rate, in flight and how long the oldest of
+//! them has been due, errors, the last interval's p50 and p99 with the number of answers each
+//! rests on, and a sparkline of p99 over the run. Drawn in an inline viewport
 //! (no alternate screen, no raw mode), so the terminal needs no restoring beyond the cursor,
 //! and the panel is cleared before the summary is printed. With stdout redirected it falls
 //! back to the one-line progress; off a terminal it draws nothing.
@@ -18,8 +19,10 @@ use crate::live::{View, Watched};
 use crate::progress::Bar;
 use sojourn_engine::IntervalSnapshot;
 
-/// Borders, three lines of figures, and two rows of sparkline.
-const HEIGHT: u16 = 7;
+/// Borders, four lines of figures, and two rows of sparkline.
+const HEIGHT: u16 = 8;
+/// Lines of figures.
+const FIGURES: u16 = 4;
 /// The most p99 values kept for the sparkline: wider than any terminal.
 const HISTORY: usize = 512;
 
@@ -123,7 +126,7 @@ fn draw(f: &mut Frame, v: &View, p99s: &[u64]) {
     let inner = block.inner(f.area());
     f.render_widget(block, f.area());
     let [figures, spark] =
-        Layout::vertical([Constraint::Length(3), Constraint::Min(1)]).areas(inner);
+        Layout::vertical([Constraint::Length(FIGURES), Constraint::Min(1)]).areas(inner);
     f.render_widget(Paragraph::new(lines(v)), figures);
     sparkline(f, spark, p99s);
 }
@@ -138,41 +141,65 @@ fn progress(v: &View) -> String {
 }
 
 fn lines(v: &View) -> Vec<Line<'static>> {
+    figures(v).into_iter().map(Line::from).collect()
+}
+
+/// The panel's lines of figures. Each figure from the last interval says how many answers it
+/// rests on: in a stall the few that come back say least, and a p99 of one answer must not
+/// pass for a healthy one.
+fn figures(v: &View) -> [String; FIGURES as usize] {
     let c = &v.counters;
     let target = v
         .target_rate
         .map_or("none (closed loop)".into(), |r| format!("{r:.0}/s"));
-    let achieved = v.last.map_or("-".into(), |l| format!("{:.0}/s", l.rate()));
+    let achieved = v.last.map_or("-".into(), |l| {
+        format!("{:.0}/s (n={})", l.rate(), l.answers)
+    });
     let interval = v
         .last
         .map_or("last interval: not yet complete".into(), interval_line);
-    vec![
-        Line::from(format!(
+    [
+        format!(
             "rate target {target}  achieved {achieved}  in flight {}",
             c.in_flight
-        )),
-        Line::from(format!(
+        ),
+        oldest_line(v),
+        format!(
             "sent {}  answered {}  errors {}",
             c.sent,
             c.answered,
             errors(v)
-        )),
-        Line::from(interval),
+        ),
+        interval,
     ]
 }
 
-/// `last 1 s: p50 … p99 … send lag p99 …`; nothing finished (a stall) says so.
+/// How long the oldest request in flight has been due: a stall, seen while it lasts, before
+/// any answer from it comes back to move a percentile.
+fn oldest_line(v: &View) -> String {
+    match v.counters.oldest_in_flight {
+        Some(age) => format!("oldest in flight: {}", format_ns(age.as_nanos() as u64)),
+        None => "oldest in flight: none".into(),
+    }
+}
+
+/// `last 1 s: p50 … (n=…)  p99 … (n=…)  send lag p99 … (n=…)`; nothing finished (a stall)
+/// says so.
 fn interval_line(l: IntervalSnapshot) -> String {
     let width = format_ns(l.width.as_nanos() as u64);
     if l.answers == 0 {
         return format!("last {width}: nothing finished");
     }
     let ns = |d: std::time::Duration| format_ns(d.as_nanos() as u64);
+    let n = l.answers;
+    let lag = match l.sent_answers {
+        0 => "send lag: none sent".to_string(),
+        sent => format!("send lag p99 {} (n={sent})", ns(l.send_lag_p99)),
+    };
     format!(
-        "last {width}: p50 {}  p99 {}  send lag p99 {}",
+        "last {width}: p50 {} (n={n})  p99 {} (n={n})  {lag}",
         ns(l.response_p50),
         ns(l.response_p99),
-        ns(l.send_lag_p99)
     )
 }
 
@@ -208,4 +235,84 @@ fn sparkline(f: &mut Frame, area: Rect, p99s: &[u64]) {
         label,
     );
     f.render_widget(Sparkline::default().data(shown), bars);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sojourn_engine::ProgressSnapshot;
+    use std::time::Duration;
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    /// 4.4 s into a stall at 1,000 req/s: one answer in the last second, 391 in flight.
+    fn stall() -> View {
+        View {
+            mode: "open",
+            elapsed: ms(14_400),
+            planned: Some(ms(60_000)),
+            target_rate: Some(1000.0),
+            counters: ProgressSnapshot {
+                sent: 10_391,
+                answered: 10_000,
+                in_flight: 391,
+                oldest_in_flight: Some(ms(4_400)),
+                ..ProgressSnapshot::default()
+            },
+            last: Some(IntervalSnapshot {
+                index: 13,
+                width: ms(1_000),
+                answers: 1,
+                response_p50: Duration::from_micros(10_200),
+                response_p90: Duration::from_micros(10_200),
+                response_p99: Duration::from_micros(10_200),
+                response_p999: Duration::from_micros(10_200),
+                send_lag_p99: Duration::from_micros(52),
+                sent_answers: 1,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_stall_shows_its_age_and_how_few_answers_the_figures_rest_on() {
+        assert_eq!(
+            figures(&stall()),
+            [
+                "rate target 1000/s  achieved 1/s (n=1)  in flight 391",
+                "oldest in flight: 4.400 s",
+                "sent 10391  answered 10000  errors 0",
+                "last 1.000 s: p50 10.20 ms (n=1)  p99 10.20 ms (n=1)  send lag p99 52.0 µs (n=1)",
+            ]
+        );
+    }
+
+    #[test]
+    fn nothing_in_flight_nothing_finished_and_nothing_sent_each_say_so() {
+        let mut v = stall();
+        v.counters.oldest_in_flight = None;
+        assert_eq!(figures(&v)[1], "oldest in flight: none");
+        let last = v.last.as_mut().unwrap();
+        last.sent_answers = 0;
+        assert!(
+            figures(&v)[3].ends_with("(n=1)  send lag: none sent"),
+            "{}",
+            figures(&v)[3]
+        );
+        v.last.as_mut().unwrap().answers = 0;
+        assert_eq!(figures(&v)[3], "last 1.000 s: nothing finished");
+        v.last = None;
+        let f = figures(&v);
+        assert!(f[0].contains("achieved -  "), "{}", f[0]);
+        assert_eq!(f[3], "last interval: not yet complete");
+    }
+
+    /// The whole panel fits a 100-column terminal: no figure is cut off.
+    #[test]
+    fn every_line_fits_the_panel_in_a_hundred_columns() {
+        for line in figures(&stall()) {
+            assert!(line.chars().count() <= 98, "{line}");
+        }
+    }
 }

@@ -179,8 +179,9 @@ pub fn apply(a: &mut RunArgs, path: &Path) -> anyhow::Result<PlanFile> {
     if !given("closed") {
         a.closed = a.closed || p.closed.unwrap_or(false);
     }
-    if !given("slo") {
+    if !given("slo") && !p.slo.is_empty() {
         a.gate.slo = p.slo.clone();
+        a.gate.from_plan = Some(path.to_path_buf());
     }
     protocol(a, &p, &given).map_err(|(k, e)| key(k, e))?;
     Ok(p)

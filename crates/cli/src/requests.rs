@@ -74,7 +74,13 @@ impl Requests {
             })
             .collect();
         let count = list.len() as u32;
-        let targets = Targets::new(list, order).map_err(bad)?;
+        // Targets::new names the line of a target that breaks a rule across targets (a second
+        // origin), but not the file: it is this one.
+        let in_file = |mut e: targets::TargetsError| {
+            e.file = path.to_path_buf();
+            bad(e)
+        };
+        let targets = Targets::new(list, order).map_err(in_file)?;
         Ok(Requests {
             list: requests,
             targets: Some(Arc::new(targets)),
@@ -226,6 +232,12 @@ fn explain<T>(
 ) -> anyhow::Result<T> {
     match probe {
         Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) if e.not_tls() => Err(bad_input!(
+            "URL: {url} ({addr}) answered the TLS handshake with something that is not TLS: \
+             the server most likely speaks plain HTTP on this port; use {} (--insecure would \
+             not help)",
+            as_plain_http(url)
+        )),
         Ok(Err(e)) if e.class == sojourn_core::FailureClass::Tls => Err(bad_input!(
             "URL: TLS handshake with {url} ({addr}): {e}; for a private CA give \
              --cacert FILE, for a self-signed test server --insecure"
@@ -240,5 +252,21 @@ fn explain<T>(
         Err(_) => Err(bad_input!(
             "URL: connecting to {url} ({addr}) timed out: is the host reachable?"
         )),
+    }
+}
+
+/// `https://host:port/…` as `http://host:port/…`, keeping the port: the one that answered in
+/// plain HTTP.
+fn as_plain_http(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(u) => {
+            let port = u
+                .port_or_known_default()
+                .map_or(String::new(), |p| format!(":{p}"));
+            let host = u.host_str().unwrap_or_default();
+            let rest = &u[url::Position::BeforePath..];
+            format!("http://{host}{port}{rest}")
+        }
+        Err(_) => url.replacen("https://", "http://", 1),
     }
 }

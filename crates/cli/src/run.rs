@@ -5,14 +5,14 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use sojourn_core::{End, RunResult, Shard};
+use sojourn_core::{Arrival, End, RunResult, Shard};
 use sojourn_engine::{HttpRequest, Load, Plan, Progress, Trust};
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use crate::args::{self, ArrivalKind};
 use crate::bad_input;
-use crate::exit::{CHECK_FAILED, GATE_FAILED};
+use crate::exit::{CHECK_FAILED, GATE_FAILED, INTERRUPTED};
 use crate::requests::{AnyTransport, Protocol, Requests, TargetsOrder};
 
 /// The arguments as typed.
@@ -184,8 +184,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_hiccup_meter: bool,
     /// Serve live metrics (OpenMetrics text, for Prometheus) on http://ADDR/metrics while the
-    /// run goes on: counts by outcome, in flight, target and achieved rate, the last interval's
-    /// response-time percentiles and send lag. A bare port (9464) or :9464 listens on
+    /// run goes on: counts by outcome, in flight and the age of the oldest in flight, target
+    /// and achieved rate, the last interval's response-time percentiles and send lag. A bare port (9464) or :9464 listens on
     /// 127.0.0.1 only; ADDRESS:PORT listens exactly there. Port 0 picks a free one. The address
     /// is printed on stderr; the endpoint stops with the run.
     #[arg(long, value_name = "[ADDRESS:]PORT", value_parser = crate::metrics::listen_addr)]
@@ -384,12 +384,11 @@ const MAX_START_AHEAD: Duration = Duration::from_secs(24 * 3600);
 /// would send everything at once and measure only that.
 fn check_start(start_at: Option<std::time::SystemTime>, load: &Load) -> anyhow::Result<()> {
     let Some(at) = start_at else { return Ok(()) };
-    let now = std::time::SystemTime::now();
-    match at.duration_since(now) {
+    let shown = humantime::format_rfc3339_millis(at);
+    match at.duration_since(std::time::SystemTime::now()) {
         Ok(ahead) if ahead > MAX_START_AHEAD => Err(bad_input!(
-            "--start-at: {} is {} ahead; the most a run waits is a day",
-            humantime::format_rfc3339_millis(at),
-            humantime::format_duration(Duration::from_secs(ahead.as_secs()))
+            "--start-at: {shown} is {} ahead; the most a run waits is a day",
+            short_duration(ahead)
         )),
         Ok(_) => Ok(()),
         Err(behind) => {
@@ -398,20 +397,95 @@ fn check_start(start_at: Option<std::time::SystemTime>, load: &Load) -> anyhow::
                 Load::Open(s) | Load::Paced(s) => sojourn_engine::run::schedule_end(s),
                 Load::Closed(_) => Duration::ZERO,
             };
-            if late >= length {
-                return Err(bad_input!(
-                    "--start-at: {} is {} ago, past the whole schedule ({}); give a time still to come",
-                    humantime::format_rfc3339_millis(at),
-                    humantime::format_duration(Duration::from_secs(late.as_secs())),
-                    humantime::format_duration(length)
-                ));
+            if late < length {
+                return Ok(());
             }
-            eprintln!(
-                "start: {} ago; requests due since then leave at once, and their lateness counts as send lag",
-                humantime::format_duration(Duration::from_millis(late.as_millis() as u64))
-            );
-            Ok(())
+            Err(bad_input!(
+                "--start-at: {shown} is {} ago, past the whole schedule ({}); give a time still to come",
+                short_duration(late),
+                short_duration(length)
+            ))
         }
+    }
+}
+
+/// A duration as a person reads it at a glance, in one unit with at most one decimal:
+/// `3.2 s`, `12.5 min`, `2.0 h`, `25 days`, `6.9 years`. Never `6years 10months 25days …`.
+pub fn short_duration(d: Duration) -> String {
+    const MINUTE: f64 = 60.0;
+    const HOUR: f64 = 60.0 * MINUTE;
+    const DAY: f64 = 24.0 * HOUR;
+    const YEAR: f64 = 365.25 * DAY;
+    let secs = d.as_secs_f64();
+    match secs {
+        s if s < MINUTE => format!("{s:.1} s"),
+        s if s < HOUR => format!("{:.1} min", s / MINUTE),
+        s if s < 2.0 * DAY => format!("{:.1} h", s / HOUR),
+        s if s < YEAR => format!("{:.0} days", s / DAY),
+        s => format!("{:.1} years", s / YEAR),
+    }
+}
+
+/// What a process says before it sends: where it stands in a sharded plan (`shard K/N of plan
+/// FINGERPRINT at R req/s (this shard: R/N req/s)`) and how long it waits for `--start-at`, or
+/// how late it is for it. `None` for an unsharded run that starts at once.
+fn announcement(v: &Validated, now: std::time::SystemTime) -> Option<String> {
+    let place = (!v.plan.shard.is_whole()).then(|| shard_line(v));
+    let start = v.plan.start_at.map(|at| start_line(at, now));
+    match (place, start) {
+        (None, None) => None,
+        (Some(place), None) => Some(format!("{place}; starting now")),
+        (None, Some(start)) => Some(start),
+        (Some(place), Some(start)) => Some(format!("{place}; {start}")),
+    }
+}
+
+/// `shard 1/4 of plan 8f3a1c2d… at 1000 req/s (this shard: 250 req/s)`: the fingerprint is the
+/// one the result will carry, so shards that print different ones will not merge.
+fn shard_line(v: &Validated) -> String {
+    let shard = v.plan.shard;
+    let fingerprint = v.fingerprint();
+    let short = &fingerprint[..fingerprint.len().min(8)];
+    let rates = match &v.plan.load {
+        Load::Open(s) | Load::Paced(s) => {
+            let varies = s.stages.is_some() || matches!(s.arrival, Arrival::Ramp { .. });
+            let (up_to, rate) = match varies {
+                true => ("up to ", s.peak_rate()),
+                false => ("", s.rate.get()),
+            };
+            let share = rate / f64::from(shard.count);
+            format!(
+                " at {up_to}{} req/s (this shard: {up_to}{} req/s)",
+                rate_text(rate),
+                rate_text(share)
+            )
+        }
+        Load::Closed(_) => String::new(),
+    };
+    format!("shard {shard} of plan {short}…{rates}")
+}
+
+/// How long until `--start-at`, or how long ago it was.
+fn start_line(at: std::time::SystemTime, now: std::time::SystemTime) -> String {
+    match at.duration_since(now) {
+        Ok(ahead) => format!(
+            "waiting {} for --start-at {}",
+            short_duration(ahead),
+            humantime::format_rfc3339_millis(at)
+        ),
+        Err(behind) => format!(
+            "--start-at was {} ago: requests due since then are sent at once and timed from their due time",
+            short_duration(behind.duration())
+        ),
+    }
+}
+
+/// A rate in req/s: whole when it is, else to one decimal.
+fn rate_text(rate: f64) -> String {
+    if (rate - rate.round()).abs() < 0.05 {
+        format!("{rate:.0}")
+    } else {
+        format!("{rate:.1}")
     }
 }
 
@@ -431,6 +505,11 @@ fn request(a: &RunArgs) -> anyhow::Result<HttpRequest> {
             "URL: required; give it on the command line or as url = \"…\" in the --plan file"
         )
     })?;
+    if let Some(guess) = sojourn_core::targets::with_http_scheme(text) {
+        return Err(bad_input!(
+            "URL: {text:?} has no scheme; write {guess} (or https:// for TLS)"
+        ));
+    }
     let url = Url::parse(text).map_err(|e| {
         bad_input!(
             "URL: {text:?} is not a valid URL ({e}); expected e.g. http://127.0.0.1:8080/api"
@@ -567,6 +646,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .build()?;
     let transport = rt.block_on(connectable(&v))?;
     v.fit_pool(&transport);
+    if let Some(line) = announcement(&v, std::time::SystemTime::now()) {
+        eprintln!("{line}");
+    }
     let samples = crate::outputs::SampleThread::start(&v.outputs)?;
     v.plan.samples = samples.as_ref().map(|s| s.sender());
     let result = execute_watched(
@@ -601,13 +683,26 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .as_ref()
         .is_none_or(|c| c.conforms);
     let gate_passed = v.gate.check(&result)?;
-    if v.strict && !(result.checks.passed() && conforms) {
-        return Ok(ExitCode::from(CHECK_FAILED));
+    Ok(ExitCode::from(exit_code(
+        result.interrupted,
+        v.strict && !(result.checks.passed() && conforms),
+        gate_passed,
+    )))
+}
+
+/// The run's exit code once everything is written. A run cut short (6) says least about what
+/// was asked for, so it wins; then a generator that fell behind (3), which measured itself;
+/// then the objectives (4).
+fn exit_code(interrupted: bool, check_failed: bool, gate_passed: bool) -> u8 {
+    if interrupted {
+        INTERRUPTED
+    } else if check_failed {
+        CHECK_FAILED
+    } else if !gate_passed {
+        GATE_FAILED
+    } else {
+        0
     }
-    if !gate_passed {
-        return Ok(ExitCode::from(GATE_FAILED));
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// Resolves the target and opens one connection (see [`crate::requests::connectable`]).
@@ -630,15 +725,17 @@ impl Validated {
         r.config.targets = self.requests.config.clone();
         // The plan's fingerprint covers what was just added (targets, streams).
         if let Some(p) = &mut r.placement {
-            let key = sojourn_core::placement::plan_key(
-                r.mode,
-                &r.config,
-                p.shard.count,
-                p.start_at_unix_ns,
-            );
-            p.fingerprint = sojourn_core::placement::fingerprint(&key);
+            p.fingerprint = sojourn_engine::result::plan_fingerprint(&self.plan, &r.config);
         }
         r
+    }
+
+    /// The fingerprint of the plan this process runs a shard of, before it runs: the one
+    /// [`Validated::describe`] gives its result.
+    pub fn fingerprint(&self) -> String {
+        let mut config = sojourn_engine::result::config(&self.plan, Some(self.requests.shown()));
+        config.targets = self.requests.config.clone();
+        sojourn_engine::result::plan_fingerprint(&self.plan, &config)
     }
 }
 
@@ -807,4 +904,130 @@ fn raise_fd_limit() {
 /// Whether the terminal shows the live panel (or progress line).
 pub fn interactive() -> bool {
     std::io::stderr().is_terminal()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::SystemTime;
+
+    #[test]
+    fn durations_read_at_a_glance_in_one_unit() {
+        let secs = Duration::from_secs_f64;
+        for (d, text) in [
+            (secs(0.04), "0.0 s"),
+            (secs(3.21), "3.2 s"),
+            (secs(59.9), "59.9 s"),
+            (secs(750.0), "12.5 min"),
+            (secs(7_200.0), "2.0 h"),
+            (secs(47.0 * 3600.0), "47.0 h"),
+            (secs(25.0 * 86_400.0), "25 days"),
+            // What a --start-at of 2019 was in late 2026: never "6years 10months 25days …".
+            (secs(6.9 * 365.25 * 86_400.0), "6.9 years"),
+        ] {
+            assert_eq!(short_duration(d), text, "{d:?}");
+        }
+    }
+
+    fn validated(args: &[&str]) -> Validated {
+        let mut all = vec!["sojourn", "run", "http://127.0.0.1:9/api"];
+        all.extend_from_slice(args);
+        let cli = crate::cli::parse_from(all).expect("parses");
+        let crate::cli::Command::Run(a) = cli.command else {
+            unreachable!()
+        };
+        validate(*a).expect("valid")
+    }
+
+    #[test]
+    fn a_shard_says_where_it_stands_and_how_long_it_waits() {
+        let at = SystemTime::now() + Duration::from_secs(60);
+        let at_text = humantime::format_rfc3339_millis(at).to_string();
+        let v = validated(&["--rate", "1000", "--shard", "1/4", "--start-at", &at_text]);
+        let fingerprint = v.fingerprint();
+        let early = at - Duration::from_millis(12_300);
+        assert_eq!(
+            announcement(&v, early).unwrap(),
+            format!(
+                "shard 1/4 of plan {}… at 1000 req/s (this shard: 250 req/s); \
+                 waiting 12.3 s for --start-at {at_text}",
+                &fingerprint[..8]
+            )
+        );
+        let late = at + Duration::from_millis(3_200);
+        assert!(
+            announcement(&v, late).unwrap().ends_with(
+                "(this shard: 250 req/s); --start-at was 3.2 s ago: requests due since then \
+                 are sent at once and timed from their due time"
+            ),
+            "{:?}",
+            announcement(&v, late)
+        );
+    }
+
+    #[test]
+    fn a_shaped_plan_gives_its_peak_and_a_plain_run_says_nothing() {
+        let v = validated(&["--stages", "10s@0..1000,10s@1000", "--shard", "0/3"]);
+        let line = announcement(&v, SystemTime::now()).unwrap();
+        assert!(
+            line.ends_with(" at up to 1000 req/s (this shard: up to 333.3 req/s); starting now"),
+            "{line}"
+        );
+        assert_eq!(
+            announcement(&validated(&["--rate", "10"]), SystemTime::now()),
+            None
+        );
+        let at = SystemTime::now() + Duration::from_secs(5);
+        let at_text = humantime::format_rfc3339_millis(at).to_string();
+        let v = validated(&["--rate", "10", "--start-at", &at_text]);
+        assert_eq!(
+            announcement(&v, at - Duration::from_secs(5)).unwrap(),
+            format!("waiting 5.0 s for --start-at {at_text}")
+        );
+    }
+
+    #[test]
+    fn a_start_at_past_the_schedule_is_refused_in_short_words() {
+        let at = SystemTime::now() - Duration::from_secs(3 * 3600);
+        let at_text = humantime::format_rfc3339_millis(at).to_string();
+        let cli = crate::cli::parse_from([
+            "sojourn",
+            "run",
+            "http://127.0.0.1:9/",
+            "--rate",
+            "10",
+            "--start-at",
+            &at_text,
+        ])
+        .unwrap();
+        let crate::cli::Command::Run(a) = cli.command else {
+            unreachable!()
+        };
+        let e = validate(*a).err().expect("refused");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "--start-at: {at_text} is 3.0 h ago, past the whole schedule (10.0 s); give a \
+                 time still to come"
+            )
+        );
+    }
+
+    #[test]
+    fn an_interruption_wins_over_the_checks_and_the_checks_over_the_objectives() {
+        // (interrupted, check failed, gate passed) -> code
+        for (interrupted, check_failed, gate_passed, code) in [
+            (false, false, true, 0),
+            (false, false, false, GATE_FAILED),
+            (false, true, false, CHECK_FAILED),
+            (true, false, true, INTERRUPTED),
+            (true, true, false, INTERRUPTED),
+        ] {
+            assert_eq!(
+                exit_code(interrupted, check_failed, gate_passed),
+                code,
+                "interrupted {interrupted}, check failed {check_failed}, gate passed {gate_passed}"
+            );
+        }
+    }
 }

@@ -312,7 +312,8 @@ fn row(step: &Step) -> String {
     let slos: Vec<String> = step
         .slos
         .iter()
-        .map(|c| format!("{} {}", c.slo, if c.met { "met" } else { "MISSED" }))
+        // The gate's words, so a sweep and `--slo` on a run say the same thing.
+        .map(|c| format!("{} {}", c.slo, if c.met { "met" } else { "BREACHED" }))
         .collect();
     let slos = if slos.is_empty() {
         String::new()
@@ -334,28 +335,32 @@ fn row(step: &Step) -> String {
 /// the target's to name and what would raise the limit.
 fn cliff_line(config: &Config, outcome: &Outcome) -> String {
     let b = &outcome.bracket;
-    let what = if config.slos.is_empty() {
-        "not saturated".to_string()
-    } else {
-        let slos: Vec<String> = config.slos.iter().map(|s| s.to_string()).collect();
-        format!("not saturated and {}", slos.join(", "))
+    // What a passing step is, and what a failing one did, in plain words: "OK and met
+    // p99<200ms", "saturated the target or breached p99<200ms".
+    let slos: Vec<String> = config.slos.iter().map(|s| s.to_string()).collect();
+    let (held, fell) = match slos.is_empty() {
+        true => ("OK".to_string(), "saturated the target".to_string()),
+        false => (
+            format!("OK and met {}", slos.join(", ")),
+            format!("saturated the target or breached {}", slos.join(" or ")),
+        ),
     };
     if let Some(limit) = client_limit(outcome) {
         return limit;
     }
     match (b.passing, b.failing) {
         (Some(p), Some(f)) => format!(
-            "cliff: between {} and {} req/s (highest {what}: {} req/s)",
+            "cliff: between {} and {} req/s (the highest step {held}: {} req/s)",
             rate_text(p),
             rate_text(f),
             rate_text(p)
         ),
         (Some(p), None) => format!(
-            "no cliff up to {} req/s: every step was {what}",
+            "no cliff up to {} req/s: every step was {held}",
             rate_text(p)
         ),
         (None, Some(f)) => format!(
-            "cliff: below {} req/s: even the lowest rate was not {what}",
+            "cliff: below {} req/s: even the lowest rate {fell}",
             rate_text(f)
         ),
         (None, None) => "no steps ran".to_string(),
@@ -625,6 +630,67 @@ mod tests {
         assert!(cliff_line(&config(), &o).starts_with(
             "no cliff: the connections' limit is below 40 req/s (POOL-BOUND); no step judged the target"
         ));
+    }
+
+    /// A sweep says BREACHED where the gate does, and its cliff line reads as plain words,
+    /// with and without objectives.
+    #[test]
+    fn the_table_and_the_cliff_line_speak_the_gates_words() {
+        let slo = step_slo("p99<200ms").unwrap();
+        let (mut s, _) = step(100.0, 100.0, Status::Ok);
+        s.slos = vec![sojourn_core::sweep::SloCheck {
+            slo,
+            value_ns: 300_000_000,
+            met: false,
+        }];
+        assert!(
+            row(&s).ends_with("  OK [p99<200.00 ms BREACHED]"),
+            "{}",
+            row(&s)
+        );
+        let with_slo = || Config {
+            slos: vec![slo],
+            ..config()
+        };
+        let held = outcome(vec![
+            step(100.0, 100.0, Status::Ok),
+            step(200.0, 200.0, Status::Ok),
+        ]);
+        let fell = outcome(vec![step(100.0, 60.0, Status::Saturated)]);
+        let between = outcome(vec![
+            step(100.0, 100.0, Status::Ok),
+            step(200.0, 150.0, Status::Saturated),
+        ]);
+        for (config, outcome, line) in [
+            (
+                config(),
+                &held,
+                "no cliff up to 200 req/s: every step was OK",
+            ),
+            (
+                with_slo(),
+                &held,
+                "no cliff up to 200 req/s: every step was OK and met p99<200.00 ms",
+            ),
+            (
+                config(),
+                &fell,
+                "cliff: below 100 req/s: even the lowest rate saturated the target",
+            ),
+            (
+                with_slo(),
+                &fell,
+                "cliff: below 100 req/s: even the lowest rate saturated the target or breached \
+                 p99<200.00 ms",
+            ),
+            (
+                config(),
+                &between,
+                "cliff: between 100 and 200 req/s (the highest step OK: 100 req/s)",
+            ),
+        ] {
+            assert_eq!(cliff_line(&config, outcome), line);
+        }
     }
 
     /// The step's own result; the cliff line reads only the judged steps.

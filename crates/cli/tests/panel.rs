@@ -164,6 +164,8 @@ fn the_panel_shows_the_run_and_its_stall_then_gives_way_to_the_summary() {
         "p50 ",
         "p99 ",
         "send lag p99",
+        "(n=",
+        "oldest in flight: ",
     ] {
         assert!(first.contains(field), "no {field:?} on\n{first}");
     }
@@ -174,6 +176,15 @@ fn the_panel_shows_the_run_and_its_stall_then_gives_way_to_the_summary() {
     assert!(
         peak_in_flight >= 50.0,
         "in flight rose in the stall: {peak_in_flight}"
+    );
+    // The stall seen live: the oldest request in flight ages with it, to most of its second.
+    let oldest = panels
+        .iter()
+        .filter_map(|s| oldest_in_flight(s))
+        .fold(0.0, f64::max);
+    assert!(
+        (0.6..1.5).contains(&oldest),
+        "the oldest in flight aged through the 1 s stall: {oldest} s"
     );
 
     // After the stall the sparkline's tallest bar is the stall's p99, about a second, with
@@ -200,6 +211,22 @@ fn the_panel_shows_the_run_and_its_stall_then_gives_way_to_the_summary() {
     );
     assert!(last.contains("generator"), "the summary follows:\n{last}");
     assert!(t.cursor_visible(), "the cursor is shown again");
+}
+
+/// The age on the panel's `oldest in flight: 812.34 ms` line, in seconds.
+fn oldest_in_flight(screen: &str) -> Option<f64> {
+    let label = "oldest in flight:";
+    let value = number_after(screen, label)?;
+    let rest = &screen[screen.find(label)? + label.len()..];
+    let unit = rest.split_whitespace().nth(1)?;
+    let scale = match unit.trim_end_matches('│') {
+        "s" => 1.0,
+        "ms" => 1e-3,
+        "µs" => 1e-6,
+        "ns" => 1e-9,
+        _ => return None,
+    };
+    Some(value * scale)
 }
 
 /// The sparkline's lower row: what follows the `top …` label inside the border.

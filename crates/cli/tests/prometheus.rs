@@ -1,6 +1,7 @@
 //! `sojourn run --metrics-listen` scraped by a real Prometheus server (Debian's `prometheus`,
 //! installed by `.ci/run`) while the target stalls; Prometheus's own query API then has to
-//! show the stall: the p99 gauge rose to the stall's length and requests piled up in flight.
+//! show the stall: the p99 gauge rose to the stall's length, requests piled up in flight, and
+//! the oldest of them aged with it.
 //! A scraped body also passes `promtool check metrics`.
 mod common;
 
@@ -89,6 +90,7 @@ fn prometheus_scrapes_the_stall_while_the_run_goes_on() {
     let highest = query(prom, &format!("max_over_time({p99}[5m])"));
     let lowest = query(prom, &format!("min_over_time({p99}[5m])"));
     let peak_in_flight = query(prom, "max_over_time(sojourn_requests_in_flight[5m])");
+    let oldest = query(prom, "max_over_time(sojourn_oldest_in_flight_seconds[5m])");
     let scrapes = query(prom, scraped) - before;
     println!(
         "prometheus scraped {scrapes} times over the stall: p99 {lowest:.3} s to {highest:.3} s, \
@@ -106,6 +108,10 @@ fn prometheus_scrapes_the_stall_while_the_run_goes_on() {
     assert!(
         peak_in_flight >= 60.0,
         "requests piled up in flight during the stall (100/s for 1.5 s): {peak_in_flight}"
+    );
+    assert!(
+        (1.2..2.0).contains(&oldest),
+        "the oldest in flight aged with the 1.5 s stall, seen while it lasted: {oldest}"
     );
 }
 

@@ -133,14 +133,18 @@ fn counts_add_up_when_the_run_ends_mid_stall() {
     assert!(stdout.contains('≥'), "lower bounds print as ≥: {stdout}");
 }
 
-#[test]
-fn ctrl_c_still_writes_what_was_gathered() {
-    let _guard = serial();
+/// Starts a minute-long run at 500 req/s with `extra` flags, sends it `signal` after 1.5 s,
+/// and returns its output and result file.
+fn stopped_by(
+    signal: &str,
+    name: &str,
+    extra: &[&str],
+) -> (std::process::Output, std::path::PathBuf) {
     let server = TestServer::start(false);
-    let dir = temp_dir("sigint");
+    let dir = temp_dir(name);
     let json = dir.join("r.json");
     let url = server.url("http");
-    let child = spawn(&[
+    let mut args = vec![
         "run",
         &url,
         "--rate",
@@ -149,15 +153,25 @@ fn ctrl_c_still_writes_what_was_gathered() {
         "60s",
         "--json",
         json.to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let child = spawn(&args);
     std::thread::sleep(Duration::from_millis(1500));
     let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([&format!("-{signal}"), &child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "exit {:?}", out.status);
+    (child.wait_with_output().unwrap(), json)
+}
+
+/// A run cut short exits 6, so CI can tell it from a complete one, and still writes all it
+/// gathered.
+#[test]
+fn ctrl_c_still_writes_what_was_gathered() {
+    let _guard = serial();
+    let (out, json) = stopped_by("INT", "sigint", &[]);
+    assert_eq!(out.status.code(), Some(6), "exit {:?}", out.status);
     let r = read_result(&json);
     assert!(r.interrupted);
     assert_nothing_lost(&r);
@@ -173,6 +187,30 @@ fn ctrl_c_still_writes_what_was_gathered() {
     assert!(String::from_utf8(out.stdout)
         .unwrap()
         .contains("INTERRUPTED"));
+}
+
+/// SIGTERM (how Kubernetes stops a pod) is an interruption like Ctrl-C: exit 6, the result
+/// written. 6 wins over a breached objective (4): it was judged on a run cut short.
+#[test]
+fn sigterm_exits_6_over_a_breached_objective_and_writes_the_result() {
+    let _guard = serial();
+    let (out, json) = stopped_by("TERM", "sigterm", &["--slo", "p50<1ns"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(6),
+        "exit {:?}: {stdout}",
+        out.status
+    );
+    assert!(
+        stdout.contains("BREACHED"),
+        "the objective was judged: {stdout}"
+    );
+    let r = read_result(&json);
+    assert!(r.interrupted);
+    assert!(r.counts.completed > 0, "{:?}", r.counts);
+    assert_nothing_lost(&r);
+    assert!(r.elapsed_ns < 30_000_000_000, "stopped long before the end");
 }
 
 #[test]
@@ -626,8 +664,12 @@ fn a_late_start_is_send_lag_never_hidden() {
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
+    // "--start-at was 0.8 s ago" (or a little more, by the time it connected).
     assert!(
-        err.contains("requests due since then leave at once"),
+        err.contains("--start-at was 0.")
+            && err.contains(
+                " s ago: requests due since then are sent at once and timed from their due time"
+            ),
         "{err}"
     );
     let r = read_result(&json);
@@ -652,4 +694,53 @@ fn a_late_start_is_send_lag_never_hidden() {
         (zero - given).abs() < 1e-6,
         "the schedule's zero is the plan's start: {zero} vs {given}"
     );
+}
+
+/// A shard names its place and its plan before it runs, with the fingerprint its result then
+/// carries, and says how long it waits for --start-at.
+#[test]
+fn a_shard_says_where_it_stands_and_waits_for_start_at() {
+    let _guard = serial();
+    let server = TestServer::start(false);
+    let dir = temp_dir("shard-announce");
+    let json = dir.join("r.json");
+    let url = server.url("http");
+    let at = std::time::SystemTime::now() + Duration::from_millis(2500);
+    let at = humantime::format_rfc3339_millis(at).to_string();
+    let out = sojourn(&[
+        "run",
+        &url,
+        "--rate",
+        "200",
+        "--duration",
+        "1s",
+        "--shard",
+        "1/2",
+        "--start-at",
+        &at,
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let r = read_result(&json);
+    let fingerprint = &r.placement.as_ref().unwrap().fingerprint;
+    let said = format!(
+        "shard 1/2 of plan {}… at 200 req/s (this shard: 100 req/s); waiting ",
+        &fingerprint[..8]
+    );
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("shard "))
+        .unwrap_or_else(|| panic!("no shard line: {stderr}"));
+    assert!(line.starts_with(&said), "{line}\nwanted {said}…");
+    assert!(line.ends_with(&format!(" s for --start-at {at}")), "{line}");
+    let waited: f64 = line[said.len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1.0..2.6).contains(&waited), "{line}");
+    assert_eq!(r.counts.scheduled, 100, "its half of 200");
 }

@@ -328,8 +328,26 @@ fn check_method(method: &str) -> Result<(), Fault> {
     ))
 }
 
+/// What `text` most likely meant when it has no scheme but reads as a host and port
+/// (`localhost:8080`, `127.0.0.1:8080/api`): the same with `http://` in front. `None` when it
+/// has a scheme, or is not a URL even then.
+pub fn with_http_scheme(text: &str) -> Option<String> {
+    let starts_as_host = text.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '[');
+    if text.contains("://") || !starts_as_host {
+        return None;
+    }
+    let guess = format!("http://{text}");
+    let url = Url::parse(&guess).ok()?;
+    url.host().is_some().then_some(guess)
+}
+
 fn parse_url(text: &str) -> Result<Url, Fault> {
     let bad = |why: String| Fault::new(Kind::Url, format!("bad URL {text:?}: {why}"));
+    if let Some(guess) = with_http_scheme(text) {
+        return Err(bad(format!(
+            "no scheme: write {guess} (or https:// for TLS)"
+        )));
+    }
     let url = Url::parse(text).map_err(|e| {
         bad(match e {
             url::ParseError::RelativeUrlWithoutBase => {

@@ -263,6 +263,23 @@ pub struct ConnectError {
     pub source: io::Error,
 }
 
+impl ConnectError {
+    /// The server answered the TLS handshake with something that is not TLS at all: most
+    /// likely it speaks plain HTTP on that port (its reply to the handshake is an HTTP error),
+    /// and the URL should say `http://`. Skipping certificate checks would not help.
+    pub fn not_tls(&self) -> bool {
+        use rustls::{Error, InvalidMessage};
+        self.class == FailureClass::Tls
+            && self
+                .source
+                .get_ref()
+                .and_then(|e| e.downcast_ref::<Error>())
+                .is_some_and(|e| {
+                    matches!(e, Error::InvalidMessage(InvalidMessage::InvalidContentType))
+                })
+    }
+}
+
 impl HttpTransport {
     /// Opens one connection and says why not: for the check before a run, where the reason
     /// (refused, certificate expired) is what the user needs. The hot path uses only the class.

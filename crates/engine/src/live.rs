@@ -66,6 +66,9 @@ pub struct IntervalSnapshot {
     pub response_p99: Duration,
     pub response_p999: Duration,
     pub send_lag_p99: Duration,
+    /// Of the answers, those that were sent (a request that failed before it left has no send
+    /// lag): the count the send-lag percentile rests on.
+    pub sent_answers: u64,
 }
 
 impl IntervalSnapshot {
@@ -85,6 +88,7 @@ impl IntervalSnapshot {
             response_p99: at(&h.response, 0.99),
             response_p999: at(&h.response, 0.999),
             send_lag_p99: at(&h.send_lag, 0.99),
+            sent_answers: h.send_lag.len(),
         }
     }
 }
@@ -204,7 +208,7 @@ mod tests {
         let mut scratch = Collector::new();
         live.collect(0, &mut scratch);
         let s = live.last_interval().expect("published");
-        assert_eq!((s.index, s.answers), (0, 100));
+        assert_eq!((s.index, s.answers, s.sent_answers), (0, 100, 99));
         assert!((s.rate() - 100.0).abs() < 1e-9);
         assert!(s.response_p50.abs_diff(ms(10)) < ms(1), "{s:?}");
         assert!(s.response_p999.abs_diff(ms(2_000)) < ms(5), "{s:?}");

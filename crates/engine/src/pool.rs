@@ -18,12 +18,12 @@ const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
 
 /// Opens a new connection task with `slot` (which may already carry its first request).
 pub(crate) fn open<T: Transport>(worker: &Rc<Worker<T>>) -> Rc<Slot> {
-    let slot = Rc::new(Slot::default());
-    let lane = {
-        let mut slots = worker.slots.borrow_mut();
-        slots.push(slot.clone());
-        slots.len() - 1
-    };
+    let lane = worker.slots.borrow().len();
+    let slot = Rc::new(Slot {
+        lane,
+        ..Slot::default()
+    });
+    worker.slots.borrow_mut().push(slot.clone());
     worker.live.set(worker.live.get() + 1);
     tokio::task::spawn_local(run(worker.clone(), slot.clone(), lane));
     slot

@@ -17,6 +17,11 @@ pub struct WorkerCounters {
     pub in_flight: AtomicU64,
     /// Failures by class, indexed as `FailureClass::ALL`.
     failed: [AtomicU64; FailureClass::ALL.len()],
+    /// What each of the worker's connections (or stream slots) carries: the due time of its
+    /// request, in nanoseconds from the run's start plus one, or 0 when it carries none. Set
+    /// once per run when the worker knows its pool's size, written as requests are taken up
+    /// and finished, and scanned by whoever watches the run for the oldest.
+    carried: OnceLock<Box<[AtomicU64]>>,
 }
 
 /// One block of counters per worker, and the live histograms when asked for.
@@ -38,6 +43,12 @@ pub struct ProgressSnapshot {
     pub failed: u64,
     pub failures: FailureCounts,
     pub in_flight: u64,
+    /// How long the oldest request a connection carries has been due: the response time it
+    /// has at least, and so, while the target stalls, how long the stall has lasted so far.
+    /// (Requests waiting for a connection became due after every one a connection took, as
+    /// the line is first come first served, so this is the oldest unfinished request.)
+    /// `None` with nothing in flight.
+    pub oldest_in_flight: Option<Duration>,
 }
 
 impl Progress {
@@ -94,11 +105,60 @@ impl Progress {
             }
         }
         s.failed = s.failures.total();
+        s.oldest_in_flight = self.oldest_in_flight();
         s
+    }
+
+    /// Time since the oldest request that a connection carries was due.
+    fn oldest_in_flight(&self) -> Option<Duration> {
+        let now = self.elapsed()?;
+        let oldest = self
+            .workers
+            .iter()
+            .filter_map(|w| w.oldest_carried())
+            .min()?;
+        Some(now.saturating_sub(oldest))
     }
 }
 
 impl WorkerCounters {
+    /// Makes room to track what each of `connections` connections carries (once per run).
+    pub(crate) fn track(&self, connections: usize) {
+        let _ = self
+            .carried
+            .set((0..connections.max(1)).map(|_| AtomicU64::new(0)).collect());
+    }
+
+    /// Connection `lane` has taken up a request due at `intended` (from the run's start).
+    pub(crate) fn on_carry(&self, lane: usize, intended: Duration) {
+        if let Some(cell) = self.cell(lane) {
+            let ns = u64::try_from(intended.as_nanos()).unwrap_or(u64::MAX - 1);
+            cell.store(ns + 1, Relaxed);
+        }
+    }
+
+    /// Connection `lane` has finished its request.
+    pub(crate) fn on_free(&self, lane: usize) {
+        if let Some(cell) = self.cell(lane) {
+            cell.store(0, Relaxed);
+        }
+    }
+
+    fn cell(&self, lane: usize) -> Option<&AtomicU64> {
+        self.carried.get()?.get(lane)
+    }
+
+    /// The earliest due time among the requests this worker's connections carry.
+    fn oldest_carried(&self) -> Option<Duration> {
+        let cells = self.carried.get()?;
+        let oldest = cells
+            .iter()
+            .map(|c| c.load(Relaxed))
+            .filter(|&v| v > 0)
+            .min()?;
+        Some(Duration::from_nanos(oldest - 1))
+    }
+
     pub fn on_sent(&self) {
         self.sent.fetch_add(1, Relaxed);
         self.in_flight.fetch_add(1, Relaxed);
@@ -131,5 +191,38 @@ mod tests {
         assert_eq!(s.failures.get(FailureClass::Timeout), 1);
         assert_eq!(s.failures.get(FailureClass::Http5xx), 0);
         assert!(p.live().is_none() && p.elapsed().is_none());
+        assert_eq!(s.oldest_in_flight, None, "no clock yet");
+    }
+
+    #[test]
+    fn the_oldest_in_flight_is_the_earliest_due_time_any_connection_carries() {
+        let ms = Duration::from_millis;
+        let p = Progress::new(2);
+        p.worker(0).track(3);
+        p.worker(1).track(2);
+        p.start(std::time::Instant::now() - ms(5_000));
+        assert_eq!(p.snapshot().oldest_in_flight, None, "nothing carried");
+        p.worker(0).on_carry(0, ms(4_000));
+        p.worker(0).on_carry(2, ms(600));
+        p.worker(1).on_carry(1, ms(4_500));
+        // Due at 600 ms, 5 s into the run: 4.4 s old (and a little more by now).
+        let age = p.snapshot().oldest_in_flight.expect("in flight");
+        assert!(age >= ms(4_400) && age < ms(4_900), "{age:?}");
+        p.worker(0).on_free(2);
+        let age = p.snapshot().oldest_in_flight.unwrap();
+        assert!(
+            age >= ms(1_000) && age < ms(1_500),
+            "next oldest, due at 4 s: {age:?}"
+        );
+        // Due at the run's very start is still in flight, not "none".
+        p.worker(1).on_carry(0, Duration::ZERO);
+        let age = p.snapshot().oldest_in_flight.unwrap();
+        assert!(age >= ms(5_000), "{age:?}");
+        // A lane beyond the pool is ignored rather than a panic.
+        p.worker(1).on_carry(9, Duration::ZERO);
+        for (w, lane) in [(0, 0), (1, 0), (1, 1)] {
+            p.worker(w).on_free(lane);
+        }
+        assert_eq!(p.snapshot().oldest_in_flight, None, "all finished");
     }
 }

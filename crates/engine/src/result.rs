@@ -127,20 +127,35 @@ fn share_of_the_plan(result: &mut RunResult, m: &Measurements, plan: &Plan, sche
     result.statistics.conformance = sends_conformance(m, &result.config, senders as u32);
 }
 
+/// The result's mode for a kind of load.
+pub fn mode_of(load: &Load) -> Mode {
+    match load {
+        Load::Open(_) => Mode::Open,
+        Load::Paced(_) => Mode::Paced,
+        Load::Closed(_) => Mode::Closed,
+    }
+}
+
+/// The fingerprint the result of `plan` will carry in its placement, whose `config` is what
+/// [`config`] makes of the plan plus what the caller adds (the targets): every shard of one
+/// plan has the same, so a process can name its plan before it runs.
+pub fn plan_fingerprint(plan: &Plan, config: &RunConfig) -> String {
+    let key = plan_key(
+        mode_of(&plan.load),
+        config,
+        plan.shard.count,
+        plan.start_at.and_then(unix_ns),
+    );
+    fingerprint(&key)
+}
+
 /// Where this run stands in its plan.
 fn placement(plan: &Plan, report: &RunReport, result: &RunResult) -> Placement {
-    let start_at_unix_ns = plan.start_at.and_then(unix_ns);
-    let key = plan_key(
-        result.mode,
-        &result.config,
-        plan.shard.count,
-        start_at_unix_ns,
-    );
     Placement {
-        fingerprint: fingerprint(&key),
+        fingerprint: plan_fingerprint(plan, &result.config),
         shard: plan.shard,
         due: due(plan, result),
-        start_at_unix_ns,
+        start_at_unix_ns: plan.start_at.and_then(unix_ns),
         start_skew_ns: report.start_skew,
     }
 }

@@ -92,6 +92,8 @@ pub(crate) struct Job {
 /// the stamps its transport sets.
 #[derive(Default)]
 pub(crate) struct Slot {
+    /// The connection's number in its worker.
+    pub lane: usize,
     pub job: Cell<Option<Job>>,
     /// Which request to send; the send stamp and status the transport sets.
     pub ex: Exchange,
@@ -146,6 +148,7 @@ pub struct Worker<T: Transport> {
 impl<T: Transport> Worker<T> {
     pub(crate) fn new(transport: T, cfg: WorkerConfig, source: Source) -> Rc<Self> {
         let connections = cfg.connections.max(1);
+        cfg.progress.worker(cfg.worker).track(connections);
         Rc::new(Worker {
             transport,
             recorder: RefCell::new(new_recorder(&cfg)),
@@ -202,6 +205,7 @@ impl<T: Transport> Worker<T> {
         slot.ex.begin(job.target as usize);
         slot.job.set(Some(job));
         self.busy.set(self.busy.get() + 1);
+        self.counters().on_carry(slot.lane, job.intended);
     }
 
     /// The next request for connection `lane`, which has just become free (`woke`: or has just
@@ -287,6 +291,7 @@ impl<T: Transport> Worker<T> {
     pub(crate) fn finish(&self, slot: &Slot, outcome: Outcome) {
         let Some(job) = slot.job.take() else { return };
         self.busy.set(self.busy.get() - 1);
+        self.counters().on_free(slot.lane);
         if self.closed.get() {
             return;
         }

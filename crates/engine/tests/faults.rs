@@ -156,3 +156,52 @@ fn cancelling_against_a_black_hole_accounts_for_what_was_due() {
     assert_eq!(m.tally.censored, 16, "one request in flight per connection");
     assert_eq!(m.tally.never_sent, report.scheduled - 16);
 }
+
+/// While the target answers nothing, the oldest request in flight ages with the run: it is
+/// the stall, seen live. Against a target that answers, it stays near zero, and once every
+/// answer is in, nothing is in flight.
+#[test]
+fn the_oldest_in_flight_ages_through_a_black_hole_and_stays_young_otherwise() {
+    // Looks at the run at 1.2 s (and stops it there if `stop`); the look, and the progress.
+    let look = |behaviour: Behaviour, stop: bool| {
+        let server = TestServer::start(behaviour);
+        let plan = open_plan(100.0, ms(1500), 16);
+        let progress = sojourn_engine::Progress::new(plan.worker_count());
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let (watch, token) = (progress.clone(), cancel.clone());
+        let watcher = std::thread::spawn(move || {
+            std::thread::sleep(ms(1200));
+            // The snapshot first: its age is then at most the elapsed time read after it.
+            let snapshot = watch.snapshot();
+            let seen = (watch.elapsed().unwrap(), snapshot);
+            if stop {
+                token.cancel();
+            }
+            seen
+        });
+        let t = transport(&server.url());
+        let report = sojourn_engine::execute(&plan, t, cancel, progress.clone()).unwrap();
+        assert_nothing_lost(&report);
+        (watcher.join().unwrap(), progress)
+    };
+    let ((elapsed, hole), _) = look(Behaviour::BlackHole, true);
+    let age = hole.oldest_in_flight.expect("in flight");
+    // Request 0, due at the start, never came back: its age is the time since the start.
+    assert!(
+        age <= elapsed && elapsed - age < ms(50),
+        "oldest {age:?} at {elapsed:?}"
+    );
+    assert!(age > ms(1000), "{age:?}");
+    assert_eq!(hole.in_flight, 16, "every connection holds one");
+    let ((_, answering), progress) = look(Behaviour::Answer, false);
+    assert!(
+        answering.oldest_in_flight.is_none_or(|age| age < ms(100)),
+        "{:?}",
+        answering.oldest_in_flight
+    );
+    assert_eq!(
+        progress.snapshot().oldest_in_flight,
+        None,
+        "every answer is in"
+    );
+}

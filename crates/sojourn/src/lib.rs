@@ -84,6 +84,17 @@ pub use sojourn_core::sweep;
 pub use sojourn_core::{FailureClass, Mode, Rate, RunResult};
 pub use sojourn_report as report;
 
+/// The README's Rust examples (gathered by `build.rs`), compiled by `cargo test --doc` so that
+/// they stay true to the API.
+#[cfg(doctest)]
+#[doc = include_str!(concat!(env!("OUT_DIR"), "/readme_examples.md"))]
+mod readme_examples {}
+
+/// `docs/library.md`'s examples, compiled by `cargo test --doc` likewise.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/library.md")]
+mod library_md {}
+
 /// Why a run could not start or its results could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -150,4 +161,26 @@ pub fn write_html(path: &Path, results: &[&RunResult], title: &str) -> Result<()
     )?;
     std::fs::write(path, html)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every Rust example of the README reaches the doc tests whole: as many blocks, and each
+    /// one's lines as written.
+    #[test]
+    fn every_rust_example_of_the_readme_is_compiled() {
+        let readme = include_str!("../../../README.md");
+        let gathered = include_str!(concat!(env!("OUT_DIR"), "/readme_examples.md"));
+        let opening = |text: &str| {
+            text.lines()
+                .filter(|l| l.trim_start().starts_with("```rust"))
+                .count()
+        };
+        assert!(opening(readme) >= 1, "the README shows the library");
+        assert_eq!(opening(gathered), opening(readme));
+        for line in gathered.lines().filter(|l| !l.is_empty()) {
+            assert!(readme.contains(line), "{line:?} is not the README's");
+        }
+        assert!(gathered.contains("fn main() -> Result<(), sojourn::Error>"));
+    }
 }

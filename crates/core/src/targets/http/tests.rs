@@ -318,7 +318,19 @@ fn unknown_methods_list_the_accepted_ones() {
 fn bad_urls_say_why() {
     use TargetsErrorKind::Url;
     fails("GET /just/a/path\n", Some(1), Url, "not absolute");
-    fails("GET a.example/x\n", Some(1), Url, "not absolute");
+    // A host without its scheme gets the URL it most likely meant.
+    fails(
+        "GET a.example/x\n",
+        Some(1),
+        Url,
+        "bad URL \"a.example/x\": no scheme: write http://a.example/x (or https:// for TLS)",
+    );
+    fails(
+        "GET localhost:8080/x\n",
+        Some(1),
+        Url,
+        "no scheme: write http://localhost:8080/x",
+    );
     fails(
         "GET ftp://a.example/x\n",
         Some(1),
