@@ -186,15 +186,17 @@ def per_request(cpu, n):
 
 def run_wrk2(url, rate):
     out, cpu, _ = timed(pinned(["wrk2", "-t1", f"-c{CONNS}", f"-R{rate}", f"-d{SECS}s", url]))
+    # wrk2's "N requests in" counts answers: completed requests.
     n = int(next(l.split()[0] for l in out.splitlines() if "requests in" in l))
-    return {"requests": n, "cpu_us_per_req": per_request(cpu, n)}
+    return {"completed": n, "cpu_us_per_req": per_request(cpu, n)}
 
 
 def run_oha(url, rate):
     out, cpu, _ = timed(pinned(["oha", "-z", f"{SECS}s", "-c", str(CONNS), "-q", str(rate),
                                 "--latency-correction", "--no-tui", "--output-format", "json", url]))
+    # Answers by status: completed requests (errors have no status).
     n = sum(json.loads(out).get("statusCodeDistribution", {}).values())
-    return {"requests": n, "cpu_us_per_req": per_request(cpu, n)}
+    return {"completed": n, "cpu_us_per_req": per_request(cpu, n)}
 
 
 def run_vegeta(url, rate, work):
@@ -208,8 +210,9 @@ def run_vegeta(url, rate, work):
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     report = json.loads(subprocess.run(["vegeta", "report", "-type=json", bin_path],
                                        capture_output=True, text=True).stdout)
-    n = report["requests"]
-    return {"requests": n, "achieved": round(report.get("throughput", 0)),
+    # vegeta's "requests" counts every attack, answered or not; "success" is the answered share.
+    n = round(report["requests"] * report.get("success", 0))
+    return {"completed": n, "achieved": round(report.get("throughput", 0)),
             "cpu_us_per_req": per_request(cpu, n)}
 
 
@@ -218,8 +221,10 @@ def run_sojourn(url, rate, work, extra):
     _, cpu, _ = timed(pinned([SOJOURN, "run", url, "--rate", str(rate), "-c", str(CONNS),
                               "--threads", "1", "--duration", f"{SECS}s", "--json", path] + extra))
     f = sojourn_figures(path)
-    return {"requests": f["scheduled"], "cpu_us_per_req": per_request(cpu, f["scheduled"]),
-            **{k: v for k, v in f.items() if k not in ("scheduled", "completed")}}
+    # CPU over completed requests, as for every peer: never over scheduled ones, which would
+    # flatter a run that left requests unanswered.
+    return {"completed": f["completed"], "cpu_us_per_req": per_request(cpu, f["completed"]),
+            **{k: v for k, v in f.items() if k != "completed"}}
 
 
 def maximum(url, work):
@@ -230,12 +235,13 @@ def maximum(url, work):
         out, cpu, _ = timed(pinned(["wrk", "-t1", f"-c{CONNS}", f"-d{SECS}s", url]))
         n = int(next(l.split()[0] for l in out.splitlines() if "requests in" in l))
         rate = float(next(l.split()[1] for l in out.splitlines() if "Requests/sec" in l))
-        record("max", "wrk -t1", round=rnd + 1, achieved=round(rate), cpu_us_per_req=per_request(cpu, n))
+        record("max", "wrk -t1", round=rnd + 1, achieved=round(rate), completed=n,
+               cpu_us_per_req=per_request(cpu, n))
         _, cpu, _ = timed(pinned([SOJOURN, "run", url, "--closed", "-c", str(CONNS), "--threads", "1",
                                   "--duration", f"{SECS}s", "--json", path]))
         f = sojourn_figures(path)
         record("max", "sojourn --closed", round=rnd + 1, achieved=f["achieved"],
-               cpu_us_per_req=per_request(cpu, f["completed"]))
+               completed=f["completed"], cpu_us_per_req=per_request(cpu, f["completed"]))
         # The drain (--timeout) keeps the pool working through the line at full speed, so the
         # answers per second of the whole run are the open loop's maximum.
         _, cpu, _ = timed(pinned([SOJOURN, "run", url, "--rate", "400000", "-c", str(CONNS),
@@ -308,7 +314,7 @@ def soak(url, work):
                                         "--duration", f"{SOAK_SECS + 10}s", "--json", path]), marks)
     f = sojourn_figures(path)
     record("soak", "sojourn", **{f"rss_{m}s_mib": round(seen.get(m, 0) / 1024, 1) for m in marks},
-           peak_rss_mib=round(peak / 1024, 1), cpu_us_per_req=per_request(cpu, f["scheduled"]), **f)
+           peak_rss_mib=round(peak / 1024, 1), cpu_us_per_req=per_request(cpu, f["completed"]), **f)
 
 
 def serve(work):
@@ -327,7 +333,7 @@ def serve(work):
 
 
 def compare(url, work):
-    print(f"== same-rate compare against nginx at 2000 req/s, {SECS} s per loop, {ROUNDS} rounds")
+    print(f"== same-rate compare against nginx at 2000 req/s (both loops at once, 1000 each), {SECS} s, {ROUNDS} rounds")
     for rnd in range(ROUNDS):
         for mode in ["paced", "unpaced"]:
             out_dir = os.path.join(work, f"compare-{mode}")
