@@ -24,7 +24,7 @@ use crate::check::{Checks, GeneratorVerdict};
 use crate::conformance::GapRecord;
 use crate::evidence::{conformance_of, steady_state_of, Statistics};
 use crate::placement::{
-    fingerprint, first_difference, key_of, plan_shards, schedule_of, MergeInfo, Placement,
+    fingerprint, key_of, plan_difference, plan_shards, schedule_of, MergeInfo, Placement,
     ShardState, ShardStatus,
 };
 use crate::record::new_histogram;
@@ -59,6 +59,9 @@ pub enum MergeError {
     },
     #[error("shard {shard} is given twice: {a} and {b}")]
     Duplicate { shard: u32, a: String, b: String },
+    /// A whole run (not `--shard K/N`) beside other results: there is no plan it is a part of.
+    #[error("{whole} is a whole run, not a shard (it was not run with --shard K/N), so there is nothing to merge it with {other}: merge adds up the shards of one plan; to compare whole runs, give them to `sojourn report` or `sojourn diff`")]
+    NotShards { whole: String, other: String },
     #[error("{file}: {reason}")]
     Damaged { file: String, reason: String },
 }
@@ -71,6 +74,7 @@ pub fn merge(inputs: Vec<Input>, force: bool) -> Result<RunResult, MergeError> {
             return Err(MergeError::NoPlacement(i.source.clone()));
         }
     }
+    check_shards(&inputs)?;
     let forced = check_plans(&inputs, force)?;
     let shards = plan_shards(&first.result);
     let held = held_shards(&inputs, shards)?;
@@ -102,20 +106,41 @@ pub fn merge(inputs: Vec<Input>, force: bool) -> Result<RunResult, MergeError> {
     Ok(merged)
 }
 
+/// A whole run holds all of its plan (shard 0 of 1): beside anything else, it is not a shard.
+/// Named before any plan check, since a plan difference would hide the real mistake.
+fn check_shards(inputs: &[Input]) -> Result<(), MergeError> {
+    let is_whole = |i: &Input| {
+        i.result.merged.is_none()
+            && i.result
+                .placement
+                .as_ref()
+                .is_some_and(|p| p.shard.is_whole())
+    };
+    if inputs.len() < 2 {
+        return Ok(());
+    }
+    match inputs.iter().position(is_whole) {
+        Some(n) => Err(MergeError::NotShards {
+            whole: inputs[n].source.clone(),
+            other: inputs[if n == 0 { 1 } else { 0 }].source.clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Every input's plan against the first's; with `force`, whether any differed.
 fn check_plans(inputs: &[Input], force: bool) -> Result<bool, MergeError> {
     let first = &inputs[0];
-    let ours = key_of(&first.result);
     let mut differed = false;
     for i in &inputs[1..] {
-        if let Some((field, theirs, ours)) = first_difference(&key_of(&i.result), &ours) {
+        if let Some(d) = plan_difference(&i.result, &first.result) {
             if !force {
                 return Err(MergeError::PlanDiffers {
                     file: i.source.clone(),
                     first: first.source.clone(),
-                    field,
-                    theirs: theirs.to_string(),
-                    ours: ours.to_string(),
+                    field: d.field,
+                    theirs: d.theirs,
+                    ours: d.ours,
                 });
             }
             differed = true;
@@ -825,7 +850,7 @@ mod tests {
         inputs[1].result.config.targets = Some(picks("random"));
         let e = merge(inputs, false).unwrap_err();
         assert!(
-            matches!(&e, MergeError::PlanDiffers { field, .. } if field == "targets"),
+            matches!(&e, MergeError::PlanDiffers { field, .. } if field == "--targets"),
             "{e}"
         );
     }
@@ -872,7 +897,7 @@ mod tests {
         inputs[1].result.config.duration_ns = Some(3_000_000_000);
         let e = merge(inputs, false).unwrap_err();
         assert!(
-            matches!(&e, MergeError::PlanDiffers { field, file, .. } if field == "duration_ns" && file == "shard-1.json"),
+            matches!(&e, MergeError::PlanDiffers { field, file, .. } if field == "--duration" && file == "shard-1.json"),
             "{e}"
         );
         let mut inputs = shards(2);
@@ -887,5 +912,93 @@ mod tests {
             Err(MergeError::NoPlacement(_))
         ));
         assert!(matches!(merge(vec![], false), Err(MergeError::Empty)));
+    }
+
+    /// Shard `k` of `n`, read from `source`, changed by `edit`.
+    fn named(source: &str, k: u32, n: u32, edit: fn(&mut RunResult)) -> Input {
+        let mut i = shard(k, n, None);
+        i.source = source.into();
+        edit(&mut i.result);
+        i
+    }
+
+    fn as_is(_: &mut RunResult) {}
+
+    /// What a user reads when results cannot be merged: the difference in the words they ran
+    /// with, and whole runs called whole runs, not duplicate shards.
+    #[test]
+    fn refusals_name_the_difference_in_the_users_terms() {
+        let closed = |r: &mut RunResult| {
+            r.mode = crate::Mode::Closed;
+            r.config.rate = None;
+            r.config.arrival = None;
+        };
+        let cases: Vec<(&str, Vec<Input>, &str)> = vec![
+            (
+                "an open and a closed loop differ in their arrival too: the mode is named",
+                vec![named("a.json", 0, 2, as_is), named("b.json", 1, 2, closed)],
+                "b.json: its plan differs in mode: closed loop here, open loop in a.json; merge only shards of one plan, or give --force",
+            ),
+            (
+                "a field of the key reads as its flag, its value in the flag's units",
+                vec![
+                    named("a.json", 0, 2, as_is),
+                    named("b.json", 1, 2, |r| r.config.duration_ns = Some(3_000_000_000)),
+                ],
+                "b.json: its plan differs in --duration: 3.000 s here, 2.000 s in a.json; merge only shards of one plan, or give --force",
+            ),
+            (
+                "threads",
+                vec![
+                    named("a.json", 0, 2, as_is),
+                    named("b.json", 1, 2, |r| r.config.threads = Some(4)),
+                ],
+                "b.json: its plan differs in --threads: 4 here, 1 in a.json; merge only shards of one plan, or give --force",
+            ),
+            (
+                "a rate, with its unit",
+                vec![
+                    named("a.json", 0, 2, as_is),
+                    named("b.json", 1, 2, |r| r.config.rate = Some(450.0)),
+                ],
+                "b.json: its plan differs in --rate: 450 req/s here, 300 req/s in a.json; merge only shards of one plan, or give --force",
+            ),
+            (
+                "shards of plans cut differently",
+                vec![named("a.json", 0, 2, as_is), named("b.json", 1, 3, as_is)],
+                "b.json: its plan differs in the shard count (N of --shard K/N): 3 here, 2 in a.json; merge only shards of one plan, or give --force",
+            ),
+            (
+                "a start that was not set on one of them",
+                vec![
+                    named("a.json", 0, 2, as_is),
+                    named("b.json", 1, 2, |r| {
+                        r.placement.as_mut().unwrap().start_at_unix_ns = None
+                    }),
+                ],
+                "b.json: its plan differs in --start-at: not set here, 1700000000 (Unix seconds) in a.json; merge only shards of one plan, or give --force",
+            ),
+            (
+                "two ordinary runs are whole runs, not shard 0 twice",
+                vec![named("a.json", 0, 1, as_is), named("b.json", 0, 1, as_is)],
+                "a.json is a whole run, not a shard (it was not run with --shard K/N), so there is nothing to merge it with b.json: merge adds up the shards of one plan; to compare whole runs, give them to `sojourn report` or `sojourn diff`",
+            ),
+            (
+                "a whole run beside a shard of another plan is still a whole run",
+                vec![named("a.json", 0, 2, as_is), named("b.json", 0, 1, closed)],
+                "b.json is a whole run, not a shard (it was not run with --shard K/N), so there is nothing to merge it with a.json: merge adds up the shards of one plan; to compare whole runs, give them to `sojourn report` or `sojourn diff`",
+            ),
+            (
+                "one shard given twice",
+                vec![named("a.json", 0, 2, as_is), named("b.json", 0, 2, as_is)],
+                "shard 0 is given twice: a.json and b.json",
+            ),
+        ];
+        for (why, inputs, want) in cases {
+            let e = merge(inputs, false).expect_err(why);
+            assert_eq!(e.to_string(), want, "{why}");
+        }
+        let one = vec![named("a.json", 0, 1, as_is)];
+        assert!(merge(one, false).is_ok(), "one whole run is its own plan");
     }
 }
