@@ -894,24 +894,19 @@ fn side_by_side_percentiles(page: &mut String, views: &[RunView]) {
 fn evidence(h: &HistogramSummary, p: f64) -> String {
     let mut out = String::new();
     if let Some(ci) = h.ci_at(p) {
-        let hi = if ci.hi_open {
-            format!("≥ {}", format_ns(ci.hi))
-        } else {
-            format_ns(ci.hi)
-        };
         let _ = write!(
             out,
-            "<br><small class=\"ci\" title=\"{:.0}% confidence interval (order statistics)\">[{}, {hi}]</small>",
+            "<br><small class=\"ci\" title=\"{:.0}% confidence interval (order statistics)\">{}</small>",
             h.ci.as_ref().map_or(95.0, |s| s.level * 100.0),
-            format_ns(ci.lo)
+            ci.text()
         );
     }
     if let Some(t) = h.thin_at(p) {
         let _ = write!(
             out,
-            "<br><small class=\"bad\" title=\"{}\">{:.2} beyond: not meaningful</small>",
+            "<br><small class=\"bad\" title=\"{}\">{} beyond: not meaningful</small>",
             escape(&crate::text::thin_warning(p, t)),
-            t.beyond
+            t.samples_beyond()
         );
     }
     out

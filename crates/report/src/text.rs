@@ -27,21 +27,15 @@ pub fn cell(h: &HistogramSummary, p: f64) -> String {
     }
 }
 
-/// A value with its confidence interval in the value's own unit: `194.60 ms [191.00, 197.90]`.
-/// An open upper end (censored or beyond the data) reads `≥198.00`.
+/// A value with its confidence interval, written as on the page and in the gate's table:
+/// `194.60 ms [191.00 ms, 197.90 ms]`. An open upper end (censored or beyond the data) reads
+/// `≥ 198.00 ms`.
 pub fn with_interval(h: &HistogramSummary, p: f64) -> String {
     let value = cell(h, p);
-    let Some(ci) = h.ci_at(p) else {
-        return value;
-    };
-    let unit = sojourn_core::units::unit_for(h.at(p).map_or(ci.hi, |b| b.value));
-    let number = |ns: u64| unit.number(ns);
-    let hi = if ci.hi_open {
-        format!("≥{}", number(ci.hi))
-    } else {
-        number(ci.hi)
-    };
-    format!("{value} [{}, {hi}]", number(ci.lo))
+    match h.ci_at(p) {
+        Some(ci) => format!("{value} {}", ci.text()),
+        None => value,
+    }
 }
 
 /// The response percentiles with their intervals, and a warning for each that rests on too
@@ -70,11 +64,12 @@ fn confidence(h: &HistogramSummary) -> String {
     out
 }
 
-/// "p99.99: 1.35 samples above — not meaningful; run ≥ 100k requests".
+/// "p99.99: 1 sample above — not meaningful; run ≥ 100k requests". Samples come whole.
 pub fn thin_warning(p: f64, t: sojourn_core::evidence::Thin) -> String {
+    let n = t.samples_beyond();
     format!(
-        "p{p}: {:.2} samples above — not meaningful; run ≥ {} requests",
-        t.beyond,
+        "p{p}: {n} sample{} above — not meaningful; run ≥ {} requests",
+        if n == 1 { "" } else { "s" },
         short_count(t.needed)
     )
 }
@@ -729,11 +724,11 @@ mod tests {
             with_interval(&r.histograms.response, 99.0)
         )));
         assert!(
-            text.contains("p99.99: 0.10 samples above — not meaningful; run ≥ 100k requests"),
+            text.contains("p99.99: 0 samples above — not meaningful; run ≥ 100k requests"),
             "{text}"
         );
         assert!(
-            text.contains("p99.9: 1.00 samples above — not meaningful; run ≥ 10k requests"),
+            text.contains("p99.9: 1 sample above — not meaningful; run ≥ 10k requests"),
             "{text}"
         );
         assert!(
@@ -743,7 +738,7 @@ mod tests {
     }
 
     #[test]
-    fn an_interval_reads_in_its_value_unit() {
+    fn an_interval_reads_with_its_units_at_both_ends() {
         let mut h = result(false).histograms.response;
         let p = 99.0;
         let ci = sojourn_core::evidence::Ci {
@@ -754,13 +749,53 @@ mod tests {
         h.percentiles.0.retain(|(q, _)| *q != p);
         h.percentiles.0.push((p, 194_600_000));
         h.ci.as_mut().unwrap().percentiles.insert("99".into(), ci);
-        assert_eq!(with_interval(&h, p), "194.60 ms [191.00, 197.90]");
+        assert_eq!(with_interval(&h, p), "194.60 ms [191.00 ms, 197.90 ms]");
         let open = sojourn_core::evidence::Ci {
             hi_open: true,
             ..ci
         };
         h.ci.as_mut().unwrap().percentiles.insert("99".into(), open);
-        assert_eq!(with_interval(&h, p), "194.60 ms [191.00, ≥197.90]");
+        assert_eq!(with_interval(&h, p), "194.60 ms [191.00 ms, ≥ 197.90 ms]");
+        let across = sojourn_core::evidence::Ci {
+            lo: 639_000,
+            hi: 1_380_000,
+            hi_open: true,
+        };
+        h.ci.as_mut()
+            .unwrap()
+            .percentiles
+            .insert("99".into(), across);
+        assert_eq!(
+            with_interval(&h, p),
+            "194.60 ms [639.0 µs, ≥ 1.38 ms]",
+            "each end in its own unit, never a bare number"
+        );
+    }
+
+    /// Samples are counted whole: the requests ranked above the percentile, n − ⌈n·p⌉.
+    #[test]
+    fn thin_percentiles_count_whole_samples() {
+        let thin = |beyond: f64| sojourn_core::evidence::Thin {
+            beyond,
+            needed: 1_000,
+        };
+        let cases = [
+            (600.0 * 0.01, "p99: 6 samples above", "600 requests"),
+            (5.999_999_999, "p99: 6 samples above", "rounding below six"),
+            (
+                1.35,
+                "p99: 1 sample above",
+                "13,500 at p99.99, as an expectation",
+            ),
+            (0.1, "p99: 0 samples above", "1,000 at p99.99"),
+        ];
+        for (beyond, want, why) in cases {
+            let text = thin_warning(99.0, thin(beyond));
+            assert!(
+                text.starts_with(&format!("{want} — not meaningful; run ≥ 1k requests")),
+                "{why}: {text}"
+            );
+        }
     }
 
     /// How many requests `labelled` sends: label 1 takes every fourth.

@@ -188,6 +188,13 @@ fn every_percentile_shows_its_interval_and_thin_ones_are_flagged() {
         .expect("the fixture run has a thin percentile");
     let row = table_row(&p, &format!("p{thin}"));
     assert!(row.contains("not meaningful"), "{row}");
+    // Samples come whole: the requests ranked above the percentile, n − ⌈n·p⌉.
+    let hundredths = (thin.parse::<f64>().unwrap() * 100.0).round() as u64;
+    let above = h.count - (h.count * hundredths).div_ceil(10_000);
+    assert!(
+        row.contains(&format!(">{above} beyond: not meaningful<")),
+        "{above} whole samples beyond p{thin}: {row}"
+    );
     assert!(p.contains("arrivals vs the schedule") && p.contains("steady state"));
 }
 
@@ -355,5 +362,44 @@ fn checked_in_fixtures_load_and_match_the_result_schema() {
             doc["label"],
             doc["mode"]
         );
+    }
+}
+
+/// One interval is written one way on the terminal, on the page and in the gate's table:
+/// `[lo, hi]` with units, and `[lo, ≥ hi]` when the upper end is open — never `∞)`, never a
+/// bare number.
+#[test]
+fn an_interval_reads_the_same_in_the_terminal_the_page_and_the_gate() {
+    let r = censored_run();
+    let objectives: Vec<sojourn_core::gate::Objective> =
+        vec!["p50<1s".parse().unwrap(), "p99<1s".parse().unwrap()];
+    let judgements = sojourn_core::gate::evaluate(&r, &objectives).unwrap();
+    let gate = sojourn_report::gate::table(&judgements);
+    let text = sojourn_report::text::summary(&r);
+    let p = page(&[run(r.clone())]);
+    let h = &r.histograms.response;
+    for (p_, row, open) in [(50.0, "p50", false), (99.0, "p99", true)] {
+        let ci = h.ci_at(p_).unwrap();
+        assert_eq!(ci.hi_open, open, "the fixture's p{p_}");
+        let (lo, hi) = (
+            sojourn_core::format_ns(ci.lo),
+            sojourn_core::format_ns(ci.hi),
+        );
+        let want = if open {
+            format!("[{lo}, ≥ {hi}]")
+        } else {
+            format!("[{lo}, {hi}]")
+        };
+        assert_eq!(ci.text(), want);
+        assert!(text.contains(&want), "terminal, {row}: {want}\n{text}");
+        assert!(
+            table_row(&p, row).contains(&want),
+            "page, {row}: {want}\n{}",
+            table_row(&p, row)
+        );
+        assert!(gate.contains(&want), "gate, {row}: {want}\n{gate}");
+    }
+    for (what, out) in [("terminal", &text), ("page", &p), ("gate", &gate)] {
+        assert!(!out.contains('∞'), "{what}");
     }
 }
