@@ -326,15 +326,15 @@ fn target(parts: &[(&str, &TargetResult)]) -> Result<TargetResult, MergeError> {
             .collect();
         sum(&hdrs)
     };
-    let censored: Vec<(&str, &str)> = parts
-        .iter()
-        .filter_map(|(source, t)| t.censored.as_ref().map(|c| (*source, c.hdr.as_str())))
-        .collect();
-    let censored = if censored.is_empty() {
-        None
-    } else {
-        Some(sum(&censored)?)
+    let lower_bounds = |pick: fn(&TargetResult) -> Option<&HistogramSummary>| {
+        let hdrs: Vec<(&str, &str)> = parts
+            .iter()
+            .filter_map(|(source, t)| pick(t).map(|c| (*source, c.hdr.as_str())))
+            .collect();
+        (!hdrs.is_empty()).then(|| sum(&hdrs)).transpose()
     };
+    let censored = lower_bounds(|t| t.censored.as_ref())?;
+    let censored_service = lower_bounds(|t| t.censored_service.as_ref())?;
     let mut counts = LabelCounts::default();
     for (_, t) in parts {
         let c = &t.counts;
@@ -352,9 +352,13 @@ fn target(parts: &[(&str, &TargetResult)]) -> Result<TargetResult, MergeError> {
             &whole(|t| &t.response)?,
             censored.as_ref().unwrap_or(&none),
         ),
-        service: HistogramSummary::of(&whole(|t| &t.service)?, &none),
+        service: HistogramSummary::of(
+            &whole(|t| &t.service)?,
+            censored_service.as_ref().unwrap_or(&none),
+        ),
         send_lag: HistogramSummary::of(&whole(|t| &t.send_lag)?, &none),
         censored: censored.map(|c| HistogramSummary::of(&c, &none)),
+        censored_service: censored_service.map(|c| HistogramSummary::of(&c, &none)),
     })
 }
 
@@ -392,16 +396,21 @@ fn histograms(inputs: &[Input]) -> Result<HistogramSet, MergeError> {
     let none = new_histogram();
     let censored = summed(inputs, |h| h.censored.as_ref())?;
     let censored_or_none = censored.as_ref().unwrap_or(&none);
+    let censored_service = summed(inputs, |h| h.censored_service.as_ref())?;
     let whole = |pick: fn(&HistogramSet) -> &HistogramSummary| {
         summed(inputs, |h| Some(pick(h))).map(|h| h.unwrap_or_else(new_histogram))
     };
     let summary = |h: Option<Histogram<u64>>| h.map(|h| HistogramSummary::of(&h, &none));
     Ok(HistogramSet {
         response: HistogramSummary::of(&whole(|h| &h.response)?, censored_or_none),
-        service: HistogramSummary::of(&whole(|h| &h.service)?, &none),
+        service: HistogramSummary::of(
+            &whole(|h| &h.service)?,
+            censored_service.as_ref().unwrap_or(&none),
+        ),
         send_lag: HistogramSummary::of(&whole(|h| &h.send_lag)?, &none),
         dispatch_lag: summary(summed(inputs, |h| h.dispatch_lag.as_ref())?),
         censored: summary(censored),
+        censored_service: summary(censored_service),
         backfilled: None,
         hiccup: summary(summed(inputs, |h| h.hiccup.as_ref())?),
     })
@@ -807,6 +816,11 @@ mod tests {
                 want.censored.as_ref().map(without_hdr),
                 "{label}"
             );
+            assert_eq!(
+                t.censored_service.as_ref().map(without_hdr),
+                want.censored_service.as_ref().map(without_hdr),
+                "{label}"
+            );
         }
         let censored: Vec<&TargetResult> =
             m.targets.iter().filter(|t| t.counts.censored > 0).collect();
@@ -815,6 +829,15 @@ mod tests {
             censored[0].response.at(100.0).unwrap().lower_bound,
             "its label's max is a lower bound after the merge too"
         );
+        assert!(
+            censored[0].service.at(100.0).unwrap().lower_bound,
+            "and so is its service max: it was sent and never answered"
+        );
+        assert!(
+            m.histograms.service.at(100.0).unwrap().lower_bound,
+            "the run's service max, summed from the shards, is a lower bound"
+        );
+        assert_eq!(m.histograms.censored_service.as_ref().unwrap().count, 1);
         let labelled: u64 = m.targets.iter().map(|t| t.counts.total()).sum();
         assert_eq!(
             labelled, m.counts.scheduled,
