@@ -649,7 +649,35 @@ fn percentile_section(page: &mut String, views: &[RunView]) {
     } else {
         percentiles_per_row(page, views);
     }
-    page.push_str("</tbody>\n</table>\n<p class=\"muted\">A value marked ≥ is only a lower bound: requests still unanswered when the run ended (or timed out) are counted at the time they had waited so far, and could have taken longer. Under each value, its 95% confidence interval from order statistics (no assumption about the distribution); a percentile with fewer than ten samples beyond it is marked not meaningful.</p>\n</section>\n");
+    let _ = write!(
+        page,
+        "</tbody>\n</table>\n<p class=\"muted\">{} Under each value, its 95% confidence interval from order statistics (no assumption about the distribution); a percentile with fewer than ten samples beyond it is marked not meaningful.</p>\n</section>\n",
+        lower_bound_sentence(views)
+    );
+}
+
+/// What a `≥` rests on, run by run with the counts: requests still unanswered at the end,
+/// never sent, or timed out, each counted at the time it had waited by then.
+fn lower_bound_sentence(views: &[RunView]) -> String {
+    let per_run: Vec<String> = views
+        .iter()
+        .filter_map(|v| {
+            let causes = crate::text::lower_bound_causes(&v.r().counts, count);
+            let causes = crate::text::in_words(&causes);
+            match (causes.is_empty(), views.len()) {
+                (true, _) => None,
+                (false, 1) => Some(causes),
+                (false, _) => Some(format!("in {}, {causes}", escape(&v.r().label))),
+            }
+        })
+        .collect();
+    if per_run.is_empty() {
+        return "A value marked ≥ is only a lower bound: requests without an answer are counted at the time they had waited, and could have taken longer.".into();
+    }
+    format!(
+        "A value marked ≥ is only a lower bound, from requests without an answer: {}. Each is counted at the time it had waited when the run ended (a timeout at the timeout), and could have taken longer.",
+        per_run.join("; ")
+    )
 }
 
 /// A shaped run's percentiles stage by stage: one table per staged run.

@@ -1,7 +1,9 @@
 //! Terminal tables: the run summary. (The seeds' side-by-side comparison is in [`crate::compare`].)
 use std::fmt::Write as _;
 
-use sojourn_core::result::{HistogramSummary, RunConfig, RunResult, TargetResult, PERCENTILES};
+use sojourn_core::result::{
+    Counts, HistogramSummary, RunConfig, RunResult, TargetResult, PERCENTILES,
+};
 use sojourn_core::{format_ns, GeneratorVerdict, Mode};
 
 /// Column headers for [`PERCENTILES`].
@@ -375,6 +377,45 @@ fn cut(text: &str, width: usize) -> String {
     s
 }
 
+/// Why some times are only lower bounds, with the counts: the requests that got no answer.
+/// Each reason is one phrase, counts written by `count`; none when nothing was left unanswered.
+pub fn lower_bound_causes(c: &Counts, count: impl Fn(u64) -> String) -> Vec<String> {
+    let timeouts = c.failed.get(sojourn_core::FailureClass::Timeout);
+    [
+        (c.censored, "still unanswered at the end"),
+        (
+            c.never_sent,
+            "never sent (due, but the run ended before they went out)",
+        ),
+        (timeouts, "timed out (counted at the timeout)"),
+    ]
+    .into_iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{} {what}", count(n)))
+    .collect()
+}
+
+/// `a`, `a and b`, `a, b and c`.
+pub fn in_words(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// The footnote under a table with `≥` in it: what the lower bounds rest on, by name and count.
+fn lower_bound_note(c: &Counts) -> String {
+    let causes = lower_bound_causes(c, |n| n.to_string());
+    if causes.is_empty() {
+        return "≥ marks lower bounds: requests without an answer could only raise them".into();
+    }
+    format!(
+        "≥ marks lower bounds, from requests without an answer: {}; each counts at the time it had waited by then, so the true values could only be higher",
+        in_words(&causes)
+    )
+}
+
 /// Final answers by HTTP status code, `status    200 3000  404 100`; `None` when the run
 /// counted none (an import, a simulation, or nothing answered).
 pub fn status_line(r: &RunResult) -> Option<String> {
@@ -551,11 +592,12 @@ pub fn summary(r: &RunResult) -> String {
         let _ = writeln!(out);
         out.push_str(&by_target);
     }
-    let lower_bounds = std::iter::once(&h.response)
-        .chain(r.targets.iter().map(|t| &t.response))
+    let lower_bounds = [&h.response, &h.service]
+        .into_iter()
+        .chain(r.targets.iter().flat_map(|t| [&t.response, &t.service]))
         .any(|h| !h.lower_bounds.is_empty());
     if lower_bounds {
-        let _ = writeln!(out, "≥ marks lower bounds: requests still unanswered at the end (or timed out) could only raise them");
+        let _ = writeln!(out, "{}", lower_bound_note(&r.counts));
     }
     let _ = writeln!(out);
     let by_stage = stage_table(r);
@@ -969,6 +1011,102 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("free connection (see below)"), "{text}");
+    }
+
+    /// 100 requests answered in 10 ms, then `censored` sent and still out, and `never_sent` due
+    /// and never sent, when the run ends at 2 s.
+    fn unanswered(censored: u64, never_sent: u64) -> RunResult {
+        let mut r = Recorder::new(Duration::from_secs(1));
+        for i in 0..100u64 {
+            let at = Duration::from_millis(i);
+            r.record(
+                &Stamps::on_time(at),
+                at + Duration::from_millis(10),
+                Outcome::Ok,
+            );
+        }
+        let end = Duration::from_secs(2);
+        for i in 0..censored {
+            r.record_in_flight(&Stamps::on_time(Duration::from_millis(100 + i)), end);
+        }
+        for i in 0..never_sent {
+            let at = Duration::from_millis(100 + censored + i);
+            r.record_never_sent(at, at, end);
+        }
+        let m = Recorder::merge_all([r]);
+        let facts = RunFacts {
+            label: "paced".into(),
+            mode: Mode::Paced,
+            config: RunConfig {
+                rate: Some(1000.0),
+                arrival: Some("constant".into()),
+                connections: 10,
+                interval_ns: 1_000_000_000,
+                ..Default::default()
+            },
+            scheduled: m.tally.accounted(),
+            elapsed: end,
+            interrupted: false,
+            checks: check::Checks::not_applicable(vec![]),
+            backfill_interval: None,
+        };
+        RunResult::build(&m, facts)
+    }
+
+    /// The footnote under `≥` names what the bounds rest on, with counts: never-sent slots
+    /// are not "requests still unanswered".
+    #[test]
+    fn the_lower_bound_note_names_its_causes_with_counts() {
+        let never_sent = summary(&unanswered(0, 130));
+        let note = never_sent
+            .lines()
+            .find(|l| l.starts_with("≥ marks"))
+            .expect("a note");
+        assert!(
+            note.contains(": 130 never sent (due, but the run ended before they went out);"),
+            "{note}"
+        );
+        assert!(!note.contains("unanswered at the end"), "{note}");
+        let both = summary(&unanswered(40, 130));
+        let note = both.lines().find(|l| l.starts_with("≥ marks")).unwrap();
+        assert!(
+            note.contains(
+                ": 40 still unanswered at the end and 130 never sent (due, but the run ended before they went out);"
+            ),
+            "{note}"
+        );
+    }
+
+    /// The columns of the summary row named `name`: p50, p90, p99, p99.9, p99.99, max.
+    fn columns(text: &str, name: &str) -> Vec<String> {
+        let row: Vec<char> = text
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no row {name}\n{text}"))
+            .chars()
+            .skip(22)
+            .collect();
+        row.chunks(12)
+            .map(|c| c.iter().collect::<String>().trim().to_string())
+            .collect()
+    }
+
+    /// Requests sent and unanswered at the end waited at least end − sent for the server: the
+    /// service row marks what they could raise, as the response row does.
+    #[test]
+    fn service_percentiles_that_unanswered_requests_could_raise_are_lower_bounds() {
+        let text = summary(&unanswered(40, 0));
+        for name in ["response", "service"] {
+            let cols = columns(&text, name);
+            assert_eq!(cols.len(), 6, "{name}: {cols:?}");
+            assert!(!cols[0].starts_with('≥'), "{name} p50 is exact: {cols:?}");
+            for (i, p) in [(2, "p99"), (5, "max")] {
+                assert!(cols[i].starts_with('≥'), "{name} {p}: {cols:?}");
+            }
+        }
+        let service = columns(&text, "service");
+        assert_eq!(service[0], "10.00 ms", "{service:?}");
+        assert!(text.contains("≥ marks lower bounds"));
     }
 
     #[test]

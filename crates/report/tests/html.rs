@@ -403,3 +403,82 @@ fn an_interval_reads_the_same_in_the_terminal_the_page_and_the_gate() {
         assert!(!out.contains('∞'), "{what}");
     }
 }
+
+/// A paced loop that never reached 1,130 of its slots: the note under the percentiles names
+/// them, with their count, and does not blame requests still unanswered.
+fn never_sent_run(label: &str, censored: u64) -> RunResult {
+    let mut r = Recorder::new(Duration::from_secs(1));
+    for i in 0..200u64 {
+        let at = Duration::from_millis(i);
+        r.record(
+            &Stamps::on_time(at),
+            at + Duration::from_millis(5),
+            Outcome::Ok,
+        );
+    }
+    let end = Duration::from_secs(3);
+    for i in 0..censored {
+        r.record_in_flight(&Stamps::on_time(Duration::from_millis(200 + i)), end);
+    }
+    for i in 0..1_130u64 {
+        let at = Duration::from_millis(300 + i);
+        r.record_never_sent(at, at, end);
+    }
+    let m = Recorder::merge_all([r]);
+    let facts = RunFacts {
+        label: label.into(),
+        mode: Mode::Paced,
+        config: RunConfig {
+            rate: Some(1000.0),
+            arrival: Some("constant".into()),
+            connections: 10,
+            interval_ns: 1_000_000_000,
+            ..Default::default()
+        },
+        scheduled: m.tally.accounted(),
+        elapsed: end,
+        interrupted: false,
+        checks: sojourn_core::check::Checks::not_applicable(vec![]),
+        backfill_interval: None,
+    };
+    RunResult::build(&m, facts)
+}
+
+/// The note under the percentile table.
+fn percentile_note(page: &str) -> &str {
+    let section = page.split("<section id=\"percentiles\">").nth(1).unwrap();
+    section
+        .split("<p class=\"muted\">")
+        .nth(1)
+        .unwrap()
+        .split("</p>")
+        .next()
+        .unwrap()
+}
+
+#[test]
+fn the_lower_bound_note_names_never_sent_slots_with_their_count() {
+    let r = never_sent_run("paced", 0);
+    assert!(r.histograms.response.at(50.0).unwrap().lower_bound);
+    let p = page(&[run(r)]);
+    let note = percentile_note(&p);
+    assert!(
+        note.contains(
+            "from requests without an answer: 1,130 never sent (due, but the run ended before they went out)."
+        ),
+        "{note}"
+    );
+    assert!(!note.contains("unanswered"), "{note}");
+    // Two runs: each named with its own causes.
+    let p = page(&[
+        run(never_sent_run("paced", 0)),
+        run(never_sent_run("cut", 988)),
+    ]);
+    let note = percentile_note(&p);
+    assert!(
+        note.contains(
+            "in paced, 1,130 never sent (due, but the run ended before they went out); in cut, 988 still unanswered at the end and 1,130 never sent"
+        ),
+        "{note}"
+    );
+}
