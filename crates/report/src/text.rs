@@ -1,6 +1,7 @@
 //! Terminal tables: the run summary. (The seeds' side-by-side comparison is in [`crate::compare`].)
 use std::fmt::Write as _;
 
+use sojourn_core::placement::{MergeInfo, ShardState};
 use sojourn_core::result::{
     Counts, HistogramSummary, RunConfig, RunResult, TargetResult, PERCENTILES,
 };
@@ -450,13 +451,11 @@ fn counts(r: &RunResult) -> String {
     if failed.is_empty() {
         failed.push("none".into());
     }
-    let not_measured = if c.not_measured > 0 {
-        format!(
-            "  NOT MEASURED {} (shards missing or cut short)",
-            c.not_measured
-        )
-    } else {
-        String::new()
+    // A merge always says how much of its plan nobody measured, loudly when any.
+    let not_measured = match (c.not_measured, r.merged.is_some()) {
+        (0, false) => String::new(),
+        (0, true) => "  not measured 0".into(),
+        (n, _) => format!("  NOT MEASURED {n} (shards missing or cut short)"),
     };
     format!(
         "requests  scheduled {}  completed {}  failed {} ({})  censored {}  never sent {}{not_measured}",
@@ -467,6 +466,35 @@ fn counts(r: &RunResult) -> String {
         c.censored,
         c.never_sent
     )
+}
+
+/// The shards a merge lacks, each in a phrase: `shard 1 missing`, `shard 3 short (40 of 150)`.
+pub fn shard_gaps(info: &MergeInfo) -> Vec<String> {
+    info.shards
+        .iter()
+        .filter_map(|s| match s.status {
+            ShardState::Complete => None,
+            ShardState::Missing => Some(format!("shard {} missing", s.index)),
+            ShardState::Short => Some(format!(
+                "shard {} short ({} of {})",
+                s.index, s.accounted, s.due
+            )),
+        })
+        .collect()
+}
+
+/// For a partial merge, one line naming the shards it lacks and what that leaves out.
+pub fn partial_line(r: &RunResult) -> Option<String> {
+    let gaps = shard_gaps(r.merged.as_ref()?);
+    if gaps.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "PARTIAL MERGE: {}; {} of {} scheduled requests not measured: every count and percentile here covers only the shards measured",
+        gaps.join(", "),
+        r.counts.not_measured,
+        r.counts.scheduled
+    ))
 }
 
 /// A merge's shards: each one's status, its due and accounted requests, and how late it began.
@@ -480,7 +508,7 @@ pub fn shard_table(r: &RunResult) -> String {
         "\nshards ({} of {}{}):",
         info.shards
             .iter()
-            .filter(|s| s.status == sojourn_core::placement::ShardState::Complete)
+            .filter(|s| s.status == ShardState::Complete)
             .count(),
         info.shards.len(),
         if info.forced {
@@ -559,6 +587,9 @@ pub fn summary(r: &RunResult) -> String {
         );
     }
     let _ = writeln!(out, "{}", counts(r));
+    if let Some(line) = partial_line(r) {
+        let _ = writeln!(out, "{line}");
+    }
     if let Some(line) = status_line(r) {
         let _ = writeln!(out, "{line}");
     }

@@ -482,3 +482,133 @@ fn the_lower_bound_note_names_never_sent_slots_with_their_count() {
         "{note}"
     );
 }
+
+/// Shard `k` of 2 of a plan of 1,000 req/s for 2.4 s (1,200 requests each), every request
+/// answered in 5 ms, as `sojourn run --shard k/2` writes it.
+fn shard_of_two(k: u32) -> sojourn_core::merge::Input {
+    use sojourn_core::placement::{fingerprint, plan_key, Placement};
+    let mut r = Recorder::new(Duration::from_secs(1));
+    for i in 0..1_200u64 {
+        let at = Duration::from_millis(2 * i + u64::from(k));
+        r.record(
+            &Stamps::on_time(at),
+            at + Duration::from_millis(5),
+            Outcome::Ok,
+        );
+    }
+    let m = Recorder::merge_all([r]);
+    let config = RunConfig {
+        rate: Some(1000.0),
+        arrival: Some("constant".into()),
+        duration_ns: Some(2_400_000_000),
+        connections: 8,
+        threads: Some(1),
+        interval_ns: 1_000_000_000,
+        ..Default::default()
+    };
+    let facts = RunFacts {
+        label: "sharded".into(),
+        mode: Mode::Open,
+        config: config.clone(),
+        scheduled: 1_200,
+        elapsed: Duration::from_millis(2_400),
+        interrupted: false,
+        checks: sojourn_core::check::assess_open(&m, 8),
+        backfill_interval: None,
+    };
+    let mut result = RunResult::build(&m, facts);
+    result.placement = Some(Placement {
+        fingerprint: fingerprint(&plan_key(Mode::Open, &config, 2, None)),
+        shard: sojourn_core::Shard::new(k, 2).unwrap(),
+        due: 1_200,
+        start_at_unix_ns: None,
+        start_skew_ns: Some(1_000_000 * i64::from(k)),
+    });
+    sojourn_core::merge::Input {
+        source: format!("shard-{k}.json"),
+        result,
+    }
+}
+
+/// The cells of the summary row named `name`.
+fn summary_row<'a>(page: &'a str, name: &str) -> Option<&'a str> {
+    let summary = page.split("<section id=\"summary\">").nth(1)?;
+    let summary = summary.split("</section>").next()?;
+    summary
+        .split(&format!("<tr><th>{name}</th>"))
+        .nth(1)?
+        .split("</tr>")
+        .next()
+}
+
+/// A merge that lacks a shard says so: a not-measured count, the shard named, and a warning
+/// that the totals are partial, in the terminal summary and on the page, with its shard table.
+#[test]
+fn a_partial_merge_shows_what_it_lacks_in_the_text_and_on_the_page() {
+    let m = sojourn_core::merge::merge(vec![shard_of_two(0)], false).unwrap();
+    assert_eq!(
+        (
+            m.counts.scheduled,
+            m.counts.completed,
+            m.counts.not_measured
+        ),
+        (2_400, 1_200, 1_200)
+    );
+    let text = sojourn_report::text::summary(&m);
+    assert!(
+        text.contains("never sent 0  NOT MEASURED 1200 (shards missing or cut short)"),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(|l| l.starts_with(
+            "PARTIAL MERGE: shard 1 missing; 1200 of 2400 scheduled requests not measured"
+        )),
+        "{text}"
+    );
+    let p = page(&[run(m.clone())]);
+    let row = summary_row(&p, "not measured (shards missing or cut short)").expect("a row");
+    assert!(row.contains("<span class=\"bad\">1,200</span>"), "{row}");
+    let warning = p
+        .split("<p class=\"bad partial\">")
+        .nth(1)
+        .expect("a warning")
+        .split("</p>")
+        .next()
+        .unwrap();
+    assert!(
+        warning.contains(
+            "PARTIAL MERGE: shard 1 missing. 1,200 of 2,400 scheduled requests were not measured"
+        ),
+        "{warning}"
+    );
+    let shards = p
+        .split("<section id=\"shards\">")
+        .nth(1)
+        .expect("a shard table")
+        .split("</section>")
+        .next()
+        .unwrap();
+    assert!(shards.contains("<th>shard</th><th>status</th><th>due</th><th>measured</th>"));
+    assert!(
+        shards.contains("<tr><th>0</th><td><span class=\"ok\">complete</span></td><td>1,200</td><td>1,200</td><td>+0 ns</td><td><code>shard-0.json</code></td></tr>"),
+        "{shards}"
+    );
+    assert!(
+        shards.contains("<tr><th>1</th><td><span class=\"bad\">missing</span></td><td>1,200</td><td>0</td><td>—</td><td>—</td></tr>"),
+        "{shards}"
+    );
+    // The whole plan: a shard table and a zero, but nothing to warn about.
+    let whole = sojourn_core::merge::merge(vec![shard_of_two(0), shard_of_two(1)], false).unwrap();
+    let p = page(&[run(whole.clone())]);
+    assert!(
+        summary_row(&p, "not measured (shards missing or cut short)")
+            .is_some_and(|r| r.contains("<td>0</td>"))
+    );
+    assert!(p.contains("<section id=\"shards\">") && !p.contains("PARTIAL MERGE"));
+    assert!(!sojourn_report::text::summary(&whole).contains("PARTIAL MERGE"));
+    // An ordinary run has neither.
+    let (open, _) = common::open_run();
+    let p = page(&[run(open)]);
+    assert!(summary_row(&p, "not measured (shards missing or cut short)").is_none());
+    assert!(!p.contains("<section id=\"shards\">"));
+}
