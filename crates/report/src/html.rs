@@ -777,7 +777,7 @@ fn lower_bound_sentence(views: &[RunView]) -> String {
         return "A value marked ≥ is only a lower bound: requests without an answer are counted at the time they had waited, and could have taken longer.".into();
     }
     format!(
-        "A value marked ≥ is only a lower bound, from requests without an answer: {}. Each is counted at the time it had waited when the run ended (a timeout at the timeout), and could have taken longer.",
+        "A value marked ≥ is only a lower bound, from requests without an answer: {}. Each is counted at the time it had waited by then, and could have taken longer.",
         per_run.join("; ")
     )
 }

@@ -605,7 +605,9 @@ fn a_partial_merge_shows_what_it_lacks_in_the_text_and_on_the_page() {
             .is_some_and(|r| r.contains("<td>0</td>"))
     );
     assert!(p.contains("<section id=\"shards\">") && !p.contains("PARTIAL MERGE"));
-    assert!(!sojourn_report::text::summary(&whole).contains("PARTIAL MERGE"));
+    let text = sojourn_report::text::summary(&whole);
+    assert!(!text.contains("PARTIAL MERGE"), "{text}");
+    assert!(text.contains("never sent 0  not measured 0\n"), "{text}");
     // An ordinary run has neither.
     let (open, _) = common::open_run();
     let p = page(&[run(open)]);
