@@ -3,7 +3,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use sojourn_core::merge::{merge, Input, MergeError};
-use sojourn_core::placement::ShardState;
 use sojourn_core::RunResult;
 
 use crate::bad_input;
@@ -73,16 +72,7 @@ pub fn run(a: MergeArgs) -> anyhow::Result<ExitCode> {
 /// A partial merge is never silent: it says which shards, and exits 5 unless allowed (before
 /// any gate: objectives judged on part of a plan say little about the whole).
 fn verdict(merged: &RunResult, allow_partial: bool) -> Option<ExitCode> {
-    let info = merged.merged.as_ref()?;
-    let gaps: Vec<String> = info
-        .shards
-        .iter()
-        .filter(|s| s.status != ShardState::Complete)
-        .map(|s| match s.status {
-            ShardState::Missing => format!("shard {} missing", s.index),
-            _ => format!("shard {} short ({} of {})", s.index, s.accounted, s.due),
-        })
-        .collect();
+    let gaps = sojourn_report::text::shard_gaps(merged.merged.as_ref()?);
     if gaps.is_empty() {
         return None;
     }

@@ -31,6 +31,12 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|p| ReportRun::load(p).map_err(input_error))
         .collect::<Result<Vec<_>, _>>()?;
+    // A partial merge is never silent, here as in `merge`: the page says so too.
+    for r in &runs {
+        if let Some(line) = sojourn_report::text::partial_line(&r.result) {
+            eprintln!("{}: {line}", r.source);
+        }
+    }
     let verdicts = runs
         .iter()
         .map(|r| gate.judge(&r.result))

@@ -411,6 +411,19 @@ pub struct SampleWarning {
     pub needed: u64,
 }
 
+impl SampleWarning {
+    /// The samples beyond the percentile, whole: the requests ranked above it.
+    pub fn samples_beyond(&self) -> u64 {
+        whole_beyond(self.beyond)
+    }
+}
+
+/// n·(1 − p/100) as a whole count of samples: n − ⌈n·p/100⌉, the samples ranked above
+/// percentile p. (A hair of slack, so that 600 × 0.01 computed as 5.999… still reads 6.)
+pub fn whole_beyond(beyond: f64) -> u64 {
+    (beyond + 1e-6).floor().max(0.0) as u64
+}
+
 /// A warning when fewer than [`MIN_BEYOND`] of `n` samples lie beyond percentile `p` (in
 /// percent). The maximum (p = 100) is what it is and never warns.
 ///
@@ -853,6 +866,22 @@ mod tests {
                     assert_eq!(w.needed, needed, "{why}");
                 }
                 None => assert_eq!(needed, 0, "{why}: no warning"),
+            }
+        }
+    }
+
+    /// The samples beyond a percentile, whole, are the samples ranked above it: n − ⌈n·p⌉,
+    /// computed here in integers.
+    #[test]
+    fn samples_beyond_are_counted_whole() {
+        for n in 1..=3_000u64 {
+            for hundredths in [5_000u64, 9_000, 9_900, 9_950, 9_990, 9_999] {
+                let p = hundredths as f64 / 100.0;
+                let Some(w) = sample_warning(n, p) else {
+                    continue;
+                };
+                let ranked_above = n - (n * hundredths).div_ceil(10_000);
+                assert_eq!(w.samples_beyond(), ranked_above, "n {n}, p{p}: {w:?}");
             }
         }
     }

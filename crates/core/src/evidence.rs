@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::confidence::{percentile_interval, sample_warning, LEVEL};
 use crate::conformance::{poisson_fit, GapRecord};
 use crate::record::IntervalRecord;
-use crate::units::nanos;
+use crate::units::{format_ns, nanos};
 
 /// A distribution-free confidence interval for one percentile (order statistics).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -24,6 +24,22 @@ pub struct Ci {
     /// samples, or on censored values that could be arbitrarily large.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hi_open: bool,
+}
+
+impl Ci {
+    /// The interval as every output prints it, each end in its own unit: `[639.0 µs, 1.38 ms]`,
+    /// or `[639.0 µs, ≥ 1.38 ms]` when the upper end is open (the data reach that far, and
+    /// cannot say how much further the end lies).
+    pub fn text(&self) -> String {
+        interval_text(&format_ns(self.lo), &format_ns(self.hi), self.hi_open)
+    }
+}
+
+/// `[lo, hi]`, or `[lo, ≥ hi]` for an upper end the data cannot close: the one way an interval
+/// is written, in the terminal, on the page and in the gate's table.
+pub fn interval_text(lo: &str, hi: &str, hi_open: bool) -> String {
+    let bound = if hi_open { "≥ " } else { "" };
+    format!("[{lo}, {bound}{hi}]")
 }
 
 /// The intervals of one histogram's percentiles, keyed as `percentiles` is.
@@ -40,6 +56,13 @@ pub struct Thin {
     pub beyond: f64,
     /// A run size that would put at least ten beyond it.
     pub needed: u64,
+}
+
+impl Thin {
+    /// The samples beyond the percentile, whole: the requests ranked above it.
+    pub fn samples_beyond(&self) -> u64 {
+        crate::confidence::whole_beyond(self.beyond)
+    }
 }
 
 /// Intervals and sample-size warnings for `percentiles` of `h`.

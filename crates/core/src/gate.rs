@@ -13,6 +13,7 @@ use std::str::FromStr;
 use hdrhistogram::Histogram;
 
 use crate::confidence::{percentile_interval, sample_warning, LEVEL};
+use crate::evidence::interval_text;
 use crate::record::{bound_at, new_histogram};
 use crate::result::{decode_base64, RunResult, StageConfig};
 use crate::sweep::{Slo, SloError};
@@ -244,6 +245,9 @@ pub struct Estimate {
     pub lo: f64,
     /// `None`: no upper end the data can vouch for.
     pub hi: Option<f64>,
+    /// Without an upper end: how far the data reach (a percentile's largest value recorded).
+    /// The interval's upper end is at least this.
+    pub hi_reached: Option<f64>,
     /// An exact count with no sampling noise: the interval is the value itself.
     pub exact: bool,
 }
@@ -256,6 +260,7 @@ impl Estimate {
             lower_bound: false,
             lo: value,
             hi: Some(value),
+            hi_reached: None,
             exact: true,
         }
     }
@@ -266,16 +271,19 @@ impl Estimate {
         format!("{bound}{}", self.unit.format(self.value))
     }
 
-    /// `[987.00 ms, 1.05 s]`; an open upper end reads `[987.00 ms, ∞)`; an exact count
-    /// (the interval is the value itself) reads `exact count`.
+    /// `[987.00 ms, 1.05 s]`; an open upper end the data reach reads `[987.00 ms, ≥ 1.05 s]`,
+    /// as every interval does (see [`crate::evidence::interval_text`]), and one they do not
+    /// reach at all `[987.00 ms, ∞)`; an exact count (the interval is the value itself) reads
+    /// `exact count`.
     pub fn interval_text(&self) -> String {
         if self.exact {
             return "exact count".into();
         }
         let lo = self.unit.format(self.lo);
-        match self.hi {
-            Some(hi) => format!("[{lo}, {}]", self.unit.format(hi)),
-            None => format!("[{lo}, ∞)"),
+        match (self.hi, self.hi_reached) {
+            (Some(hi), _) => interval_text(&lo, &self.unit.format(hi), false),
+            (None, Some(reached)) => interval_text(&lo, &self.unit.format(reached), true),
+            (None, None) => format!("[{lo}, ∞)"),
         }
     }
 }
@@ -386,6 +394,7 @@ pub fn judge_percentile(
         lower_bound: bound.lower_bound,
         lo: ci.lo as f64,
         hi: (!ci.hi_open).then_some(ci.hi as f64),
+        hi_reached: ci.hi_open.then_some(ci.hi as f64),
         exact: false,
     };
     if e.value < limit && ci.hi_open {
@@ -405,8 +414,9 @@ fn open_end_reason(p: f64, h: &Histogram<u64>, censored: &Histogram<u64>) -> Str
     }
     match sample_warning(n, p) {
         Some(w) => format!(
-            "{n} requests put {:.1} beyond p{p}; p{p} needs about {} for its interval to close",
-            w.beyond, w.needed
+            "{n} requests put {} beyond p{p}; p{p} needs about {} for its interval to close",
+            w.samples_beyond(),
+            w.needed
         ),
         None => format!(
             "{} of {n} requests went unanswered (in flight at the end or timed out) and could lie beyond p{p}",
@@ -458,6 +468,7 @@ pub fn judge_errors(below: f64, failed: u64, answered: u64) -> (Option<Estimate>
         lower_bound: false,
         lo,
         hi: Some(hi),
+        hi_reached: None,
         exact: false,
     };
     let zero_errors_hi = wilson(0, answered).map_or(1.0, |(_, hi)| hi);
@@ -509,6 +520,7 @@ pub fn judge_rate(
                 lower_bound: false,
                 lo: answered as f64 / (expected + spread),
                 hi: (expected > spread).then(|| answered as f64 / (expected - spread)),
+                hi_reached: None,
                 exact: false,
             }
         }

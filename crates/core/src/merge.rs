@@ -24,7 +24,7 @@ use crate::check::{Checks, GeneratorVerdict};
 use crate::conformance::GapRecord;
 use crate::evidence::{conformance_of, steady_state_of, Statistics};
 use crate::placement::{
-    fingerprint, first_difference, key_of, plan_shards, schedule_of, MergeInfo, Placement,
+    fingerprint, key_of, plan_difference, plan_shards, schedule_of, MergeInfo, Placement,
     ShardState, ShardStatus,
 };
 use crate::record::new_histogram;
@@ -59,6 +59,9 @@ pub enum MergeError {
     },
     #[error("shard {shard} is given twice: {a} and {b}")]
     Duplicate { shard: u32, a: String, b: String },
+    /// A whole run (not `--shard K/N`) beside other results: there is no plan it is a part of.
+    #[error("{whole} is a whole run, not a shard (it was not run with --shard K/N), so there is nothing to merge it with {other}: merge adds up the shards of one plan; to compare whole runs, give them to `sojourn report` or `sojourn diff`")]
+    NotShards { whole: String, other: String },
     #[error("{file}: {reason}")]
     Damaged { file: String, reason: String },
 }
@@ -71,6 +74,7 @@ pub fn merge(inputs: Vec<Input>, force: bool) -> Result<RunResult, MergeError> {
             return Err(MergeError::NoPlacement(i.source.clone()));
         }
     }
+    check_shards(&inputs)?;
     let forced = check_plans(&inputs, force)?;
     let shards = plan_shards(&first.result);
     let held = held_shards(&inputs, shards)?;
@@ -102,20 +106,41 @@ pub fn merge(inputs: Vec<Input>, force: bool) -> Result<RunResult, MergeError> {
     Ok(merged)
 }
 
+/// A whole run holds all of its plan (shard 0 of 1): beside anything else, it is not a shard.
+/// Named before any plan check, since a plan difference would hide the real mistake.
+fn check_shards(inputs: &[Input]) -> Result<(), MergeError> {
+    let is_whole = |i: &Input| {
+        i.result.merged.is_none()
+            && i.result
+                .placement
+                .as_ref()
+                .is_some_and(|p| p.shard.is_whole())
+    };
+    if inputs.len() < 2 {
+        return Ok(());
+    }
+    match inputs.iter().position(is_whole) {
+        Some(n) => Err(MergeError::NotShards {
+            whole: inputs[n].source.clone(),
+            other: inputs[if n == 0 { 1 } else { 0 }].source.clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Every input's plan against the first's; with `force`, whether any differed.
 fn check_plans(inputs: &[Input], force: bool) -> Result<bool, MergeError> {
     let first = &inputs[0];
-    let ours = key_of(&first.result);
     let mut differed = false;
     for i in &inputs[1..] {
-        if let Some((field, theirs, ours)) = first_difference(&key_of(&i.result), &ours) {
+        if let Some(d) = plan_difference(&i.result, &first.result) {
             if !force {
                 return Err(MergeError::PlanDiffers {
                     file: i.source.clone(),
                     first: first.source.clone(),
-                    field,
-                    theirs: theirs.to_string(),
-                    ours: ours.to_string(),
+                    field: d.field,
+                    theirs: d.theirs,
+                    ours: d.ours,
                 });
             }
             differed = true;
@@ -301,15 +326,15 @@ fn target(parts: &[(&str, &TargetResult)]) -> Result<TargetResult, MergeError> {
             .collect();
         sum(&hdrs)
     };
-    let censored: Vec<(&str, &str)> = parts
-        .iter()
-        .filter_map(|(source, t)| t.censored.as_ref().map(|c| (*source, c.hdr.as_str())))
-        .collect();
-    let censored = if censored.is_empty() {
-        None
-    } else {
-        Some(sum(&censored)?)
+    let lower_bounds = |pick: fn(&TargetResult) -> Option<&HistogramSummary>| {
+        let hdrs: Vec<(&str, &str)> = parts
+            .iter()
+            .filter_map(|(source, t)| pick(t).map(|c| (*source, c.hdr.as_str())))
+            .collect();
+        (!hdrs.is_empty()).then(|| sum(&hdrs)).transpose()
     };
+    let censored = lower_bounds(|t| t.censored.as_ref())?;
+    let censored_service = lower_bounds(|t| t.censored_service.as_ref())?;
     let mut counts = LabelCounts::default();
     for (_, t) in parts {
         let c = &t.counts;
@@ -327,9 +352,13 @@ fn target(parts: &[(&str, &TargetResult)]) -> Result<TargetResult, MergeError> {
             &whole(|t| &t.response)?,
             censored.as_ref().unwrap_or(&none),
         ),
-        service: HistogramSummary::of(&whole(|t| &t.service)?, &none),
+        service: HistogramSummary::of(
+            &whole(|t| &t.service)?,
+            censored_service.as_ref().unwrap_or(&none),
+        ),
         send_lag: HistogramSummary::of(&whole(|t| &t.send_lag)?, &none),
         censored: censored.map(|c| HistogramSummary::of(&c, &none)),
+        censored_service: censored_service.map(|c| HistogramSummary::of(&c, &none)),
     })
 }
 
@@ -367,16 +396,21 @@ fn histograms(inputs: &[Input]) -> Result<HistogramSet, MergeError> {
     let none = new_histogram();
     let censored = summed(inputs, |h| h.censored.as_ref())?;
     let censored_or_none = censored.as_ref().unwrap_or(&none);
+    let censored_service = summed(inputs, |h| h.censored_service.as_ref())?;
     let whole = |pick: fn(&HistogramSet) -> &HistogramSummary| {
         summed(inputs, |h| Some(pick(h))).map(|h| h.unwrap_or_else(new_histogram))
     };
     let summary = |h: Option<Histogram<u64>>| h.map(|h| HistogramSummary::of(&h, &none));
     Ok(HistogramSet {
         response: HistogramSummary::of(&whole(|h| &h.response)?, censored_or_none),
-        service: HistogramSummary::of(&whole(|h| &h.service)?, &none),
+        service: HistogramSummary::of(
+            &whole(|h| &h.service)?,
+            censored_service.as_ref().unwrap_or(&none),
+        ),
         send_lag: HistogramSummary::of(&whole(|h| &h.send_lag)?, &none),
         dispatch_lag: summary(summed(inputs, |h| h.dispatch_lag.as_ref())?),
         censored: summary(censored),
+        censored_service: summary(censored_service),
         backfilled: None,
         hiccup: summary(summed(inputs, |h| h.hiccup.as_ref())?),
     })
@@ -782,6 +816,11 @@ mod tests {
                 want.censored.as_ref().map(without_hdr),
                 "{label}"
             );
+            assert_eq!(
+                t.censored_service.as_ref().map(without_hdr),
+                want.censored_service.as_ref().map(without_hdr),
+                "{label}"
+            );
         }
         let censored: Vec<&TargetResult> =
             m.targets.iter().filter(|t| t.counts.censored > 0).collect();
@@ -790,6 +829,15 @@ mod tests {
             censored[0].response.at(100.0).unwrap().lower_bound,
             "its label's max is a lower bound after the merge too"
         );
+        assert!(
+            censored[0].service.at(100.0).unwrap().lower_bound,
+            "and so is its service max: it was sent and never answered"
+        );
+        assert!(
+            m.histograms.service.at(100.0).unwrap().lower_bound,
+            "the run's service max, summed from the shards, is a lower bound"
+        );
+        assert_eq!(m.histograms.censored_service.as_ref().unwrap().count, 1);
         let labelled: u64 = m.targets.iter().map(|t| t.counts.total()).sum();
         assert_eq!(
             labelled, m.counts.scheduled,
@@ -825,7 +873,7 @@ mod tests {
         inputs[1].result.config.targets = Some(picks("random"));
         let e = merge(inputs, false).unwrap_err();
         assert!(
-            matches!(&e, MergeError::PlanDiffers { field, .. } if field == "targets"),
+            matches!(&e, MergeError::PlanDiffers { field, .. } if field == "--targets"),
             "{e}"
         );
     }
@@ -872,7 +920,7 @@ mod tests {
         inputs[1].result.config.duration_ns = Some(3_000_000_000);
         let e = merge(inputs, false).unwrap_err();
         assert!(
-            matches!(&e, MergeError::PlanDiffers { field, file, .. } if field == "duration_ns" && file == "shard-1.json"),
+            matches!(&e, MergeError::PlanDiffers { field, file, .. } if field == "--duration" && file == "shard-1.json"),
             "{e}"
         );
         let mut inputs = shards(2);
@@ -887,5 +935,93 @@ mod tests {
             Err(MergeError::NoPlacement(_))
         ));
         assert!(matches!(merge(vec![], false), Err(MergeError::Empty)));
+    }
+
+    /// Shard `k` of `n`, read from `source`, changed by `edit`.
+    fn named(source: &str, k: u32, n: u32, edit: fn(&mut RunResult)) -> Input {
+        let mut i = shard(k, n, None);
+        i.source = source.into();
+        edit(&mut i.result);
+        i
+    }
+
+    fn as_is(_: &mut RunResult) {}
+
+    /// What a user reads when results cannot be merged: the difference in the words they ran
+    /// with, and whole runs called whole runs, not duplicate shards.
+    #[test]
+    fn refusals_name_the_difference_in_the_users_terms() {
+        let closed = |r: &mut RunResult| {
+            r.mode = crate::Mode::Closed;
+            r.config.rate = None;
+            r.config.arrival = None;
+        };
+        let cases: Vec<(&str, Vec<Input>, &str)> = vec![
+            (
+                "an open and a closed loop differ in their arrival too: the mode is named",
+                vec![named("a.json", 0, 2, as_is), named("b.json", 1, 2, closed)],
+                "b.json: its plan differs in mode: closed loop here, open loop in a.json; merge only shards of one plan, or give --force",
+            ),
+            (
+                "a field of the key reads as its flag, its value in the flag's units",
+                vec![
+                    named("a.json", 0, 2, as_is),
+                    named("b.json", 1, 2, |r| r.config.duration_ns = Some(3_000_000_000)),
+                ],
+                "b.json: its plan differs in --duration: 3.000 s here, 2.000 s in a.json; merge only shards of one plan, or give --force",
+            ),
+            (
+                "threads",
+                vec![
+                    named("a.json", 0, 2, as_is),
+                    named("b.json", 1, 2, |r| r.config.threads = Some(4)),
+                ],
+                "b.json: its plan differs in --threads: 4 here, 1 in a.json; merge only shards of one plan, or give --force",
+            ),
+            (
+                "a rate, with its unit",
+                vec![
+                    named("a.json", 0, 2, as_is),
+                    named("b.json", 1, 2, |r| r.config.rate = Some(450.0)),
+                ],
+                "b.json: its plan differs in --rate: 450 req/s here, 300 req/s in a.json; merge only shards of one plan, or give --force",
+            ),
+            (
+                "shards of plans cut differently",
+                vec![named("a.json", 0, 2, as_is), named("b.json", 1, 3, as_is)],
+                "b.json: its plan differs in the shard count (N of --shard K/N): 3 here, 2 in a.json; merge only shards of one plan, or give --force",
+            ),
+            (
+                "a start that was not set on one of them",
+                vec![
+                    named("a.json", 0, 2, as_is),
+                    named("b.json", 1, 2, |r| {
+                        r.placement.as_mut().unwrap().start_at_unix_ns = None
+                    }),
+                ],
+                "b.json: its plan differs in --start-at: not set here, 1700000000 (Unix seconds) in a.json; merge only shards of one plan, or give --force",
+            ),
+            (
+                "two ordinary runs are whole runs, not shard 0 twice",
+                vec![named("a.json", 0, 1, as_is), named("b.json", 0, 1, as_is)],
+                "a.json is a whole run, not a shard (it was not run with --shard K/N), so there is nothing to merge it with b.json: merge adds up the shards of one plan; to compare whole runs, give them to `sojourn report` or `sojourn diff`",
+            ),
+            (
+                "a whole run beside a shard of another plan is still a whole run",
+                vec![named("a.json", 0, 2, as_is), named("b.json", 0, 1, closed)],
+                "b.json is a whole run, not a shard (it was not run with --shard K/N), so there is nothing to merge it with a.json: merge adds up the shards of one plan; to compare whole runs, give them to `sojourn report` or `sojourn diff`",
+            ),
+            (
+                "one shard given twice",
+                vec![named("a.json", 0, 2, as_is), named("b.json", 0, 2, as_is)],
+                "shard 0 is given twice: a.json and b.json",
+            ),
+        ];
+        for (why, inputs, want) in cases {
+            let e = merge(inputs, false).expect_err(why);
+            assert_eq!(e.to_string(), want, "{why}");
+        }
+        let one = vec![named("a.json", 0, 1, as_is)];
+        assert!(merge(one, false).is_ok(), "one whole run is its own plan");
     }
 }

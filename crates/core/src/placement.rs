@@ -157,6 +157,103 @@ pub fn first_difference(
     })
 }
 
+/// How two plans differ, in the terms `sojourn run` was given: the flag (or the mode) and its
+/// value in each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanDifference {
+    /// `mode`, `--rate`, `--threads`, `the shard count`, …
+    pub field: String,
+    pub theirs: String,
+    pub ours: String,
+}
+
+/// The first way `theirs` is not of `ours`'s plan, in the user's terms. The mode comes first: it
+/// decides the rest (a closed loop has no arrival and no rate), so it is what to name.
+pub fn plan_difference(theirs: &RunResult, ours: &RunResult) -> Option<PlanDifference> {
+    let (a, b) = (key_of(theirs), key_of(ours));
+    let (name, va, vb) = match (a.get("mode"), b.get("mode")) {
+        (Some(ma), Some(mb)) if ma != mb => ("mode".to_string(), ma.clone(), mb.clone()),
+        _ => first_difference(&a, &b)?,
+    };
+    Some(PlanDifference {
+        field: field_words(&name),
+        theirs: value_words(&name, &va),
+        ours: value_words(&name, &vb),
+    })
+}
+
+/// A plan key's field as the user set it: the flag of `sojourn run`.
+fn field_words(name: &str) -> String {
+    let words = match name {
+        "mode" => "mode",
+        "target" => "target URL",
+        "rate" => "--rate",
+        "arrival" => "--arrival",
+        "seed" => "--seed",
+        "ramp_to" => "--ramp-to",
+        "duration_ns" => "--duration",
+        "requests" => "--requests",
+        "stages" => "--stages",
+        "threads" => "--threads",
+        "connections" => "--connections",
+        "streams" => "--streams",
+        "targets" => "--targets",
+        "timeout_ns" => "--timeout",
+        "interval_ns" => "--interval",
+        "shards" => "the shard count (N of --shard K/N)",
+        "start_at_unix_ns" => "--start-at",
+        other => other,
+    };
+    words.to_string()
+}
+
+/// A plan key's value as the user would write it: `open loop`, `1000 req/s`, `10.000 s`.
+fn value_words(name: &str, v: &Value) -> String {
+    if v.is_null() {
+        return match name {
+            "rate" | "arrival" => "none (a closed loop)".into(),
+            _ => "not set".into(),
+        };
+    }
+    let ns = || v.as_u64().map(crate::units::format_ns);
+    let text = match name {
+        "mode" => serde_json::from_value::<Mode>(v.clone())
+            .ok()
+            .map(|m| m.label().to_string()),
+        "rate" | "ramp_to" => v.as_f64().map(|r| format!("{r} req/s")),
+        "duration_ns" | "timeout_ns" | "interval_ns" => ns(),
+        "start_at_unix_ns" => v.as_u64().map(unix_seconds),
+        "stages" => serde_json::from_value::<Vec<crate::result::StageConfig>>(v.clone())
+            .ok()
+            .and_then(|c| Stages::from_configs(&c).ok())
+            .map(|s| s.to_string()),
+        "targets" => Some(format!(
+            "{} targets in {} order{}",
+            v["count"],
+            v["order"].as_str().unwrap_or("?").replace('_', "-"),
+            v["seed"]
+                .as_u64()
+                .map(|s| format!(", seed {s}"))
+                .unwrap_or_default()
+        )),
+        _ => None,
+    };
+    text.unwrap_or_else(|| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    })
+}
+
+/// Unix nanoseconds as `--start-at` reads them: Unix seconds, with a fraction when there is one.
+fn unix_seconds(ns: u64) -> String {
+    let (s, frac) = (ns / 1_000_000_000, ns % 1_000_000_000);
+    if frac == 0 {
+        return format!("{s} (Unix seconds)");
+    }
+    let frac = format!("{frac:09}");
+    format!("{s}.{} (Unix seconds)", frac.trim_end_matches('0'))
+}
+
 /// The schedule a result's config describes, rebuilt: what a merge asks how many requests a
 /// missing shard was due to send.
 pub fn schedule_of(config: &RunConfig) -> Result<Schedule, String> {

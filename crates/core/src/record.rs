@@ -157,6 +157,8 @@ pub struct LabelRecord {
     pub send_lag: Histogram<u64>,
     /// The lower bounds inside `response`.
     pub censored: Histogram<u64>,
+    /// The lower bounds inside `service`: sent and unanswered at the end, or timed out.
+    pub censored_service: Histogram<u64>,
     pub tally: Tally,
 }
 
@@ -167,6 +169,7 @@ impl LabelRecord {
             service: new_histogram(),
             send_lag: new_histogram(),
             censored: new_histogram(),
+            censored_service: new_histogram(),
             tally: Tally::default(),
         }
     }
@@ -176,6 +179,7 @@ impl LabelRecord {
         add(&mut self.service, &other.service);
         add(&mut self.send_lag, &other.send_lag);
         add(&mut self.censored, &other.censored);
+        add(&mut self.censored_service, &other.censored_service);
         self.tally.merge(&other.tally);
     }
 
@@ -187,9 +191,13 @@ impl LabelRecord {
     /// A request that got an answer (or failed) at `done`, as [`Recorder::record`].
     pub fn record(&mut self, s: &Stamps, done: Duration, outcome: Outcome) {
         let response = done.saturating_sub(s.intended);
+        let service = done.saturating_sub(s.sent);
         record_ns(&mut self.response, response);
-        record_ns(&mut self.service, done.saturating_sub(s.sent));
+        record_ns(&mut self.service, service);
         record_ns(&mut self.send_lag, s.sent.saturating_sub(s.intended));
+        if outcome == Outcome::Failed(FailureClass::Timeout) {
+            record_ns(&mut self.censored_service, service);
+        }
         self.count(outcome, response);
     }
 
@@ -206,13 +214,16 @@ impl LabelRecord {
     }
 
     /// Sent and unanswered at `end` (`sent` is `Some`), or due and never sent: its response
-    /// time is at least `end − intended`.
+    /// time is at least `end − intended`, and once sent its service time at least `end − sent`.
     pub fn record_unfinished(&mut self, intended: Duration, sent: Option<Duration>, end: Duration) {
         let bound = end.saturating_sub(intended);
         record_ns(&mut self.response, bound);
         record_ns(&mut self.censored, bound);
         match sent {
             Some(sent) => {
+                let service = end.saturating_sub(sent);
+                record_ns(&mut self.service, service);
+                record_ns(&mut self.censored_service, service);
                 record_ns(&mut self.send_lag, sent.saturating_sub(intended));
                 self.tally.censored += 1;
             }
@@ -257,12 +268,18 @@ pub struct IntervalRecord {
     pub service: Vec<u8>,
     /// V2-serialized lower bounds of the requests that timed out in the interval.
     pub timeouts: Vec<u8>,
+    /// V2-serialized service times of the same timeouts: lower bounds too.
+    pub service_timeouts: Vec<u8>,
 }
 
 impl IntervalRecord {
     /// The bytes its histograms take.
     pub fn encoded_len(&self) -> usize {
-        self.response.len() + self.send_lag.len() + self.service.len() + self.timeouts.len()
+        self.response.len()
+            + self.send_lag.len()
+            + self.service.len()
+            + self.timeouts.len()
+            + self.service_timeouts.len()
     }
 
     pub fn response_histogram(&self) -> Histogram<u64> {
@@ -279,6 +296,10 @@ impl IntervalRecord {
 
     pub fn timeouts_histogram(&self) -> Histogram<u64> {
         decode(&self.timeouts)
+    }
+
+    pub fn service_timeouts_histogram(&self) -> Histogram<u64> {
+        decode(&self.service_timeouts)
     }
 }
 
@@ -308,6 +329,7 @@ struct LiveInterval {
     send_lag: Histogram<u64>,
     service: Histogram<u64>,
     timeouts: Histogram<u64>,
+    service_timeouts: Histogram<u64>,
 }
 
 impl LiveInterval {
@@ -319,6 +341,7 @@ impl LiveInterval {
             send_lag: new_histogram(),
             service: new_histogram(),
             timeouts: new_histogram(),
+            service_timeouts: new_histogram(),
         }
     }
 
@@ -331,6 +354,7 @@ impl LiveInterval {
             send_lag: encode(&self.send_lag),
             service: encode(&self.service),
             timeouts: encode(&self.timeouts),
+            service_timeouts: encode(&self.service_timeouts),
         }
     }
 
@@ -343,6 +367,7 @@ impl LiveInterval {
             &mut self.send_lag,
             &mut self.service,
             &mut self.timeouts,
+            &mut self.service_timeouts,
         ] {
             h.reset();
         }
@@ -411,6 +436,11 @@ pub struct Recorder {
     /// The lower bounds of requests still in flight or never sent at the end. They belong to
     /// no interval of the timeline, so a warm-up trim keeps them apart.
     unfinished: Histogram<u64>,
+    /// Service times that are only lower bounds (in flight at the end, timed out); they are in
+    /// `hist.service` too. A request never sent has no service time at all.
+    censored_service: Histogram<u64>,
+    /// The part of `censored_service` still in flight at the end (in no interval).
+    unfinished_service: Histogram<u64>,
     timeline: Timeline,
     /// The gaps between this sender's consecutive sends, on the schedule's own clock.
     gaps: GapRecord,
@@ -428,6 +458,8 @@ impl Recorder {
             tally: Tally::default(),
             censored: new_histogram(),
             unfinished: new_histogram(),
+            censored_service: new_histogram(),
+            unfinished_service: new_histogram(),
             timeline: Timeline::new(interval),
             gaps: GapRecord::new(),
             last_send: None,
@@ -474,9 +506,11 @@ impl Recorder {
             Outcome::Ok => self.tally.completed += 1,
             Outcome::Failed(class) => {
                 self.tally.failed.add(class);
-                // A timeout says only that the answer would have taken at least this long.
+                // A timeout says only that the answer would have taken at least this long,
+                // from its due time and from its send.
                 if class == FailureClass::Timeout {
                     self.lower_bound(response);
+                    record_ns(&mut self.censored_service, service);
                 }
             }
         }
@@ -490,6 +524,7 @@ impl Recorder {
         record_ns(&mut interval.send_lag, s.sent.saturating_sub(s.intended));
         if outcome == Outcome::Failed(FailureClass::Timeout) {
             record_ns(&mut interval.timeouts, response);
+            record_ns(&mut interval.service_timeouts, service);
         }
     }
 
@@ -521,11 +556,19 @@ impl Recorder {
     }
 
     /// A request sent but unanswered when the run ended at `end`: its response time is at
-    /// least `end − intended`.
+    /// least `end − intended`, and its service time at least `end − sent`.
     pub fn record_in_flight(&mut self, s: &Stamps, end: Duration) {
         self.record_send(s);
         self.tally.censored += 1;
         self.censor(s.intended, end);
+        let service = end.saturating_sub(s.sent);
+        for h in [
+            &mut self.hist.service,
+            &mut self.censored_service,
+            &mut self.unfinished_service,
+        ] {
+            record_ns(h, service);
+        }
     }
 
     /// A request due at `intended` but never sent before the run ended at `end`.
@@ -593,6 +636,8 @@ impl Recorder {
         let mut tally = Tally::default();
         let mut censored = new_histogram();
         let mut unfinished = new_histogram();
+        let mut censored_service = new_histogram();
+        let mut unfinished_service = new_histogram();
         let mut gaps = GapRecord::new();
         let mut width = Duration::from_secs(1);
         let mut records = Vec::new();
@@ -612,6 +657,8 @@ impl Recorder {
             tally.merge(&r.tally);
             add(&mut censored, &r.censored);
             add(&mut unfinished, &r.unfinished);
+            add(&mut censored_service, &r.censored_service);
+            add(&mut unfinished_service, &r.unfinished_service);
             gaps.merge(&r.gaps);
             width = r.timeline.width;
             records.extend(r.timeline.into_records());
@@ -621,6 +668,8 @@ impl Recorder {
             tally,
             censored,
             unfinished,
+            censored_service,
+            unfinished_service,
             gaps,
             interval: width,
             intervals: merge_intervals(records),
@@ -660,6 +709,7 @@ fn fold(group: Vec<IntervalRecord>) -> IntervalRecord {
         add(&mut live.send_lag, &r.send_lag_histogram());
         add(&mut live.service, &r.service_histogram());
         add(&mut live.timeouts, &r.timeouts_histogram());
+        add(&mut live.service_timeouts, &r.service_timeouts_histogram());
     }
     live.seal(index)
 }
@@ -673,6 +723,11 @@ pub struct Measurements {
     pub censored: Histogram<u64>,
     /// The part of `censored` still in flight or never sent at the end (in no interval).
     pub unfinished: Histogram<u64>,
+    /// The lower bounds inside `hist.service`: in flight at the end (at least end − sent) and
+    /// timed out.
+    pub censored_service: Histogram<u64>,
+    /// The part of `censored_service` still in flight at the end (in no interval).
+    pub unfinished_service: Histogram<u64>,
     /// Rescaled gaps between consecutive sends of each sender (open loop only).
     pub gaps: GapRecord,
     pub interval: Duration,
@@ -703,8 +758,9 @@ impl Measurements {
         let first_kept = until.as_nanos().div_ceil(width) as u64;
         let mut kept = self.clone();
         kept.hist.response = self.unfinished.clone();
-        kept.hist.service = new_histogram();
+        kept.hist.service = self.unfinished_service.clone();
         kept.censored = self.unfinished.clone();
+        kept.censored_service = self.unfinished_service.clone();
         let mut requests = 0;
         for r in &self.intervals {
             if r.index < first_kept {
@@ -714,6 +770,7 @@ impl Measurements {
             add(&mut kept.hist.response, &r.response_histogram());
             add(&mut kept.hist.service, &r.service_histogram());
             add(&mut kept.censored, &r.timeouts_histogram());
+            add(&mut kept.censored_service, &r.service_timeouts_histogram());
         }
         let until = Duration::from_nanos((first_kept as u128 * width) as u64);
         (kept, Trimmed { requests, until })
@@ -722,6 +779,11 @@ impl Measurements {
     /// The response time at percentile `p` (0–100) and whether it is only a lower bound.
     pub fn response_at(&self, p: f64) -> Bound {
         bound_at(&self.hist.response, &self.censored, p)
+    }
+
+    /// The service time at percentile `p` (0–100) and whether it is only a lower bound.
+    pub fn service_at(&self, p: f64) -> Bound {
+        bound_at(&self.hist.service, &self.censored_service, p)
     }
 
     /// The mean time between one connection's requests in a closed loop of `connections` that
@@ -865,6 +927,46 @@ mod tests {
         );
     }
 
+    /// A request sent and unanswered at the end waited at least end − sent for the server:
+    /// its service time is a lower bound, as its response time is. A timeout's is too. A
+    /// request never sent has no service time at all.
+    #[test]
+    fn unanswered_requests_bound_their_service_time_too() {
+        let mut r = Recorder::new(Duration::from_secs(1));
+        for i in 0..97 {
+            r.record(&Stamps::on_time(ms(i * 10)), ms(i * 10 + 5), Outcome::Ok);
+        }
+        // The run ends at 1,000 ms. Due at 900 ms, sent at 950 ms, still out: ≥ 50 ms of
+        // service (and ≥ 100 ms of response).
+        r.record_in_flight(&sent_late(900, 950, true), ms(1000));
+        // Sent at 970 ms, given up at 990 ms: ≥ 20 ms.
+        let timeout = Outcome::Failed(FailureClass::Timeout);
+        r.record(&Stamps::on_time(ms(970)), ms(990), timeout);
+        r.record_never_sent(ms(995), ms(995), ms(1000));
+        let m = Recorder::merge_all([r]);
+        assert_eq!(
+            m.hist.service.len(),
+            99,
+            "every request sent, and only those"
+        );
+        assert_eq!(
+            m.censored_service.len(),
+            2,
+            "the one in flight and the timeout"
+        );
+        assert_eq!(m.unfinished_service.len(), 1, "only the one in flight");
+        let max = m.service_at(100.0);
+        assert!(max.lower_bound, "the maximum is the one in flight");
+        assert!(m.hist.service.equivalent(max.value, 50_000_000), "{max:?}");
+        assert!(
+            m.service_at(99.0).lower_bound,
+            "p99 of 99 is the 99th value: a censored one in the worst case"
+        );
+        let p50 = m.service_at(50.0);
+        assert!(!p50.lower_bound, "two censored of 99 cannot move p50");
+        assert!(m.hist.service.equivalent(p50.value, 5_000_000));
+    }
+
     #[test]
     fn a_timeout_is_a_lower_bound_at_the_timeout() {
         let mut r = Recorder::new(Duration::from_secs(1));
@@ -974,6 +1076,7 @@ mod tests {
         assert_eq!(kept.hist.response, m.hist.response);
         assert_eq!(kept.hist.service, m.hist.service);
         assert_eq!(kept.censored, m.censored);
+        assert_eq!(kept.censored_service, m.censored_service);
     }
 
     #[test]
@@ -992,6 +1095,12 @@ mod tests {
             2,
             "the later timeout and the one in flight"
         );
+        assert_eq!(
+            kept.censored_service.len(),
+            2,
+            "their service times are lower bounds still"
+        );
+        assert_eq!(kept.hist.service.len(), m.hist.service.len() - before);
         assert!(kept.hist.response.value_at_quantile(0.5) < 6_000_000);
         assert!(m.hist.response.value_at_quantile(0.5) > 40_000_000);
         assert_eq!(

@@ -134,6 +134,10 @@ pub struct TargetResult {
     /// `response`): what a merge needs to tell which summed percentiles are lower bounds.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub censored: Option<HistogramSummary>,
+    /// The same for `service`: the service times of requests sent and unanswered at the end
+    /// (at least end − sent) and of timeouts.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub censored_service: Option<HistogramSummary>,
 }
 
 /// Every request of a label ends in exactly one of these, as the run's own counts.
@@ -169,9 +173,11 @@ impl TargetResult {
                 never_sent: r.tally.never_sent,
             },
             response: HistogramSummary::of(&r.response, &r.censored),
-            service: HistogramSummary::of(&r.service, &none),
+            service: HistogramSummary::of(&r.service, &r.censored_service),
             send_lag: HistogramSummary::of(&r.send_lag, &none),
             censored: (!r.censored.is_empty()).then(|| HistogramSummary::of(&r.censored, &none)),
+            censored_service: (!r.censored_service.is_empty())
+                .then(|| HistogramSummary::of(&r.censored_service, &none)),
         }
     }
 
@@ -563,6 +569,10 @@ pub struct HistogramSet {
     /// The lower bounds of censored requests and timeouts (also inside `response`).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub censored: Option<HistogramSummary>,
+    /// The lower bounds inside `service`: requests sent and unanswered at the end (at least
+    /// end − sent) and timeouts. Absent when there were none, and in results written before it.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub censored_service: Option<HistogramSummary>,
     /// Closed loop only: the expected-interval back-filled estimate. Not a measurement.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub backfilled: Option<HistogramSummary>,
@@ -570,6 +580,24 @@ pub struct HistogramSet {
     /// tick got the CPU back. The floor under any send lag on this machine.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub hiccup: Option<HistogramSummary>,
+}
+
+impl HistogramSet {
+    /// The mean service time of the requests whose service time was measured: the lower
+    /// bounds of those in flight at the end or timed out are left out, since a mean of bounds
+    /// and answers is neither. The stored mean when the histograms cannot be read (an import).
+    pub fn measured_service_mean(&self) -> f64 {
+        let Some(bounds) = &self.censored_service else {
+            return self.service.mean;
+        };
+        let (Ok(mut measured), Ok(bounds)) = (self.service.histogram(), bounds.histogram()) else {
+            return self.service.mean;
+        };
+        match measured.subtract(&bounds) {
+            Ok(()) if !measured.is_empty() => measured.mean(),
+            _ => self.service.mean,
+        }
+    }
 }
 
 /// One interval of the timeline (requests keyed by when they finished).
@@ -753,12 +781,14 @@ impl RunResult {
             },
             histograms: HistogramSet {
                 response: HistogramSummary::of(&m.hist.response, &m.censored),
-                service: HistogramSummary::of(&m.hist.service, &none),
+                service: HistogramSummary::of(&m.hist.service, &m.censored_service),
                 send_lag: HistogramSummary::of(&m.hist.send_lag, &none),
                 dispatch_lag: has_dispatch
                     .then(|| HistogramSummary::of(&m.hist.dispatch_lag, &none)),
                 censored: (!m.censored.is_empty())
                     .then(|| HistogramSummary::of(&m.censored, &none)),
+                censored_service: (!m.censored_service.is_empty())
+                    .then(|| HistogramSummary::of(&m.censored_service, &none)),
                 backfilled: facts
                     .backfill_interval
                     .map(|i| HistogramSummary::of(&m.backfilled(i), &none)),
@@ -921,6 +951,65 @@ pub(crate) mod tests {
         );
         assert_eq!(back.histograms.censored.as_ref().unwrap().count, 1);
         assert_eq!(back.intervals.len(), 4, "0,1,2 and the censored one at 3 s");
+    }
+
+    /// An interrupted run mid-stall: 500 answered in 10 ms, then 30 sent at 1 ms intervals
+    /// into a stall and still out when the run stopped a second later. Their response times
+    /// and their service times are lower bounds alike, and a result written before
+    /// `censored_service` existed still reads.
+    #[test]
+    fn requests_in_flight_make_service_percentiles_lower_bounds_too() {
+        let mut r = Recorder::new(Duration::from_secs(1));
+        for i in 0..500u64 {
+            let at = Duration::from_millis(i);
+            r.record(
+                &Stamps::on_time(at),
+                at + Duration::from_millis(10),
+                Outcome::Ok,
+            );
+        }
+        for i in 500..530u64 {
+            let s = Stamps::on_time(Duration::from_millis(i));
+            r.record_in_flight(&s, Duration::from_millis(1_500));
+        }
+        let m = Recorder::merge_all([r]);
+        let facts = RunFacts {
+            label: "stalled".into(),
+            mode: Mode::Open,
+            config: RunConfig {
+                interval_ns: 1_000_000_000,
+                ..Default::default()
+            },
+            scheduled: 530,
+            elapsed: Duration::from_millis(1_500),
+            interrupted: true,
+            checks: assess_open(&m, 64),
+            backfill_interval: None,
+        };
+        let result = RunResult::build(&m, facts);
+        let h = &result.histograms;
+        for p in [99.0, 100.0] {
+            let (response, service) = (h.response.at(p).unwrap(), h.service.at(p).unwrap());
+            assert!(response.lower_bound, "response p{p}");
+            assert!(service.lower_bound, "service p{p}: {service:?}");
+            assert!(service.value >= 970_000_000, "at least 1.5 s − 530 ms");
+        }
+        assert!(!h.service.at(50.0).unwrap().lower_bound);
+        assert_eq!(h.service.count, 530, "the 30 in flight are in service too");
+        assert_eq!(h.censored_service.as_ref().unwrap().count, 30);
+        let doc = serde_json::to_value(&result).unwrap();
+        let errors: Vec<String> = schema_validator()
+            .iter_errors(&doc)
+            .map(|e| format!("{e} at {}", e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+        let mut older = doc.clone();
+        older["histograms"]
+            .as_object_mut()
+            .unwrap()
+            .remove("censored_service");
+        let back: RunResult = serde_json::from_value(older).unwrap();
+        assert_eq!(back.histograms.censored_service, None);
     }
 
     #[test]

@@ -78,7 +78,13 @@ fn write_record(out: &mut impl Write, r: &IntervalRecord) -> io::Result<u64> {
         out.write_all(&v.to_le_bytes())?;
         n += 8;
     }
-    for blob in [&r.response, &r.send_lag, &r.service, &r.timeouts] {
+    for blob in [
+        &r.response,
+        &r.send_lag,
+        &r.service,
+        &r.timeouts,
+        &r.service_timeouts,
+    ] {
         out.write_all(&(blob.len() as u64).to_le_bytes())?;
         out.write_all(blob)?;
         n += 8 + blob.len() as u64;
@@ -97,7 +103,7 @@ fn read_records(file: &mut File, len: u64, out: &mut Vec<IntervalRecord>) -> io:
     let mut read = 0;
     while read < len {
         let (index, completed, failed) = (next(&mut r)?, next(&mut r)?, next(&mut r)?);
-        let mut blobs: [Vec<u8>; 4] = Default::default();
+        let mut blobs: [Vec<u8>; 5] = Default::default();
         for blob in &mut blobs {
             let n = next(&mut r)? as usize;
             blob.resize(n, 0);
@@ -105,7 +111,7 @@ fn read_records(file: &mut File, len: u64, out: &mut Vec<IntervalRecord>) -> io:
             read += 8 + n as u64;
         }
         read += 24;
-        let [response, send_lag, service, timeouts] = blobs;
+        let [response, send_lag, service, timeouts, service_timeouts] = blobs;
         out.push(IntervalRecord {
             index,
             completed,
@@ -114,6 +120,7 @@ fn read_records(file: &mut File, len: u64, out: &mut Vec<IntervalRecord>) -> io:
             send_lag,
             service,
             timeouts,
+            service_timeouts,
         });
     }
     Ok(())
@@ -133,6 +140,7 @@ mod tests {
             send_lag: blob(3),
             service: blob(5),
             timeouts: Vec::new(),
+            service_timeouts: blob(7),
         }
     }
 
@@ -140,7 +148,7 @@ mod tests {
     fn past_the_threshold_records_leave_memory_and_come_back_whole_and_in_order() {
         let mut s = Sealed::default();
         let per = SPILL_AFTER / 10;
-        let all: Vec<IntervalRecord> = (0..35).map(|i| record(i, per / 3)).collect();
+        let all: Vec<IntervalRecord> = (0..35).map(|i| record(i, per / 4)).collect();
         for (i, r) in all.iter().enumerate() {
             s.push(r.clone());
             assert!(

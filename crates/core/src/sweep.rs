@@ -143,7 +143,8 @@ pub enum Reason {
         busy: Option<f64>,
     },
     /// Requests waited because every connection was busy: how many, and how many connections
-    /// the offered rate needs at the measured service time (Little's law: rate × mean service).
+    /// the offered rate needs at the measured service time (Little's law: rate × mean service
+    /// of the requests answered; see [`crate::result::HistogramSet::measured_service_mean`]).
     PoolFull {
         waited: u64,
         connections: u32,
@@ -402,19 +403,20 @@ fn classify(
     }
     if result.checks.pool_bound {
         let connections = result.config.connections.max(1);
-        let needed = target.get() * h.service.mean / 1e9;
+        let service_mean = h.measured_service_mean();
+        let needed = target.get() * service_mean / 1e9;
         reasons.push(Reason::PoolFull {
             waited: result.counts.waited_for_connection + result.counts.never_sent,
             connections,
             needed,
         });
         let plural = if connections == 1 { "" } else { "s" };
-        let carry = f64::from(connections) * 1e9 / h.service.mean.max(1.0);
+        let carry = f64::from(connections) * 1e9 / service_mean.max(1.0);
         let advice = if needed > 0.9 * f64::from(connections) {
             format!(
                 "at the measured service time (mean {}) {connections} connection{plural} \
                  carr{} at most {} req/s: raise --connections to at least {}",
-                format_ns(h.service.mean as u64),
+                format_ns(service_mean as u64),
                 if connections == 1 { "ies" } else { "y" },
                 rate_text((carry * 10.0).round() / 10.0),
                 (needed * 1.25).ceil() as u64

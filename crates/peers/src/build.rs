@@ -300,6 +300,7 @@ pub(crate) fn summary(
         send_lag: empty_histogram(),
         dispatch_lag: None,
         censored: None,
+        censored_service: None,
         backfilled: None,
         hiccup: None,
     };

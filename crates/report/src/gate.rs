@@ -220,6 +220,7 @@ mod tests {
                 lower_bound: false,
                 lo: 240e6,
                 hi: None,
+                hi_reached: Some(260e6),
                 exact: false,
             }),
             verdict,
@@ -250,7 +251,7 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("objective") && lines[0].contains("95% CI"));
         assert!(lines[1].contains("p99<200ms") && lines[1].contains("whole run"));
-        assert!(lines[1].contains("250.00 ms") && lines[1].contains("[240.00 ms, ∞)"));
+        assert!(lines[1].contains("250.00 ms") && lines[1].contains("[240.00 ms, ≥ 260.00 ms]"));
         assert!(lines[1].contains("BREACHED") && lines[1].ends_with("significant"));
         assert!(lines[2].contains("hold") && lines[2].ends_with("not significant"));
         assert!(lines[4].contains("p99.9<1s not judged: 500 requests"));

@@ -227,8 +227,13 @@ pub fn result_comments(r: &RunResult, which: Which) -> Vec<String> {
         "[Values in milliseconds (recorded in nanoseconds, divided by 1000000)]".to_string(),
     ];
     let summary = which.summary(r);
-    if which == Which::Response && !summary.lower_bounds.is_empty() {
-        let censored = r.histograms.censored.as_ref().map_or(0, |c| c.count);
+    let censored = match which {
+        Which::Response => r.histograms.censored.as_ref(),
+        Which::Service => r.histograms.censored_service.as_ref(),
+        Which::SendLag => None,
+    };
+    if which != Which::SendLag && !summary.lower_bounds.is_empty() {
+        let censored = censored.map_or(0, |c| c.count);
         let keys: Vec<String> = PERCENTILES
             .iter()
             .filter(|&&p| summary.at(p).is_some_and(|b| b.lower_bound))

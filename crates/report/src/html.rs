@@ -2,8 +2,9 @@
 //!
 //! Everything is inline (CSS and SVG; no script, no fonts, no network), so the file reads the
 //! same offline, attached to a ticket, or years later. Sections: the verdict board (when a
-//! model run is among them), a summary per run, the response percentiles (with ratios when runs
-//! are compared), the percentile spectrum, a latency timeline per run, throughput and send lag
+//! model run is among them), a summary per run (for a merge, its shard table, and a warning
+//! when shards are missing or short), the response percentiles (with ratios when runs are
+//! compared), the percentile spectrum, a latency timeline per run, throughput and send lag
 //! over time, and the notes, grouped and folded.
 //!
 //! Up to [`MANY_RUNS`] runs sit side by side in each table and share each chart. Beyond that
@@ -287,6 +288,7 @@ table.board td.verdict, table.board th.verdict { text-align: center; } table.boa
 .v-overstates { background: #a85a00; } .v-corrected { background: #6a3d9a; } .v-nodata { background: #999; }
 details { margin: 4px 0; } details > summary { cursor: pointer; } details ul { margin: 4px 0 8px; }
 table.per-run td, table.per-run th { padding: 3px 8px; }
+p.partial { border: 1px solid #b00020; background: #fff4f4; padding: 6px 10px; }
 #gate td { white-space: nowrap; } #gate td.note { white-space: normal; min-width: 240px; }
 #gate tr.bad td { font-weight: normal; }
 ";
@@ -470,8 +472,11 @@ pub(crate) type Cell = fn(&RunResult) -> String;
 /// The summary row of HTTP status counts: shown only for runs that counted them.
 const STATUS_ROW: &str = "answers by HTTP status";
 
+/// The summary row of a merge's requests nobody measured: shown only when a merge is there.
+const NOT_MEASURED_ROW: &str = "not measured (shards missing or cut short)";
+
 /// The summary's rows: what each run was asked, what it did, and its self-checks.
-pub(crate) const SUMMARY_ROWS: [(&str, Cell); 19] = [
+pub(crate) const SUMMARY_ROWS: [(&str, Cell); 20] = [
     ("tool", |r| escape(&crate::board::tool_version(&r.tool))),
     ("target rate", |r| {
         r.rate
@@ -492,6 +497,7 @@ pub(crate) const SUMMARY_ROWS: [(&str, Cell); 19] = [
         count(r.counts.censored)
     }),
     ("never sent", |r| count(r.counts.never_sent)),
+    (NOT_MEASURED_ROW, not_measured),
     (STATUS_ROW, status_counts),
     ("waited for a free connection", |r| {
         let n = count(r.counts.waited_for_connection);
@@ -515,7 +521,7 @@ pub(crate) const SUMMARY_ROWS: [(&str, Cell); 19] = [
 ];
 
 /// The rows the compact table (many runs) shows; the rest go to each run's folded details.
-const COMPACT_ROWS: [&str; 8] = [
+const COMPACT_ROWS: [&str; 9] = [
     "tool",
     "achieved rate (answers)",
     "scheduled",
@@ -523,17 +529,114 @@ const COMPACT_ROWS: [&str; 8] = [
     "failed",
     "censored (no answer at the end)",
     "never sent",
+    NOT_MEASURED_ROW,
     "self-check",
 ];
 
 fn summary_section(page: &mut String, views: &[RunView]) {
-    page.push_str("<section id=\"summary\">\n<h2>Runs</h2>\n<table>\n");
+    page.push_str("<section id=\"summary\">\n<h2>Runs</h2>\n");
+    for v in views {
+        if let Some(warning) = partial_warning(v.r()) {
+            let _ = writeln!(
+                page,
+                "<p class=\"bad partial\">{}: {warning}</p>",
+                escape(&v.name())
+            );
+        }
+    }
+    page.push_str("<table>\n");
     if views.len() <= MANY_RUNS {
         side_by_side_summary(page, views);
     } else {
         compact_summary(page, views);
     }
     page.push_str("</tbody>\n</table>\n</section>\n");
+    shard_section(page, views);
+}
+
+/// Whether the summary shows row `name` for these runs: the status counts when any run counted
+/// them, the not-measured count when any is a merge.
+fn row_shown(name: &str, views: &[RunView]) -> bool {
+    match name {
+        STATUS_ROW => views.iter().any(|v| !v.r().statuses.is_empty()),
+        NOT_MEASURED_ROW => views.iter().any(|v| is_merge(v.r())),
+        _ => true,
+    }
+}
+
+fn is_merge(r: &RunResult) -> bool {
+    r.merged.is_some() || r.counts.not_measured > 0
+}
+
+fn not_measured(r: &RunResult) -> String {
+    match r.counts.not_measured {
+        0 if is_merge(r) => "0".into(),
+        0 => "—".into(),
+        n => format!("<span class=\"bad\">{}</span>", count(n)),
+    }
+}
+
+/// A partial merge's warning: which shards it lacks, and that its totals are not the plan's.
+fn partial_warning(r: &RunResult) -> Option<String> {
+    let gaps = crate::text::shard_gaps(r.merged.as_ref()?);
+    if gaps.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "PARTIAL MERGE: {}. {} of {} scheduled requests were not measured: every count, rate and percentile on this page covers only the shards that were.",
+        escape(&crate::text::in_words(&gaps)),
+        count(r.counts.not_measured),
+        count(r.counts.scheduled)
+    ))
+}
+
+/// Each merge's shards: index, status, the requests the plan gave it and those its result
+/// accounts for, how late it started, and its file.
+fn shard_section(page: &mut String, views: &[RunView]) {
+    let merges: Vec<(&RunView, &sojourn_core::placement::MergeInfo)> = views
+        .iter()
+        .filter_map(|v| v.r().merged.as_ref().map(|m| (v, m)))
+        .collect();
+    if merges.is_empty() {
+        return;
+    }
+    page.push_str("<section id=\"shards\">\n<h2>Shards</h2>\n");
+    for (v, info) in merges {
+        let _ = writeln!(
+            page,
+            "<h3>{}{}</h3>\n<table class=\"shards\">\n<thead><tr><th>shard</th><th>status</th><th>due</th><th>measured</th><th>start skew</th><th>source</th></tr></thead>\n<tbody>",
+            swatch(v.look),
+            escape(&v.name())
+        );
+        for s in &info.shards {
+            shard_row(page, s);
+        }
+        page.push_str("</tbody>\n</table>\n");
+    }
+    page.push_str("<p class=\"muted\"><i>Due</i> is what the plan gave each shard; <i>measured</i> is what its result accounts for (completed, failed, censored or never sent). A missing or short shard's requests are counted as not measured.</p>\n</section>\n");
+}
+
+fn shard_row(page: &mut String, s: &sojourn_core::placement::ShardStatus) {
+    use sojourn_core::placement::ShardState;
+    let status = match s.status {
+        ShardState::Complete => "<span class=\"ok\">complete</span>",
+        ShardState::Short => "<span class=\"bad\">short</span>",
+        ShardState::Missing => "<span class=\"bad\">missing</span>",
+    };
+    let skew = s.start_skew_ns.map_or("—".into(), |ns| {
+        let sign = if ns < 0 { "−" } else { "+" };
+        format!("{sign}{}", format_ns(ns.unsigned_abs()))
+    });
+    let _ = writeln!(
+        page,
+        "<tr><th>{}</th><td>{status}</td><td>{}</td><td>{}</td><td>{skew}</td><td>{}</td></tr>",
+        s.index,
+        count(s.due),
+        count(s.accounted),
+        s.source
+            .as_deref()
+            .map_or("—".into(), |f| format!("<code>{}</code>", escape(f)))
+    );
 }
 
 /// One column per run, one row per fact.
@@ -544,8 +647,7 @@ fn side_by_side_summary(page: &mut String, views: &[RunView]) {
     }
     page.push_str("</tr></thead>\n<tbody>\n");
     // The full self-check sentence has room here; the one-word form is for a row per run.
-    let statuses = views.iter().any(|v| !v.r().statuses.is_empty());
-    let shown = |name: &str| name != "self-check" && (name != STATUS_ROW || statuses);
+    let shown = |name: &str| name != "self-check" && row_shown(name, views);
     for (name, cell) in SUMMARY_ROWS.into_iter().filter(|(n, _)| shown(n)) {
         let _ = write!(page, "<tr><th>{name}</th>");
         for v in views {
@@ -559,7 +661,7 @@ fn side_by_side_summary(page: &mut String, views: &[RunView]) {
 fn compact_summary(page: &mut String, views: &[RunView]) {
     let rows: Vec<(&str, Cell)> = SUMMARY_ROWS
         .into_iter()
-        .filter(|(name, _)| COMPACT_ROWS.contains(name))
+        .filter(|(name, _)| COMPACT_ROWS.contains(name) && row_shown(name, views))
         .collect();
     page.push_str("<thead><tr><th>run</th>");
     for (name, _) in &rows {
@@ -757,11 +859,40 @@ fn percentile_section(page: &mut String, views: &[RunView]) {
     } else {
         percentiles_per_row(page, &clocks);
     }
-    page.push_str("</tbody>\n</table>\n<p class=\"muted\">A value marked ≥ is only a lower bound: requests still unanswered when the run ended (or timed out) are counted at the time they had waited so far, and could have taken longer. Under each value, its 95% confidence interval from order statistics (no assumption about the distribution); a percentile with fewer than ten samples beyond it is marked not meaningful.");
-    if clocks.iter().any(|c| c.clock == Clock::FromSend) {
-        page.push_str(" A paced closed loop is shown twice, as two views of one run: <i>from send</i> times each request from when it left, as hey -q, bombardier -r, fortio -qps and JMeter report it; <i>from slot</i> times it from when its slot was due, as wrk2 does.");
+    let _ = write!(
+        page,
+        "</tbody>\n</table>\n<p class=\"muted\">{} Under each value, its 95% confidence interval from order statistics (no assumption about the distribution); a percentile with fewer than ten samples beyond it is marked not meaningful.{}</p>\n</section>\n",
+        lower_bound_sentence(views),
+        if clocks.iter().any(|c| c.clock == Clock::FromSend) {
+            " A paced closed loop is shown twice, as two views of one run: <i>from send</i> times each request from when it left, as hey -q, bombardier -r, fortio -qps and JMeter report it; <i>from slot</i> times it from when its slot was due, as wrk2 does."
+        } else {
+            ""
+        }
+    );
+}
+
+/// What a `≥` rests on, run by run with the counts: requests still unanswered at the end,
+/// never sent, or timed out, each counted at the time it had waited by then.
+fn lower_bound_sentence(views: &[RunView]) -> String {
+    let per_run: Vec<String> = views
+        .iter()
+        .filter_map(|v| {
+            let causes = crate::text::lower_bound_causes(&v.r().counts, count);
+            let causes = crate::text::in_words(&causes);
+            match (causes.is_empty(), views.len()) {
+                (true, _) => None,
+                (false, 1) => Some(causes),
+                (false, _) => Some(format!("in {}, {causes}", escape(&v.r().label))),
+            }
+        })
+        .collect();
+    if per_run.is_empty() {
+        return "A value marked ≥ is only a lower bound: requests without an answer are counted at the time they had waited, and could have taken longer.".into();
     }
-    page.push_str("</p>\n</section>\n");
+    format!(
+        "A value marked ≥ is only a lower bound, from requests without an answer: {}. Each is counted at the time it had waited by then, and could have taken longer.",
+        per_run.join("; ")
+    )
 }
 
 /// A shaped run's percentiles stage by stage: one table per staged run.
@@ -1006,24 +1137,19 @@ fn side_by_side_percentiles(page: &mut String, views: &[ClockView]) {
 fn evidence(h: &HistogramSummary, p: f64) -> String {
     let mut out = String::new();
     if let Some(ci) = h.ci_at(p) {
-        let hi = if ci.hi_open {
-            format!("≥ {}", format_ns(ci.hi))
-        } else {
-            format_ns(ci.hi)
-        };
         let _ = write!(
             out,
-            "<br><small class=\"ci\" title=\"{:.0}% confidence interval (order statistics)\">[{}, {hi}]</small>",
+            "<br><small class=\"ci\" title=\"{:.0}% confidence interval (order statistics)\">{}</small>",
             h.ci.as_ref().map_or(95.0, |s| s.level * 100.0),
-            format_ns(ci.lo)
+            ci.text()
         );
     }
     if let Some(t) = h.thin_at(p) {
         let _ = write!(
             out,
-            "<br><small class=\"bad\" title=\"{}\">{:.2} beyond: not meaningful</small>",
+            "<br><small class=\"bad\" title=\"{}\">{} beyond: not meaningful</small>",
             escape(&crate::text::thin_warning(p, t)),
-            t.beyond
+            t.samples_beyond()
         );
     }
     out

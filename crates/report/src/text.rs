@@ -1,7 +1,10 @@
 //! Terminal tables: the run summary. (The seeds' side-by-side comparison is in [`crate::compare`].)
 use std::fmt::Write as _;
 
-use sojourn_core::result::{HistogramSummary, RunConfig, RunResult, TargetResult, PERCENTILES};
+use sojourn_core::placement::{MergeInfo, ShardState};
+use sojourn_core::result::{
+    Counts, HistogramSummary, RunConfig, RunResult, TargetResult, PERCENTILES,
+};
 use sojourn_core::{format_ns, GeneratorVerdict, Mode};
 
 /// Column headers for [`PERCENTILES`].
@@ -27,21 +30,15 @@ pub fn cell(h: &HistogramSummary, p: f64) -> String {
     }
 }
 
-/// A value with its confidence interval in the value's own unit: `194.60 ms [191.00, 197.90]`.
-/// An open upper end (censored or beyond the data) reads `≥198.00`.
+/// A value with its confidence interval, written as on the page and in the gate's table:
+/// `194.60 ms [191.00 ms, 197.90 ms]`. An open upper end (censored or beyond the data) reads
+/// `≥ 198.00 ms`.
 pub fn with_interval(h: &HistogramSummary, p: f64) -> String {
     let value = cell(h, p);
-    let Some(ci) = h.ci_at(p) else {
-        return value;
-    };
-    let unit = sojourn_core::units::unit_for(h.at(p).map_or(ci.hi, |b| b.value));
-    let number = |ns: u64| unit.number(ns);
-    let hi = if ci.hi_open {
-        format!("≥{}", number(ci.hi))
-    } else {
-        number(ci.hi)
-    };
-    format!("{value} [{}, {hi}]", number(ci.lo))
+    match h.ci_at(p) {
+        Some(ci) => format!("{value} {}", ci.text()),
+        None => value,
+    }
 }
 
 /// The response percentiles with their intervals, and a warning for each that rests on too
@@ -70,11 +67,12 @@ fn confidence(h: &HistogramSummary) -> String {
     out
 }
 
-/// "p99.99: 1.35 samples above — not meaningful; run ≥ 100k requests".
+/// "p99.99: 1 sample above — not meaningful; run ≥ 100k requests". Samples come whole.
 pub fn thin_warning(p: f64, t: sojourn_core::evidence::Thin) -> String {
+    let n = t.samples_beyond();
     format!(
-        "p{p}: {:.2} samples above — not meaningful; run ≥ {} requests",
-        t.beyond,
+        "p{p}: {n} sample{} above — not meaningful; run ≥ {} requests",
+        if n == 1 { "" } else { "s" },
         short_count(t.needed)
     )
 }
@@ -380,6 +378,45 @@ fn cut(text: &str, width: usize) -> String {
     s
 }
 
+/// Why some times are only lower bounds, with the counts: the requests that got no answer.
+/// Each reason is one phrase, counts written by `count`; none when nothing was left unanswered.
+pub fn lower_bound_causes(c: &Counts, count: impl Fn(u64) -> String) -> Vec<String> {
+    let timeouts = c.failed.get(sojourn_core::FailureClass::Timeout);
+    [
+        (c.censored, "still unanswered at the end"),
+        (
+            c.never_sent,
+            "never sent (due, but the run ended before they went out)",
+        ),
+        (timeouts, "timed out (counted at the timeout)"),
+    ]
+    .into_iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{} {what}", count(n)))
+    .collect()
+}
+
+/// `a`, `a and b`, `a, b and c`.
+pub fn in_words(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// The footnote under a table with `≥` in it: what the lower bounds rest on, by name and count.
+fn lower_bound_note(c: &Counts) -> String {
+    let causes = lower_bound_causes(c, |n| n.to_string());
+    if causes.is_empty() {
+        return "≥ marks lower bounds: requests without an answer could only raise them".into();
+    }
+    format!(
+        "≥ marks lower bounds, from requests without an answer: {}; each counts at the time it had waited by then, so the true values could only be higher",
+        in_words(&causes)
+    )
+}
+
 /// Final answers by HTTP status code, `status    200 3000  404 100`; `None` when the run
 /// counted none (an import, a simulation, or nothing answered).
 pub fn status_line(r: &RunResult) -> Option<String> {
@@ -414,13 +451,11 @@ fn counts(r: &RunResult) -> String {
     if failed.is_empty() {
         failed.push("none".into());
     }
-    let not_measured = if c.not_measured > 0 {
-        format!(
-            "  NOT MEASURED {} (shards missing or cut short)",
-            c.not_measured
-        )
-    } else {
-        String::new()
+    // A merge always says how much of its plan nobody measured, loudly when any.
+    let not_measured = match (c.not_measured, r.merged.is_some()) {
+        (0, false) => String::new(),
+        (0, true) => "  not measured 0".into(),
+        (n, _) => format!("  NOT MEASURED {n} (shards missing or cut short)"),
     };
     format!(
         "requests  scheduled {}  completed {}  failed {} ({})  censored {}  never sent {}{not_measured}",
@@ -431,6 +466,35 @@ fn counts(r: &RunResult) -> String {
         c.censored,
         c.never_sent
     )
+}
+
+/// The shards a merge lacks, each in a phrase: `shard 1 missing`, `shard 3 short (40 of 150)`.
+pub fn shard_gaps(info: &MergeInfo) -> Vec<String> {
+    info.shards
+        .iter()
+        .filter_map(|s| match s.status {
+            ShardState::Complete => None,
+            ShardState::Missing => Some(format!("shard {} missing", s.index)),
+            ShardState::Short => Some(format!(
+                "shard {} short ({} of {})",
+                s.index, s.accounted, s.due
+            )),
+        })
+        .collect()
+}
+
+/// For a partial merge, one line naming the shards it lacks and what that leaves out.
+pub fn partial_line(r: &RunResult) -> Option<String> {
+    let gaps = shard_gaps(r.merged.as_ref()?);
+    if gaps.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "PARTIAL MERGE: {}; {} of {} scheduled requests not measured: every count and percentile here covers only the shards measured",
+        gaps.join(", "),
+        r.counts.not_measured,
+        r.counts.scheduled
+    ))
 }
 
 /// A merge's shards: each one's status, its due and accounted requests, and how late it began.
@@ -444,7 +508,7 @@ pub fn shard_table(r: &RunResult) -> String {
         "\nshards ({} of {}{}):",
         info.shards
             .iter()
-            .filter(|s| s.status == sojourn_core::placement::ShardState::Complete)
+            .filter(|s| s.status == ShardState::Complete)
             .count(),
         info.shards.len(),
         if info.forced {
@@ -523,6 +587,9 @@ pub fn summary(r: &RunResult) -> String {
         );
     }
     let _ = writeln!(out, "{}", counts(r));
+    if let Some(line) = partial_line(r) {
+        let _ = writeln!(out, "{line}");
+    }
     if let Some(line) = status_line(r) {
         let _ = writeln!(out, "{line}");
     }
@@ -556,11 +623,12 @@ pub fn summary(r: &RunResult) -> String {
         let _ = writeln!(out);
         out.push_str(&by_target);
     }
-    let lower_bounds = std::iter::once(&h.response)
-        .chain(r.targets.iter().map(|t| &t.response))
+    let lower_bounds = [&h.response, &h.service]
+        .into_iter()
+        .chain(r.targets.iter().flat_map(|t| [&t.response, &t.service]))
         .any(|h| !h.lower_bounds.is_empty());
     if lower_bounds {
-        let _ = writeln!(out, "≥ marks lower bounds: requests still unanswered at the end (or timed out) could only raise them");
+        let _ = writeln!(out, "{}", lower_bound_note(&r.counts));
     }
     let _ = writeln!(out);
     let by_stage = stage_table(r);
@@ -729,11 +797,11 @@ mod tests {
             with_interval(&r.histograms.response, 99.0)
         )));
         assert!(
-            text.contains("p99.99: 0.10 samples above — not meaningful; run ≥ 100k requests"),
+            text.contains("p99.99: 0 samples above — not meaningful; run ≥ 100k requests"),
             "{text}"
         );
         assert!(
-            text.contains("p99.9: 1.00 samples above — not meaningful; run ≥ 10k requests"),
+            text.contains("p99.9: 1 sample above — not meaningful; run ≥ 10k requests"),
             "{text}"
         );
         assert!(
@@ -743,7 +811,7 @@ mod tests {
     }
 
     #[test]
-    fn an_interval_reads_in_its_value_unit() {
+    fn an_interval_reads_with_its_units_at_both_ends() {
         let mut h = result(false).histograms.response;
         let p = 99.0;
         let ci = sojourn_core::evidence::Ci {
@@ -754,13 +822,53 @@ mod tests {
         h.percentiles.0.retain(|(q, _)| *q != p);
         h.percentiles.0.push((p, 194_600_000));
         h.ci.as_mut().unwrap().percentiles.insert("99".into(), ci);
-        assert_eq!(with_interval(&h, p), "194.60 ms [191.00, 197.90]");
+        assert_eq!(with_interval(&h, p), "194.60 ms [191.00 ms, 197.90 ms]");
         let open = sojourn_core::evidence::Ci {
             hi_open: true,
             ..ci
         };
         h.ci.as_mut().unwrap().percentiles.insert("99".into(), open);
-        assert_eq!(with_interval(&h, p), "194.60 ms [191.00, ≥197.90]");
+        assert_eq!(with_interval(&h, p), "194.60 ms [191.00 ms, ≥ 197.90 ms]");
+        let across = sojourn_core::evidence::Ci {
+            lo: 639_000,
+            hi: 1_380_000,
+            hi_open: true,
+        };
+        h.ci.as_mut()
+            .unwrap()
+            .percentiles
+            .insert("99".into(), across);
+        assert_eq!(
+            with_interval(&h, p),
+            "194.60 ms [639.0 µs, ≥ 1.38 ms]",
+            "each end in its own unit, never a bare number"
+        );
+    }
+
+    /// Samples are counted whole: the requests ranked above the percentile, n − ⌈n·p⌉.
+    #[test]
+    fn thin_percentiles_count_whole_samples() {
+        let thin = |beyond: f64| sojourn_core::evidence::Thin {
+            beyond,
+            needed: 1_000,
+        };
+        let cases = [
+            (600.0 * 0.01, "p99: 6 samples above", "600 requests"),
+            (5.999_999_999, "p99: 6 samples above", "rounding below six"),
+            (
+                1.35,
+                "p99: 1 sample above",
+                "13,500 at p99.99, as an expectation",
+            ),
+            (0.1, "p99: 0 samples above", "1,000 at p99.99"),
+        ];
+        for (beyond, want, why) in cases {
+            let text = thin_warning(99.0, thin(beyond));
+            assert!(
+                text.starts_with(&format!("{want} — not meaningful; run ≥ 1k requests")),
+                "{why}: {text}"
+            );
+        }
     }
 
     /// How many requests `labelled` sends: label 1 takes every fourth.
@@ -934,6 +1042,102 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("free connection (see below)"), "{text}");
+    }
+
+    /// 100 requests answered in 10 ms, then `censored` sent and still out, and `never_sent` due
+    /// and never sent, when the run ends at 2 s.
+    fn unanswered(censored: u64, never_sent: u64) -> RunResult {
+        let mut r = Recorder::new(Duration::from_secs(1));
+        for i in 0..100u64 {
+            let at = Duration::from_millis(i);
+            r.record(
+                &Stamps::on_time(at),
+                at + Duration::from_millis(10),
+                Outcome::Ok,
+            );
+        }
+        let end = Duration::from_secs(2);
+        for i in 0..censored {
+            r.record_in_flight(&Stamps::on_time(Duration::from_millis(100 + i)), end);
+        }
+        for i in 0..never_sent {
+            let at = Duration::from_millis(100 + censored + i);
+            r.record_never_sent(at, at, end);
+        }
+        let m = Recorder::merge_all([r]);
+        let facts = RunFacts {
+            label: "paced".into(),
+            mode: Mode::Paced,
+            config: RunConfig {
+                rate: Some(1000.0),
+                arrival: Some("constant".into()),
+                connections: 10,
+                interval_ns: 1_000_000_000,
+                ..Default::default()
+            },
+            scheduled: m.tally.accounted(),
+            elapsed: end,
+            interrupted: false,
+            checks: check::Checks::not_applicable(vec![]),
+            backfill_interval: None,
+        };
+        RunResult::build(&m, facts)
+    }
+
+    /// The footnote under `≥` names what the bounds rest on, with counts: never-sent slots
+    /// are not "requests still unanswered".
+    #[test]
+    fn the_lower_bound_note_names_its_causes_with_counts() {
+        let never_sent = summary(&unanswered(0, 130));
+        let note = never_sent
+            .lines()
+            .find(|l| l.starts_with("≥ marks"))
+            .expect("a note");
+        assert!(
+            note.contains(": 130 never sent (due, but the run ended before they went out);"),
+            "{note}"
+        );
+        assert!(!note.contains("unanswered at the end"), "{note}");
+        let both = summary(&unanswered(40, 130));
+        let note = both.lines().find(|l| l.starts_with("≥ marks")).unwrap();
+        assert!(
+            note.contains(
+                ": 40 still unanswered at the end and 130 never sent (due, but the run ended before they went out);"
+            ),
+            "{note}"
+        );
+    }
+
+    /// The columns of the summary row named `name`: p50, p90, p99, p99.9, p99.99, max.
+    fn columns(text: &str, name: &str) -> Vec<String> {
+        let row: Vec<char> = text
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no row {name}\n{text}"))
+            .chars()
+            .skip(22)
+            .collect();
+        row.chunks(12)
+            .map(|c| c.iter().collect::<String>().trim().to_string())
+            .collect()
+    }
+
+    /// Requests sent and unanswered at the end waited at least end − sent for the server: the
+    /// service row marks what they could raise, as the response row does.
+    #[test]
+    fn service_percentiles_that_unanswered_requests_could_raise_are_lower_bounds() {
+        let text = summary(&unanswered(40, 0));
+        for name in ["response", "service"] {
+            let cols = columns(&text, name);
+            assert_eq!(cols.len(), 6, "{name}: {cols:?}");
+            assert!(!cols[0].starts_with('≥'), "{name} p50 is exact: {cols:?}");
+            for (i, p) in [(2, "p99"), (5, "max")] {
+                assert!(cols[i].starts_with('≥'), "{name} {p}: {cols:?}");
+            }
+        }
+        let service = columns(&text, "service");
+        assert_eq!(service[0], "10.00 ms", "{service:?}");
+        assert!(text.contains("≥ marks lower bounds"));
     }
 
     #[test]

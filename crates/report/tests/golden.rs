@@ -193,6 +193,14 @@ fn censored_percentiles_are_named_in_the_response_file() {
     assert_eq!(
         hgrm::result_comments(&r, hgrm::Which::Service).len(),
         2,
-        "service times are never censored"
+        "no service time is censored in this run"
     );
+    // A request sent and unanswered at the end bounds its service time too.
+    r.histograms.service.lower_bounds = vec!["100".into()];
+    let comments = hgrm::result_comments(&r, hgrm::Which::Service);
+    assert!(
+        comments.len() == 3 && comments[2].contains("p100 are only lower bounds"),
+        "{comments:?}"
+    );
+    assert_eq!(hgrm::result_comments(&r, hgrm::Which::SendLag).len(), 2);
 }

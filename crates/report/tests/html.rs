@@ -188,6 +188,13 @@ fn every_percentile_shows_its_interval_and_thin_ones_are_flagged() {
         .expect("the fixture run has a thin percentile");
     let row = table_row(&p, &format!("p{thin}"));
     assert!(row.contains("not meaningful"), "{row}");
+    // Samples come whole: the requests ranked above the percentile, n − ⌈n·p⌉.
+    let hundredths = (thin.parse::<f64>().unwrap() * 100.0).round() as u64;
+    let above = h.count - (h.count * hundredths).div_ceil(10_000);
+    assert!(
+        row.contains(&format!(">{above} beyond: not meaningful<")),
+        "{above} whole samples beyond p{thin}: {row}"
+    );
     assert!(p.contains("arrivals vs the schedule") && p.contains("steady state"));
 }
 
@@ -356,6 +363,256 @@ fn checked_in_fixtures_load_and_match_the_result_schema() {
             doc["mode"]
         );
     }
+}
+
+/// One interval is written one way on the terminal, on the page and in the gate's table:
+/// `[lo, hi]` with units, and `[lo, ≥ hi]` when the upper end is open — never `∞)`, never a
+/// bare number.
+#[test]
+fn an_interval_reads_the_same_in_the_terminal_the_page_and_the_gate() {
+    let r = censored_run();
+    let objectives: Vec<sojourn_core::gate::Objective> =
+        vec!["p50<1s".parse().unwrap(), "p99<1s".parse().unwrap()];
+    let judgements = sojourn_core::gate::evaluate(&r, &objectives).unwrap();
+    let gate = sojourn_report::gate::table(&judgements);
+    let text = sojourn_report::text::summary(&r);
+    let p = page(&[run(r.clone())]);
+    let h = &r.histograms.response;
+    for (p_, row, open) in [(50.0, "p50", false), (99.0, "p99", true)] {
+        let ci = h.ci_at(p_).unwrap();
+        assert_eq!(ci.hi_open, open, "the fixture's p{p_}");
+        let (lo, hi) = (
+            sojourn_core::format_ns(ci.lo),
+            sojourn_core::format_ns(ci.hi),
+        );
+        let want = if open {
+            format!("[{lo}, ≥ {hi}]")
+        } else {
+            format!("[{lo}, {hi}]")
+        };
+        assert_eq!(ci.text(), want);
+        assert!(text.contains(&want), "terminal, {row}: {want}\n{text}");
+        assert!(
+            table_row(&p, row).contains(&want),
+            "page, {row}: {want}\n{}",
+            table_row(&p, row)
+        );
+        assert!(gate.contains(&want), "gate, {row}: {want}\n{gate}");
+    }
+    for (what, out) in [("terminal", &text), ("page", &p), ("gate", &gate)] {
+        assert!(!out.contains('∞'), "{what}");
+    }
+}
+
+/// A paced loop that never reached 1,130 of its slots: the note under the percentiles names
+/// them, with their count, and does not blame requests still unanswered.
+fn never_sent_run(label: &str, censored: u64) -> RunResult {
+    let mut r = Recorder::new(Duration::from_secs(1));
+    for i in 0..200u64 {
+        let at = Duration::from_millis(i);
+        r.record(
+            &Stamps::on_time(at),
+            at + Duration::from_millis(5),
+            Outcome::Ok,
+        );
+    }
+    let end = Duration::from_secs(3);
+    for i in 0..censored {
+        r.record_in_flight(&Stamps::on_time(Duration::from_millis(200 + i)), end);
+    }
+    for i in 0..1_130u64 {
+        let at = Duration::from_millis(300 + i);
+        r.record_never_sent(at, at, end);
+    }
+    let m = Recorder::merge_all([r]);
+    let facts = RunFacts {
+        label: label.into(),
+        mode: Mode::Paced,
+        config: RunConfig {
+            rate: Some(1000.0),
+            arrival: Some("constant".into()),
+            connections: 10,
+            interval_ns: 1_000_000_000,
+            ..Default::default()
+        },
+        scheduled: m.tally.accounted(),
+        elapsed: end,
+        interrupted: false,
+        checks: sojourn_core::check::Checks::not_applicable(vec![]),
+        backfill_interval: None,
+    };
+    RunResult::build(&m, facts)
+}
+
+/// The note under the percentile table.
+fn percentile_note(page: &str) -> &str {
+    let section = page.split("<section id=\"percentiles\">").nth(1).unwrap();
+    section
+        .split("<p class=\"muted\">")
+        .nth(1)
+        .unwrap()
+        .split("</p>")
+        .next()
+        .unwrap()
+}
+
+#[test]
+fn the_lower_bound_note_names_never_sent_slots_with_their_count() {
+    let r = never_sent_run("paced", 0);
+    assert!(r.histograms.response.at(50.0).unwrap().lower_bound);
+    let p = page(&[run(r)]);
+    let note = percentile_note(&p);
+    assert!(
+        note.contains(
+            "from requests without an answer: 1,130 never sent (due, but the run ended before they went out)."
+        ),
+        "{note}"
+    );
+    assert!(!note.contains("unanswered"), "{note}");
+    // Two runs: each named with its own causes.
+    let p = page(&[
+        run(never_sent_run("paced", 0)),
+        run(never_sent_run("cut", 988)),
+    ]);
+    let note = percentile_note(&p);
+    assert!(
+        note.contains(
+            "in paced, 1,130 never sent (due, but the run ended before they went out); in cut, 988 still unanswered at the end and 1,130 never sent"
+        ),
+        "{note}"
+    );
+}
+
+/// Shard `k` of 2 of a plan of 1,000 req/s for 2.4 s (1,200 requests each), every request
+/// answered in 5 ms, as `sojourn run --shard k/2` writes it.
+fn shard_of_two(k: u32) -> sojourn_core::merge::Input {
+    use sojourn_core::placement::{fingerprint, plan_key, Placement};
+    let mut r = Recorder::new(Duration::from_secs(1));
+    for i in 0..1_200u64 {
+        let at = Duration::from_millis(2 * i + u64::from(k));
+        r.record(
+            &Stamps::on_time(at),
+            at + Duration::from_millis(5),
+            Outcome::Ok,
+        );
+    }
+    let m = Recorder::merge_all([r]);
+    let config = RunConfig {
+        rate: Some(1000.0),
+        arrival: Some("constant".into()),
+        duration_ns: Some(2_400_000_000),
+        connections: 8,
+        threads: Some(1),
+        interval_ns: 1_000_000_000,
+        ..Default::default()
+    };
+    let facts = RunFacts {
+        label: "sharded".into(),
+        mode: Mode::Open,
+        config: config.clone(),
+        scheduled: 1_200,
+        elapsed: Duration::from_millis(2_400),
+        interrupted: false,
+        checks: sojourn_core::check::assess_open(&m, 8),
+        backfill_interval: None,
+    };
+    let mut result = RunResult::build(&m, facts);
+    result.placement = Some(Placement {
+        fingerprint: fingerprint(&plan_key(Mode::Open, &config, 2, None)),
+        shard: sojourn_core::Shard::new(k, 2).unwrap(),
+        due: 1_200,
+        start_at_unix_ns: None,
+        start_skew_ns: Some(1_000_000 * i64::from(k)),
+    });
+    sojourn_core::merge::Input {
+        source: format!("shard-{k}.json"),
+        result,
+    }
+}
+
+/// The cells of the summary row named `name`.
+fn summary_row<'a>(page: &'a str, name: &str) -> Option<&'a str> {
+    let summary = page.split("<section id=\"summary\">").nth(1)?;
+    let summary = summary.split("</section>").next()?;
+    summary
+        .split(&format!("<tr><th>{name}</th>"))
+        .nth(1)?
+        .split("</tr>")
+        .next()
+}
+
+/// A merge that lacks a shard says so: a not-measured count, the shard named, and a warning
+/// that the totals are partial, in the terminal summary and on the page, with its shard table.
+#[test]
+fn a_partial_merge_shows_what_it_lacks_in_the_text_and_on_the_page() {
+    let m = sojourn_core::merge::merge(vec![shard_of_two(0)], false).unwrap();
+    assert_eq!(
+        (
+            m.counts.scheduled,
+            m.counts.completed,
+            m.counts.not_measured
+        ),
+        (2_400, 1_200, 1_200)
+    );
+    let text = sojourn_report::text::summary(&m);
+    assert!(
+        text.contains("never sent 0  NOT MEASURED 1200 (shards missing or cut short)"),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(|l| l.starts_with(
+            "PARTIAL MERGE: shard 1 missing; 1200 of 2400 scheduled requests not measured"
+        )),
+        "{text}"
+    );
+    let p = page(&[run(m.clone())]);
+    let row = summary_row(&p, "not measured (shards missing or cut short)").expect("a row");
+    assert!(row.contains("<span class=\"bad\">1,200</span>"), "{row}");
+    let warning = p
+        .split("<p class=\"bad partial\">")
+        .nth(1)
+        .expect("a warning")
+        .split("</p>")
+        .next()
+        .unwrap();
+    assert!(
+        warning.contains(
+            "PARTIAL MERGE: shard 1 missing. 1,200 of 2,400 scheduled requests were not measured"
+        ),
+        "{warning}"
+    );
+    let shards = p
+        .split("<section id=\"shards\">")
+        .nth(1)
+        .expect("a shard table")
+        .split("</section>")
+        .next()
+        .unwrap();
+    assert!(shards.contains("<th>shard</th><th>status</th><th>due</th><th>measured</th>"));
+    assert!(
+        shards.contains("<tr><th>0</th><td><span class=\"ok\">complete</span></td><td>1,200</td><td>1,200</td><td>+0 ns</td><td><code>shard-0.json</code></td></tr>"),
+        "{shards}"
+    );
+    assert!(
+        shards.contains("<tr><th>1</th><td><span class=\"bad\">missing</span></td><td>1,200</td><td>0</td><td>—</td><td>—</td></tr>"),
+        "{shards}"
+    );
+    // The whole plan: a shard table and a zero, but nothing to warn about.
+    let whole = sojourn_core::merge::merge(vec![shard_of_two(0), shard_of_two(1)], false).unwrap();
+    let p = page(&[run(whole.clone())]);
+    assert!(
+        summary_row(&p, "not measured (shards missing or cut short)")
+            .is_some_and(|r| r.contains("<td>0</td>"))
+    );
+    assert!(p.contains("<section id=\"shards\">") && !p.contains("PARTIAL MERGE"));
+    let text = sojourn_report::text::summary(&whole);
+    assert!(!text.contains("PARTIAL MERGE"), "{text}");
+    assert!(text.contains("never sent 0  not measured 0\n"), "{text}");
+    // An ordinary run has neither.
+    let (open, _) = common::open_run();
+    let p = page(&[run(open)]);
+    assert!(summary_row(&p, "not measured (shards missing or cut short)").is_none());
+    assert!(!p.contains("<section id=\"shards\">"));
 }
 
 /// A paced closed loop of 10 connections through a 1 s stall at 100 req/s: each slot due in the
