@@ -436,7 +436,9 @@ pub fn sample_warning(n: u64, p: f64) -> Option<SampleWarning> {
     }
     let tail = ((100.0 - p) / 100.0).min(1.0);
     let beyond = n as f64 * tail;
-    if beyond >= MIN_BEYOND {
+    // Judged on the whole count, as it is printed: 10,000 × (1 − 0.999) computes as 9.99…, and
+    // "10 samples above — not meaningful; run ≥ 10k requests" on a run of 10k contradicts itself.
+    if whole_beyond(beyond) as f64 >= MIN_BEYOND {
         return None;
     }
     // The smallest round count at or above MIN_BEYOND / tail, with a hair of slack so that
@@ -857,6 +859,16 @@ mod tests {
             (40, 75.0, 10.0, 0, "exactly ten beyond"),
             (13_500, 99.9, 13.5, 0, "13.5 beyond p99.9: enough"),
             (13_500, 100.0, 0.0, 0, "the maximum never warns"),
+            (
+                10_000,
+                99.9,
+                10.0,
+                0,
+                "ten beyond p99.9 of 10k, though 1 − 0.999 is 0.00099…",
+            ),
+            (1_000, 99.0, 10.0, 0, "ten beyond p99 of 1,000"),
+            (100_000, 99.99, 10.0, 0, "ten beyond p99.99 of 100k"),
+            (9_999, 99.9, 9.999, 10_000, "one short of 10k at p99.9"),
         ];
         for &(n, p, beyond, needed, why) in cases {
             match sample_warning(n, p) {
