@@ -97,6 +97,9 @@ struct Profile {
 
 /// The crates whose frames only pass an allocation on: the allocator and the standard library.
 const PLUMBING: [&str; 5] = ["alloc", "core", "std", "dhat", "__rustc"];
+/// Where the standard library's own frames say they are (`<u8 as <[_]>::to_vec_in::ConvertVec>`
+/// names no crate, but its place is `alloc/src/slice.rs`).
+const STD_SOURCES: [&str; 3] = ["alloc/src/", "core/src/", "std/src/"];
 
 /// Enough frames to get past the allocator, `RawVec` and `Vec` to the code that allocated.
 const FRAMES: usize = 16;
@@ -192,8 +195,13 @@ fn crate_of(symbol: &str) -> &str {
     path.split("::").next().unwrap_or(path)
 }
 
-fn is_plumbing(symbol: &str) -> bool {
-    symbol == "[root]" || symbol.starts_with("__rust") || PLUMBING.contains(&crate_of(symbol))
+/// `symbol (place)`: whether the frame only passes an allocation on.
+fn is_plumbing(frame: &str) -> bool {
+    let place = frame.rsplit_once(" (").map_or("", |(_, place)| place);
+    frame == "[root]"
+        || frame.starts_with("__rust")
+        || PLUMBING.contains(&crate_of(frame))
+        || STD_SOURCES.iter().any(|s| place.starts_with(s))
 }
 
 fn is_histogram(site: &str) -> bool {
@@ -243,26 +251,11 @@ fn growth(what: &str, run: impl Fn(u64) -> u64) -> Growth {
         );
     }
     let (ca, cb) = (a.counted(), b.counted());
-    let mut top: Vec<(String, i64, i64)> = b
-        .sites
-        .iter()
-        .filter(|(site, _)| !is_histogram(site))
-        .map(|(site, n)| {
-            let before = a.sites.get(site).copied().unwrap_or_default().total;
-            let grew = (
-                diff(before.blocks, n.total.blocks),
-                diff(before.bytes, n.total.bytes),
-            );
-            (site.clone(), grew.0, grew.1)
-        })
-        .collect();
-    top.sort_by_key(|&(_, blocks, bytes)| std::cmp::Reverse((bytes, blocks)));
-    top.truncate(3);
     let more = Growth {
         blocks: diff(ca.blocks, cb.blocks),
         bytes: diff(ca.bytes, cb.bytes),
         peak: diff(a.peak(), b.peak()),
-        top,
+        top: grew_most(&a, &b),
     };
     let extra = (MANY - FEW) as f64;
     println!(
@@ -281,6 +274,26 @@ fn growth(what: &str, run: impl Fn(u64) -> u64) -> Growth {
         more.bytes as f64 / extra,
     );
     more
+}
+
+/// The places outside the histograms that grew most from `a` to `b`: three by bytes, and
+/// three by blocks (many small blocks are many bytes by no one place).
+fn grew_most(a: &Profile, b: &Profile) -> Vec<(String, i64, i64)> {
+    let mut grew: Vec<(String, i64, i64)> = b
+        .sites
+        .iter()
+        .filter(|(site, _)| !is_histogram(site))
+        .map(|(site, n)| {
+            let before = a.sites.get(site).copied().unwrap_or_default().total;
+            let blocks = diff(before.blocks, n.total.blocks);
+            (site.clone(), blocks, diff(before.bytes, n.total.bytes))
+        })
+        .collect();
+    grew.sort_by_key(|&(_, blocks, bytes)| std::cmp::Reverse((bytes, blocks)));
+    let mut top: Vec<_> = grew.drain(..grew.len().min(3)).collect();
+    grew.sort_by_key(|&(_, blocks, bytes)| std::cmp::Reverse((blocks, bytes)));
+    top.extend(grew.into_iter().take(3));
+    top
 }
 
 /// 9,000 more requests allocated no more than [`FLAT`], in blocks and in bytes.
