@@ -276,13 +276,12 @@ fn growth(what: &str, run: impl Fn(u64) -> u64) -> Growth {
     more
 }
 
-/// The places outside the histograms that grew most from `a` to `b`: three by bytes, and
-/// three by blocks (many small blocks are many bytes by no one place).
+/// The places that grew most from `a` to `b`: three by bytes outside the histograms, and
+/// three by blocks, the histograms' included (many small blocks are many bytes by no one place).
 fn grew_most(a: &Profile, b: &Profile) -> Vec<(String, i64, i64)> {
     let mut grew: Vec<(String, i64, i64)> = b
         .sites
         .iter()
-        .filter(|(site, _)| !is_histogram(site))
         .map(|(site, n)| {
             let before = a.sites.get(site).copied().unwrap_or_default().total;
             let blocks = diff(before.blocks, n.total.blocks);
@@ -290,9 +289,12 @@ fn grew_most(a: &Profile, b: &Profile) -> Vec<(String, i64, i64)> {
         })
         .collect();
     grew.sort_by_key(|&(_, blocks, bytes)| std::cmp::Reverse((bytes, blocks)));
-    let mut top: Vec<_> = grew.drain(..grew.len().min(3)).collect();
-    grew.sort_by_key(|&(_, blocks, bytes)| std::cmp::Reverse((blocks, bytes)));
-    top.extend(grew.into_iter().take(3));
+    let (mut top, mut rest): (Vec<_>, Vec<_>) = grew
+        .into_iter()
+        .partition(|(site, _, _)| !is_histogram(site));
+    rest.extend(top.drain(top.len().min(3)..));
+    rest.sort_by_key(|&(_, blocks, bytes)| std::cmp::Reverse((blocks, bytes)));
+    top.extend(rest.into_iter().take(3));
     top
 }
 
