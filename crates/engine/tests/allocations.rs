@@ -1,14 +1,14 @@
 //! What a request costs in memory. Each case runs 1,000 requests, then 10,000 in the same
-//! second (the unpaced closed loop: as fast as it goes), and compares what the whole process allocated, in blocks (dhat counts a `realloc` as
-//! one) and in bytes (a `realloc` adds its new size, so a vector that grows per request shows
-//! there even when its blocks barely move). The servers run in a child process, so what is
-//! counted is the generator alone.
+//! second (the unpaced closed loop: as fast as it goes), and compares what the whole process
+//! allocated, in blocks (dhat counts a `realloc` as one) and in bytes (a `realloc` adds its new
+//! size, so a vector that grows per request shows there even when its blocks barely move). The
+//! servers run in a child process, so what is counted is the generator alone.
 //!
 //! Over plain HTTP/1.1 a request allocates nothing: the waiting line is a range of the
 //! schedule's indices, a request in flight is a few words in its connection's slot, and
 //! sending, receiving and recording reuse what each connection and recorder already hold.
-//! Over TLS (rustls's records) and HTTP/2 (h2's streams) the protocol libraries allocate per
-//! request; their figures were measured and are written below, and a run that allocates more
+//! Over TLS (rustls's records) and HTTP/2 (the header maps `h2` takes and makes) a request
+//! allocates; those figures were measured and are written below, and a run that allocates more
 //! fails.
 //!
 //! One thing grows without growing per request: an HdrHistogram's counts cover the range up to
