@@ -112,7 +112,7 @@ fn real_and_simulated_sweeps_find_the_bimodal_cliff_between_30_and_40() {
     // The model's cliff for the same steps, printed after the measured one and drawn beside it.
     assert!(
         stdout.contains("model (bimodal")
-            && stdout.contains("cliff: between 30 and 40 req/s (highest"),
+            && stdout.contains("cliff: between 30 and 40 req/s (the highest step OK"),
         "{stdout}"
     );
     let page = std::fs::read_to_string(&report).unwrap();
