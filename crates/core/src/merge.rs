@@ -379,6 +379,7 @@ fn histograms(inputs: &[Input]) -> Result<HistogramSet, MergeError> {
         censored: summary(censored),
         backfilled: None,
         hiccup: summary(summed(inputs, |h| h.hiccup.as_ref())?),
+        control_hiccup: summary(summed(inputs, |h| h.control_hiccup.as_ref())?),
     })
 }
 

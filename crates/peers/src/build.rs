@@ -302,6 +302,7 @@ pub(crate) fn summary(
         censored: None,
         backfilled: None,
         hiccup: None,
+        control_hiccup: None,
     };
     s.notes.push(format!(
         "summary only: {tool}'s latency is in `response`; service time and send lag are unknown"
