@@ -272,8 +272,8 @@ fn own_hiccups(own: &Histogram<u64>, control: Option<&Histogram<u64>>) -> String
     );
     if control.is_some_and(|c| !within_floor(at(own, 0.99), at(c, 0.99))) {
         note.push_str(
-            ": later than the machine's, so sojourn's own threads kept it from the CPU (a busy \
-             generator, or one confined to too few cores); that lateness is not excused",
+            ": later than the machine's; what sojourn's own threads added (a busy generator, or \
+             one confined to too few cores) is not excused",
         );
     }
     note

@@ -2,11 +2,12 @@
 //!
 //! Tolerances: the model's instants (`due`) are checked exactly; the server's actual departures
 //! are checked against them. A departure before `due` always fails. Lateness is judged over the
-//! whole set, against the machine's own hiccups measured beside each test (a thread that only
-//! sleeps to a 1 ms tick): nine in ten must leave within [`Bounds::late`], and none later than
-//! [`Bounds::outlier`]. A shared 2-core machine can hold the process off the CPU for tens of
-//! milliseconds at any moment (CI saw 27 ms while 25 clients connected at once); the meter
-//! sees such a stall too, so it widens the bounds by what it saw, and no more. A server bug
+//! whole set, against the machine's own hiccups measured beside each test (a control process
+//! that only sleeps to a 1 ms tick): nine in ten must leave within [`Bounds::late`], and none
+//! later than [`Bounds::outlier`]. A shared 2-core machine can hold a process off the CPU for
+//! tens of milliseconds at any moment (CI saw 27 ms while 25 clients connected at once); the
+//! meter sees such a stall too, so it widens the bounds by what it saw, and no more. Being a
+//! process of its own, it does not see the server's own threads keeping each other waiting. A server bug
 //! that delays departures hits them all. The bounds stay below the effects under test (stalls
 //! of 100 ms and more, slow requests 30x their baseline) unless the machine itself stalled that
 //! long, which the check then says. Precision is `tests/accuracy.rs`.
@@ -29,7 +30,7 @@ struct Bounds {
 }
 
 impl Bounds {
-    /// From what the machine did to a sleeping thread during the test: a few milliseconds of
+    /// From what the machine did to a sleeping process during the test: a few milliseconds of
     /// scheduling on two shared cores, three times its p90, and its worst stall.
     fn of(machine: Machine) -> Bounds {
         let b = Bounds {
@@ -38,7 +39,7 @@ impl Bounds {
         };
         assert!(
             b.outlier < 100 * MS,
-            "the machine itself stalled a sleeping thread for {:?}: too noisy to judge effects of \
+            "the machine itself stalled a sleeping process for {:?}: too noisy to judge effects of \
              100 ms; run again on a quieter machine",
             machine.max
         );
