@@ -289,20 +289,46 @@ pub const CPU_BUSY_WITH_POOL_WAITS: f64 = 0.75;
 /// Pool waits above this share of sent requests count as "requests waited".
 const POOL_WAIT_SHARE: f64 = 0.01;
 
+/// Whether requests that waited for a connection waited for the generator: more than a few of
+/// the `sent` requests waited (`waited`) while a worker thread was this busy, reading answers
+/// and so freeing connections late.
+pub fn waits_were_the_generators(busiest_worker: f64, waited: u64, sent: u64) -> bool {
+    busiest_worker >= CPU_BUSY_WITH_POOL_WAITS
+        && waited as f64 / sent.max(1) as f64 > POOL_WAIT_SHARE
+}
+
+/// Whether a generator that freed connections late sent late because of it: its waits were
+/// its own ([`waits_were_the_generators`]) and its send lag p99 distorts the results by the
+/// same rule as dispatch lag ([`sends_fell_behind`]). A few short waits beside a busy thread
+/// that kept the schedule are not falling behind.
+pub fn slow_to_free(
+    busiest_worker: f64,
+    waited: u64,
+    sent: u64,
+    send_lag_p99: u64,
+    response_p99: u64,
+) -> bool {
+    waits_were_the_generators(busiest_worker, waited, sent)
+        && sends_fell_behind(send_lag_p99, response_p99)
+}
+
 /// Adds the CPU finding to an open loop's checks. A busy worker thread is not by itself a
-/// generator that fell behind: whether it kept the schedule is what dispatch lag says. Its
-/// headroom is reported, and one case is called out: a busy thread reads answers and frees
-/// connections late, so when requests also waited for connections, those waits are likely the
-/// generator's own.
+/// generator that fell behind: whether it kept the schedule is what its lag says. Its headroom
+/// is reported, and one case is called out: a busy thread reads answers and frees connections
+/// late, so when requests waited for connections long enough to distort the results, those
+/// waits are likely the generator's own.
 pub fn cpu_bound(checks: &mut Checks, m: &Measurements, busiest_worker: f64) {
     checks.busiest_worker = Some(busiest_worker);
-    let sent = m.hist.send_lag.len().max(1) as f64;
-    let pool_waits = m.tally.waited_for_connection as f64 / sent > POOL_WAIT_SHARE;
     let busy = format!(
         "a worker thread was on CPU {:.0}% of the run (idle timer spinning excluded)",
         100.0 * busiest_worker
     );
-    if busiest_worker >= CPU_BUSY_WITH_POOL_WAITS && pool_waits {
+    let (waited, sent) = (m.tally.waited_for_connection, m.hist.send_lag.len());
+    let (lag99, response99) = (
+        m.hist.send_lag.value_at_quantile(0.99),
+        m.hist.response.value_at_quantile(0.99),
+    );
+    if slow_to_free(busiest_worker, waited, sent, lag99, response99) {
         checks.generator = GeneratorVerdict::Behind;
         checks.notes.insert(
             0,
@@ -403,8 +429,8 @@ mod tests {
             "{:?}",
             checks.notes
         );
-        // Pool waits while the thread is busy are the generator's, not the target's.
-        let waiting = run_with_dispatch_lag(Duration::from_micros(5), 2);
+        // Long pool waits while the thread is busy are the generator's, not the target's.
+        let waiting = run_with_waits(Duration::from_millis(3), 2);
         let mut checks = assess_open(&waiting, 8);
         cpu_bound(&mut checks, &waiting, 0.5);
         assert!(
@@ -414,6 +440,30 @@ mod tests {
         cpu_bound(&mut checks, &waiting, 0.8);
         assert!(!checks.passed());
         assert!(checks.notes[0].contains("likely sojourn's own"));
+        // A few microseconds of waiting beside a busy thread: on schedule all the same.
+        let brief = run_with_waits(Duration::from_micros(50), 2);
+        let mut checks = assess_open(&brief, 8);
+        cpu_bound(&mut checks, &brief, 0.8);
+        assert!(checks.passed(), "{:?}", checks.notes);
+    }
+
+    /// Every `waited_every`th request dispatched on time but sent `wait` late, having waited
+    /// for a connection; each answered 1 ms after its send.
+    fn run_with_waits(wait: Duration, waited_every: u64) -> Measurements {
+        let mut r = Recorder::new(Duration::from_secs(1));
+        for i in 0..1000u64 {
+            let at = Duration::from_millis(i);
+            let waited = i % waited_every == 0;
+            let sent = if waited { at + wait } else { at };
+            let s = Stamps {
+                intended: at,
+                dispatched: at,
+                sent,
+                waited_for_connection: waited,
+            };
+            r.record(&s, sent + Duration::from_millis(1), Outcome::Ok);
+        }
+        Recorder::merge_all([r])
     }
 
     fn meter(p99: Duration) -> Histogram<u64> {

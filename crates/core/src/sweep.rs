@@ -142,6 +142,14 @@ pub enum Reason {
         control_hiccup_p99_ns: Option<u64>,
         busy: Option<f64>,
     },
+    /// The generator sent late because it freed connections late: requests waited for a
+    /// connection (how many) while its busiest worker was this busy reading answers, and the
+    /// send lag p99 distorts the results.
+    GeneratorSlowToFree {
+        waited: u64,
+        send_lag_p99_ns: u64,
+        busy: f64,
+    },
     /// Requests waited because every connection was busy: how many, and how many connections
     /// the offered rate needs at the measured service time (Little's law: rate × mean service).
     PoolFull {
@@ -180,6 +188,16 @@ impl fmt::Display for Reason {
                 }
                 Ok(())
             }
+            Reason::GeneratorSlowToFree {
+                waited,
+                send_lag_p99_ns,
+                busy,
+            } => write!(
+                f,
+                "sojourn itself sent late: {waited} requests waited for connections its busy worker (on CPU {:.0}%) was slow to free; send lag p99 {}",
+                100.0 * busy,
+                format_ns(*send_lag_p99_ns)
+            ),
             Reason::PoolFull {
                 waited,
                 connections,
@@ -419,12 +437,37 @@ fn classify(
     (Status::Saturated, None)
 }
 
-/// Whether the generator fell behind its schedule: its dispatch lag (which also holds the wait
-/// of requests it never got to before the end) distorts the results, by the self-check's rule,
-/// and is not within the machine's floor. Only the control meter (an idle process of its own)
-/// measures that floor; a meter inside the generator is as late as the generator's own work
-/// makes it, and without a control meter nothing is excused.
+/// Whether the generator fell behind its schedule. Either its dispatch lag (which also holds
+/// the wait of requests it never got to before the end) distorts the results, by the
+/// self-check's rule, and is not within the machine's floor; or requests waited for
+/// connections that a busy worker was slow to free, long enough that send lag distorts them. Only the control meter (an idle process of
+/// its own) measures the floor; a meter inside the generator is as late as the generator's own
+/// work makes it, and without a control meter nothing is excused. A busy worker whose sends
+/// kept the schedule is not behind, however busy.
 pub fn generator_late(result: &RunResult) -> Option<Reason> {
+    dispatched_late(result).or_else(|| {
+        let h = &result.histograms;
+        let busy = result.checks.busiest_worker?;
+        let waited = result.counts.waited_for_connection;
+        let send_lag_p99_ns = h.send_lag.percentiles.get(99.0).unwrap_or(0);
+        let response_p99_ns = h.response.percentiles.get(99.0).unwrap_or(0);
+        crate::check::slow_to_free(
+            busy,
+            waited,
+            h.send_lag.count,
+            send_lag_p99_ns,
+            response_p99_ns,
+        )
+        .then_some(Reason::GeneratorSlowToFree {
+            waited,
+            send_lag_p99_ns,
+            busy,
+        })
+    })
+}
+
+/// Dispatch lag that distorts the results and lies above the control meter's floor.
+fn dispatched_late(result: &RunResult) -> Option<Reason> {
     let h = &result.histograms;
     let dispatch_p99_ns = h
         .dispatch_lag

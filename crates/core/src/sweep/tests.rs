@@ -110,7 +110,7 @@ fn over_capacity_is_saturated_for_every_reason() {
                 assert!(*count > 100, "{count}");
                 "censored"
             }
-            Reason::GeneratorLate { .. } => "generator",
+            Reason::GeneratorLate { .. } | Reason::GeneratorSlowToFree { .. } => "generator",
             Reason::PoolFull { .. } => "pool",
         })
         .collect();
@@ -411,6 +411,23 @@ fn who_held_the_step_back() {
     calm.histograms.control_hiccup = Some(lag(15));
     let step = evaluate(&calm, rate(20.0), &rules, &[]).unwrap();
     assert_eq!(step.status, Status::GeneratorBound);
+    // Requests that waited for the one connection while the worker was busy reading answers
+    // waited for the generator: sent late, by the generator.
+    let mut slow = overloaded(true);
+    slow.checks.busiest_worker = Some(0.8);
+    let step = evaluate(&slow, rate(60.0), &rules, &[]).unwrap();
+    assert_eq!(step.status, Status::GeneratorBound, "{:?}", step.reasons);
+    assert!(
+        step.reasons
+            .iter()
+            .any(|r| matches!(r, Reason::GeneratorSlowToFree { busy, .. } if *busy == 0.8)),
+        "{:?}",
+        step.reasons
+    );
+    // The same waits beside an idle worker are the pool's.
+    slow.checks.busiest_worker = Some(0.3);
+    let step = evaluate(&slow, rate(60.0), &rules, &[]).unwrap();
+    assert_eq!(step.status, Status::PoolBound, "{:?}", step.reasons);
     // A busy generator on time, with no meters at all: OK, its headroom said beside it.
     let mut busy = fifo_step(
         20.0,
