@@ -93,7 +93,10 @@ fn run_with_a_quiet_control(cpu: usize) -> RunResult {
     }
     let second = burning_run(cpu);
     if let Err(figures) = tells_the_meters_apart(&second) {
-        panic!("the machine was too noisy to tell this process's meter from the control, twice: {figures}");
+        panic!(
+            "the control meter was as late as this process's own, twice (a machine too noisy to tell \
+             them apart, or a control meter sharing the generator's core): {figures}"
+        );
     }
     second
 }
