@@ -10,6 +10,9 @@ use sojourn_core::sweep::{self, Probe, Reason, Search, Status, Step, StepRules};
 use sojourn_core::{Rate, RunResult};
 use sojourn_engine::{Connection, ExchangeError, HttpTransport, Plan, Transport};
 
+// This binary starts control meters: it serves as one, too.
+sojourn_testkit::control_meter_hook!();
+
 const STEP: Duration = Duration::from_secs(2);
 
 /// HTTP with a CPU cost of its own on every request: a generator made the bottleneck on
@@ -109,7 +112,7 @@ fn plan(rate: Rate, connections: usize) -> Plan {
         interval: Duration::from_millis(250),
         timeout: Duration::from_secs(2),
         hiccup: Some(sojourn_engine::HICCUP_TICK),
-        control: Some(common::control_command()),
+        control: Some(control_command()),
         ..open_plan(rate.get(), STEP, connections)
     }
 }

@@ -5,12 +5,15 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{control_command, open_plan, transport, Behaviour, TestServer};
+use common::{open_plan, transport, Behaviour, TestServer};
 use sojourn_core::check::within_floor;
 use sojourn_core::result::HistogramSummary;
 use sojourn_core::sweep::{self, Status, StepRules};
 use sojourn_core::{Rate, RunResult};
 use sojourn_timer::affinity;
+
+// This binary starts control meters: it serves as one, too.
+sojourn_testkit::control_meter_hook!();
 
 /// Threads that only burn CPU, beside the generator's on its one core: enough of them that the
 /// generator's threads wait tens of milliseconds for the CPU, far above anything the machine

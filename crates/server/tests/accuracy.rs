@@ -9,6 +9,9 @@ use std::time::Duration;
 use common::{builtin, quantile, start, Client, Floor, MS};
 use tokio::time::Instant;
 
+// The floor is a control meter: this binary serves as one.
+sojourn_testkit::control_meter_hook!();
+
 const CONNECTIONS: usize = 16;
 /// Requests per connection: 1,600 in all, however fast the machine is (about a second).
 const PER_CONNECTION: usize = 100;
@@ -22,7 +25,7 @@ async fn delays_are_as_accurate_as_the_machine_lets_a_sleeping_thread_be() {
         min: 2 * MS,
         max: 20 * MS,
     };
-    let floor = Floor::start();
+    let floor = Floor::start(&control_command());
     let server = start(sojourn_scenario::Scenario::new(scenario).unwrap()).await;
     let loops: Vec<_> = (0..CONNECTIONS)
         .map(|_| {

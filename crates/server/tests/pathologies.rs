@@ -20,6 +20,9 @@ use sojourn_scenario::truth::{Outcome, TruthRecord};
 use sojourn_scenario::Scenario;
 use tokio::time::{sleep, sleep_until, Instant};
 
+// The floor is a control meter: this binary serves as one.
+sojourn_testkit::control_meter_hook!();
+
 /// How late the server, or a client's view of it, may be in one test.
 #[derive(Debug, Clone, Copy)]
 struct Bounds {
@@ -92,7 +95,7 @@ async fn closed_loop_until(addr: std::net::SocketAddr, until: Instant) -> usize 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hiccup_holds_requests_that_reach_the_gate_until_the_stall_ends() {
-    let floor = Floor::start();
+    let floor = Floor::start(&control_command());
     // Stall from 300 ms to 1.3 s on the clock that the first request starts.
     let server = start(builtin(
         "hiccup",
@@ -164,7 +167,7 @@ async fn hiccup_holds_requests_that_reach_the_gate_until_the_stall_ends() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gc_pauses_hold_every_request_that_reaches_a_pause() {
-    let floor = Floor::start();
+    let floor = Floor::start(&control_command());
     let sets = [
         "gc-pauses.baseline=5ms",
         "gc-pauses.every=400ms",
@@ -206,7 +209,7 @@ async fn gc_pauses_hold_every_request_that_reaches_a_pause() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ramp_scales_service_by_start_time() {
-    let floor = Floor::start();
+    let floor = Floor::start(&control_command());
     let sets = [
         "ramp.from=5ms",
         "ramp.to=25ms",
@@ -241,7 +244,7 @@ async fn ramp_scales_service_by_start_time() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_nth_with_one_worker_slows_exactly_every_nth_request() {
-    let floor = Floor::start();
+    let floor = Floor::start(&control_command());
     // Seed 000 with n = 50 instead of 500 to stay fast; four clients share the one worker.
     let sets = ["every-nth.n=50", "every-nth.slow=30ms"];
     let server = start(builtin("every-nth", &sets)).await;
@@ -280,7 +283,7 @@ async fn every_nth_with_one_worker_slows_exactly_every_nth_request() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn saturation_cap_holds_at_most_cap_in_service_fifo() {
-    let floor = Floor::start();
+    let floor = Floor::start(&control_command());
     let server = start(builtin(
         "saturation",
         &["saturation.cap=5", "saturation.baseline=20ms"],
@@ -438,7 +441,7 @@ async fn errors_and_resets_pick_the_same_requests_every_run() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn control_stall_closes_the_gate_on_demand_only_when_enabled() {
-    let floor = Floor::start();
+    let floor = Floor::start(&control_command());
     let scenario = builtin("healthy", &["healthy.baseline=5ms"]);
     let server = start_with(scenario.clone(), |o| o.control = true).await;
     let mut c = server.client().await;
@@ -480,7 +483,7 @@ async fn control_stall_closes_the_gate_on_demand_only_when_enabled() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn healthy_ignores_faults_and_does_not_start_the_clock() {
-    let floor = Floor::start();
+    let floor = Floor::start(&control_command());
     let server = start(builtin(
         "hiccup",
         &["hiccup.at=0s", "hiccup.duration=400ms"],

@@ -1,20 +1,20 @@
 //! A control hiccup meter for test binaries, which have no `sojourn __hiccup-control` of their
-//! own: the test binary starts itself as the child, running one named test (the hook) that
-//! serves the meter when [`CHILD`] is set in its environment. Each test binary that starts a
-//! control meter holds that hook, e.g. in its `common` module:
+//! own: the test binary starts itself as the child, running one test (the hook) that serves
+//! the meter when [`CHILD`] is set in its environment. A test binary that starts a control
+//! meter declares the hook and its command at its top level with [`control_meter_hook!`]:
 //!
 //! ```ignore
-//! #[test]
-//! fn control_meter_hook() {
-//!     if sojourn_testkit::control::serve_if_child() {
-//!         return;
-//!     }
-//!     sojourn_testkit::control::check_answers(&control_command());
-//! }
+//! sojourn_testkit::control_meter_hook!();
+//! // …
+//! let plan = Plan { control: Some(control_command()), ..plan };
 //! ```
+//!
+//! Only such binaries should: beside process-wide counts (dhat's, open descriptors) the hook's
+//! child and threads would be noise.
 use std::time::Duration;
 
-use sojourn_timer::{ControlCommand, ControlMeter};
+pub use sojourn_timer::ControlCommand;
+use sojourn_timer::ControlMeter;
 
 /// Set in the child to the tick, in nanoseconds.
 pub const CHILD: &str = "SOJOURN_TEST_CONTROL_TICK_NS";
@@ -65,4 +65,28 @@ pub fn check_answers(command: &ControlCommand) {
         (until_asked / 3..=until_answer).contains(&ticks),
         "{ticks} ticks in {until_asked}–{until_answer} ms"
     );
+}
+
+/// Declares, at the top level of a test binary, the test `control_meter_hook` (in a test run, a
+/// check that this binary answers as a control meter; in the child, the meter itself) and
+/// `fn control_command()`, the command that starts this binary as that child.
+#[macro_export]
+macro_rules! control_meter_hook {
+    () => {
+        /// In a test run, a check that this binary answers as a control meter; in the control
+        /// meter's process (this binary started again by `control_command`), the meter itself.
+        #[test]
+        fn control_meter_hook() {
+            if $crate::control::serve_if_child() {
+                return;
+            }
+            $crate::control::check_answers(&control_command());
+        }
+
+        /// A control hiccup meter: this test binary, started again as the meter's process.
+        #[allow(dead_code)]
+        fn control_command() -> $crate::control::ControlCommand {
+            $crate::control::command("control_meter_hook")
+        }
+    };
 }

@@ -292,7 +292,7 @@ mod tests {
         };
         let meter = ControlMeter::start(&cmd).unwrap();
         let started = std::time::Instant::now();
-        let e = meter.stop().err().expect("no figures");
+        let e = meter.stop().expect_err("no figures");
         assert!(matches!(e, ControlError::NoAnswer(_)), "{e}");
         assert!(started.elapsed() < ANSWER_WITHIN, "{:?}", started.elapsed());
     }

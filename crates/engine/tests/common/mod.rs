@@ -124,21 +124,6 @@ fn serve(mut stream: TcpStream, behaviour: Behaviour, count: &AtomicU64, halt: &
     }
 }
 
-/// In a test run, a check that this binary answers as a control meter; in the control meter's
-/// child process (this binary started again by [`control_command`]), the meter itself.
-#[test]
-fn control_meter_hook() {
-    if sojourn_testkit::control::serve_if_child() {
-        return;
-    }
-    sojourn_testkit::control::check_answers(&control_command());
-}
-
-/// A control hiccup meter for a plan: this test binary, started again as the meter's process.
-pub fn control_command() -> sojourn_engine::ControlCommand {
-    sojourn_testkit::control::command("common::control_meter_hook")
-}
-
 /// A plan for a constant open loop at `rate` for `duration`.
 pub fn open_plan(rate: f64, duration: Duration, connections: usize) -> Plan {
     let schedule = Schedule::new(

@@ -189,7 +189,8 @@ pub fn max_in_service(records: &[TruthRecord]) -> usize {
 }
 
 /// The machine's own lateness over a test: a control hiccup meter (a process of its own that
-/// only sleeps to a 1 ms tick: this test binary, started again) runs beside it, so the server's
+/// only sleeps to a 1 ms tick: this test binary, started again through its
+/// `sojourn_testkit::control_meter_hook!()`) runs beside it, so the server's
 /// lateness is judged against what any sleeping process suffered in the same run, not against
 /// a fixed budget. A meter thread inside this process would share the server's threads' cores
 /// and be late with them, excusing the very lateness it is meant to judge.
@@ -203,23 +204,11 @@ pub struct Machine {
     pub max: Duration,
 }
 
-/// In a test run, a check that this binary answers as a control meter; in the control meter's
-/// process (this binary started again by [`Floor::start`]), the meter itself.
-#[test]
-fn control_meter_hook() {
-    if sojourn_testkit::control::serve_if_child() {
-        return;
-    }
-    sojourn_testkit::control::check_answers(&control_command());
-}
-
-fn control_command() -> sojourn_timer::ControlCommand {
-    sojourn_testkit::control::command("common::control_meter_hook")
-}
-
 impl Floor {
-    pub fn start() -> Floor {
-        Floor(sojourn_timer::ControlMeter::start(&control_command()).expect("a control meter"))
+    /// Starts the control meter `command`: the binary's own, from
+    /// `sojourn_testkit::control_meter_hook!()`.
+    pub fn start(command: &sojourn_timer::ControlCommand) -> Floor {
+        Floor(sojourn_timer::ControlMeter::start(command).expect("a control meter"))
     }
 
     pub fn stop(self) -> Machine {
