@@ -3,7 +3,7 @@
 //! the meter when [`CHILD`] is set in its environment. A test binary that starts a control
 //! meter declares the hook and its command at its top level with [`control_meter_hook!`]:
 //!
-//! ```ignore
+//! ```text
 //! sojourn_testkit::control_meter_hook!();
 //! // …
 //! let plan = Plan { control: Some(control_command()), ..plan };
