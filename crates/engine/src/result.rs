@@ -97,11 +97,14 @@ pub fn build(
     let summary =
         |h: &Histogram<u64>| HistogramSummary::of(h, &sojourn_core::record::new_histogram());
     result.histograms.hiccup = report.hiccup.as_ref().map(summary);
+    // A run too short for the child to tick once has no floor to show, rather than a floor of 0.
     result.histograms.control_hiccup = report
         .control
         .as_ref()
         .and_then(|c| c.as_ref().ok())
-        .map(|c| summary(&c.oversleeps.histogram));
+        .map(|c| &c.oversleeps.histogram)
+        .filter(|h| !h.is_empty())
+        .map(summary);
     result.started_unix_ns = unix_ns(report.started);
     if let Load::Open(schedule) = &plan.load {
         if !plan.shard.is_whole() {
