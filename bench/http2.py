@@ -13,7 +13,7 @@ Sections (default: both):
   cpu   CPU per request (user + system, from rusage) at RATE req/s: oha -q RATE --http2
         --latency-correction against sojourn --rate RATE --http2, by default and with
         --timer-slack 1ms (sends batched up to 1 ms late, as oha's 1 ms ticks batch them), with
-        sojourn's send lag and the hiccup meter's floor.
+        sojourn's send lag and the control meter's floor (the machine's, from an idle process).
 
 Needs: nginx (Debian nginx-light), taskset, h2load (Debian nghttp2-client), oha (cargo install
 oha); missing peers are reported and skipped.
@@ -70,7 +70,8 @@ def sojourn(url, rnd, section, name, args, path):
     f = peers.sojourn_figures(path)
     record(section, name, round=rnd, achieved=f["achieved"], completed=f["completed"],
            scheduled=f["scheduled"], cpu_us_per_req=per_request(cpu, f["completed"]),
-           lag_p99_us=f["lag_p99_us"], hiccup_p99_us=f.get("hiccup_p99_us"))
+           lag_p99_us=f["lag_p99_us"], hiccup_p99_us=f.get("hiccup_p99_us"),
+           control_p99_us=f.get("control_p99_us"))
 
 
 def maximum(url, work, have):

@@ -8,7 +8,8 @@ bounded in time.
       shards  `--shard 0/2` and `--shard 1/2` at the same RATE, both pinned to CPU 1, from one
               `--start-at` a second ahead, merged with `sojourn merge`.
     Reported for each: the merged (or single) achieved rate, requests scheduled and answered,
-    send lag p50 / p99 / p99.9, response p99, the hiccup meter's p99 (the machine's floor), the
+    send lag p50 / p99 / p99.9, response p99, the hiccup meters' p99 (sojourn's own thread's, and
+    the control process's: the machine's floor), the
     shards' start skew, and the CPU the generator process(es) used per request.
 
 Two cores leave no core per shard beside the server: both shards share CPU 1, as the single
@@ -104,6 +105,9 @@ def figures(path, cpu, skews):
         "lag": [pct("send_lag", "50"), pct("send_lag", "99"), pct("send_lag", "99.9")],
         "response_p99_ms": pct("response", "99") / 1e3,
         "hiccup_p99": h["hiccup"]["percentiles"]["99"] / 1e3 if h.get("hiccup") else None,
+        # The control meters' (idle processes of their own): the machine's floor.
+        "control_p99": (h["control_hiccup"]["percentiles"]["99"] / 1e3
+                        if h.get("control_hiccup") else None),
         "cpu_us_per_request": cpu / max(answered, 1) * 1e6,
         "skews_ms": skews,
     }
@@ -128,14 +132,16 @@ def main():
         server.terminate()
         server.wait()
     print(f"\n| round | run | load avg | scheduled | answered | achieved req/s | send lag p50 / p99 / "
-          f"p99.9 (µs) | response p99 (ms) | hiccup p99 (µs) | CPU µs/request | start skew (ms) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          f"p99.9 (µs) | response p99 (ms) | hiccup p99 (µs) | control p99 (µs) | CPU µs/request | "
+          f"start skew (ms) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for round_, kind, la, f in rows:
         lag = " / ".join(f"{v:.0f}" for v in f["lag"])
         skew = ", ".join(f"{s:+.1f}" for s in f["skews_ms"]) or "-"
         hic = f"{f['hiccup_p99']:.0f}" if f["hiccup_p99"] is not None else "-"
+        ctl = f"{f['control_p99']:.0f}" if f["control_p99"] is not None else "-"
         print(f"| {round_} | {kind} | {la:.2f} | {f['scheduled']} | {f['answered']} | "
-              f"{f['achieved']:.0f} | {lag} | {f['response_p99_ms']:.2f} | {hic} | "
+              f"{f['achieved']:.0f} | {lag} | {f['response_p99_ms']:.2f} | {hic} | {ctl} | "
               f"{f['cpu_us_per_request']:.1f} | {skew} |")
 
 

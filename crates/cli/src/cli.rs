@@ -55,6 +55,9 @@ pub enum Command {
     /// missing or short shard is named and counted as not measured.
     #[command(after_help = EXIT_CODES)]
     Merge(Box<crate::merge::MergeArgs>),
+    /// The control hiccup meter a run starts beside itself (not for direct use).
+    #[command(name = "__hiccup-control", hide = true)]
+    HiccupControl(crate::control::ControlArgs),
 }
 
 /// Parses the command line. Number and duration flags take values that start with a hyphen,
@@ -123,6 +126,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Diff(args) => crate::diff::run(*args),
         Command::Suite(args) => crate::suite::run(*args),
         Command::Merge(args) => crate::merge::run(*args),
+        Command::HiccupControl(args) => crate::control::run(args),
     }
 }
 
@@ -212,6 +216,7 @@ mod tests {
         ("diff", "--draws", Whole),
         ("diff", "--seed", Seed),
         ("serve", "--header-timeout", PositiveDuration),
+        ("__hiccup-control", "--tick", PositiveDuration),
     ];
 
     /// Zero, negative, non-numeric and absurdly large, as each kind understands them.

@@ -165,6 +165,7 @@ pub fn measure(
         spin: sojourn_engine::DEFAULT_MAX_SPIN,
         slack: sojourn_engine::Slack::Auto,
         hiccup: Some(sojourn_engine::HICCUP_TICK),
+        control: crate::control::command(),
         samples: None,
         shard: sojourn_core::Shard::WHOLE,
         start_at: None,

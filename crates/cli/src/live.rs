@@ -109,6 +109,7 @@ pub(crate) mod tests {
             spin: Duration::ZERO,
             slack: sojourn_engine::Slack::Auto,
             hiccup: None,
+            control: None,
             samples: None,
             shard: sojourn_core::Shard::WHOLE,
             start_at: None,

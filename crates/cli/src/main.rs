@@ -4,6 +4,7 @@
 mod args;
 mod cli;
 mod compare;
+mod control;
 mod demo;
 mod diff;
 mod embedded;

@@ -179,8 +179,10 @@ pub struct RunArgs {
     /// taken; 0: a wake-up for every due time.
     #[arg(long, value_name = "auto|DURATION", value_parser = args::slack, default_value = "auto")]
     pub timer_slack: sojourn_engine::Slack,
-    /// Run without the hiccup meter (a thread beside the run that measures how late the machine
-    /// wakes a sleeping thread: the floor under any send lag).
+    /// Run without the hiccup meters: a thread beside the run that measures how late this
+    /// process's own threads are woken, and an idle control process that measures how late the
+    /// machine wakes a sleeping process (the floor under any send lag). Without the control,
+    /// no lateness is excused as the machine's.
     #[arg(long)]
     pub no_hiccup_meter: bool,
     /// Serve live metrics (OpenMetrics text, for Prometheus) on http://ADDR/metrics while the
@@ -286,6 +288,7 @@ pub fn validate(mut a: RunArgs) -> anyhow::Result<Validated> {
             spin: a.timer_spin,
             slack: a.timer_slack,
             hiccup: (!a.no_hiccup_meter).then_some(sojourn_engine::HICCUP_TICK),
+            control: (!a.no_hiccup_meter).then(crate::control::command).flatten(),
             samples: None,
             shard,
             start_at: a.start_at,

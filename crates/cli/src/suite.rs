@@ -287,6 +287,7 @@ fn own_runs(
         spin: sojourn_engine::DEFAULT_MAX_SPIN,
         slack: sojourn_engine::Slack::Auto,
         hiccup: Some(sojourn_engine::HICCUP_TICK),
+        control: crate::control::command(),
         samples: None,
         shard: sojourn_core::Shard::WHOLE,
         start_at: None,

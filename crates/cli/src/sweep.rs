@@ -320,8 +320,14 @@ fn row(step: &Step) -> String {
     } else {
         format!(" [{}]", slos.join(", "))
     };
+    // The generator's headroom beside the verdict: a busy generator that kept its schedule is
+    // OK, and this says how close it came.
+    let cpu = step
+        .busiest_worker
+        .map(|b| format!(" · worker CPU {:.0}%", 100.0 * b))
+        .unwrap_or_default();
     format!(
-        "{:>9} {:>9.1} {:>12} {:>12} {:>12} {:>12}  {status}{slos}",
+        "{:>9} {:>9.1} {:>12} {:>12} {:>12} {:>12}  {status}{slos}{cpu}",
         rate_text(step.target),
         step.achieved,
         format_ns(step.service_p99_ns),
@@ -558,6 +564,7 @@ mod tests {
             status,
             reasons: vec![Reason::Censored { count: 1 }],
             slos: Vec::new(),
+            busiest_worker: None,
         };
         (step, empty_result())
     }
@@ -648,6 +655,13 @@ mod tests {
             "{}",
             row(&s)
         );
+        s.busiest_worker = Some(0.934);
+        assert!(
+            row(&s).ends_with("  OK [p99<200.00 ms BREACHED] · worker CPU 93%"),
+            "the headroom beside the verdict: {}",
+            row(&s)
+        );
+        s.busiest_worker = None;
         let with_slo = || Config {
             slos: vec![slo],
             ..config()

@@ -413,6 +413,7 @@ fn histograms(inputs: &[Input]) -> Result<HistogramSet, MergeError> {
         censored_service: summary(censored_service),
         backfilled: None,
         hiccup: summary(summed(inputs, |h| h.hiccup.as_ref())?),
+        control_hiccup: summary(summed(inputs, |h| h.control_hiccup.as_ref())?),
     })
 }
 
@@ -730,6 +731,32 @@ mod tests {
         assert_eq!(c.gaps, 600 - 3);
         assert_eq!(m.placement.as_ref().unwrap().due, 600);
         assert_eq!(m.checks.notes.len(), 3);
+    }
+
+    /// Each shard's meters are added: its own process's and its control process's, each into
+    /// its own histogram.
+    #[test]
+    fn the_meters_merge_each_into_its_own() {
+        let meter = |ns: u64, n: u64| {
+            let mut h = new_histogram();
+            h.record_n(ns, n).unwrap();
+            Some(HistogramSummary::of(&h, &new_histogram()))
+        };
+        let mut inputs = shards(2);
+        for (k, i) in inputs.iter_mut().enumerate() {
+            i.result.histograms.hiccup = meter(5_000_000, 100 + k as u64);
+            i.result.histograms.control_hiccup = meter(50_000, 1000 + k as u64);
+        }
+        let m = merge(inputs, false).unwrap();
+        let (own, control) = (
+            m.histograms.hiccup.as_ref().unwrap(),
+            m.histograms.control_hiccup.as_ref().unwrap(),
+        );
+        assert_eq!((own.count, control.count), (201, 2001));
+        assert!(
+            control.max < 60_000 && own.max > 4_000_000,
+            "{control:?} {own:?}"
+        );
     }
 
     #[test]

@@ -576,10 +576,17 @@ pub struct HistogramSet {
     /// Closed loop only: the expected-interval back-filled estimate. Not a measurement.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub backfilled: Option<HistogramSummary>,
-    /// The machine's own hiccups during the run: how late a thread that only sleeps to a fixed
-    /// tick got the CPU back. The floor under any send lag on this machine.
+    /// This process's own hiccups during the run: how late a thread of the generator that only
+    /// sleeps to a fixed tick got the CPU back. It shares the generator's cores, so the
+    /// generator's own work makes it late too: it excuses nothing.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub hiccup: Option<HistogramSummary>,
+    /// The machine's hiccups during the run, from the control meter: the same measurement in an
+    /// idle child process of its own, off the generator's cores when one is free (jHiccup's
+    /// control process). The floor under any send lag on this machine, and the only meter that
+    /// may excuse lateness as the machine's.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub control_hiccup: Option<HistogramSummary>,
 }
 
 impl HistogramSet {
@@ -793,6 +800,7 @@ impl RunResult {
                     .backfill_interval
                     .map(|i| HistogramSummary::of(&m.backfilled(i), &none)),
                 hiccup: None,
+                control_hiccup: None,
             },
             intervals: m
                 .intervals

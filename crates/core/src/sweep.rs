@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::check::GeneratorVerdict;
 use crate::result::{HdrDecodeError, IntervalSummary, RunResult};
 use crate::stats::TrendTest;
 use crate::units::{format_ns, nanos, Rate};
@@ -135,12 +134,21 @@ pub enum Reason {
     StillRising { z: f64, rise_ns: f64 },
     /// Requests still unanswered when the step's drain ended.
     Censored { count: u64 },
-    /// The generator itself was late or CPU-bound (its self-check said BEHIND): dispatch lag
-    /// p99, the machine's own hiccup p99 beside it, and the busiest worker's CPU share.
+    /// The generator itself fell behind its schedule: its dispatch lag p99 distorts the
+    /// results and lies above the machine's floor (the control meter's hiccup p99, when one
+    /// ran), with the busiest worker's CPU share beside it.
     GeneratorLate {
         dispatch_p99_ns: u64,
-        hiccup_p99_ns: Option<u64>,
+        control_hiccup_p99_ns: Option<u64>,
         busy: Option<f64>,
+    },
+    /// The generator sent late because it freed connections late: requests waited for a
+    /// connection (how many) while its busiest worker was this busy reading answers, and the
+    /// send lag p99 distorts the results.
+    GeneratorSlowToFree {
+        waited: u64,
+        send_lag_p99_ns: u64,
+        busy: f64,
     },
     /// Requests waited because every connection was busy: how many, and how many connections
     /// the offered rate needs at the measured service time (Little's law: rate × mean service
@@ -164,21 +172,33 @@ impl fmt::Display for Reason {
             Reason::Censored { count } => write!(f, "{count} unanswered at the end"),
             Reason::GeneratorLate {
                 dispatch_p99_ns,
-                hiccup_p99_ns,
+                control_hiccup_p99_ns,
                 busy,
             } => {
-                write!(f, "sojourn itself behind")?;
-                if let Some(b) = busy {
-                    write!(f, ": worker on CPU {:.0}%", 100.0 * b)?;
+                write!(
+                    f,
+                    "sojourn itself sent late: dispatch lag p99 {}",
+                    format_ns(*dispatch_p99_ns)
+                )?;
+                match control_hiccup_p99_ns {
+                    Some(h) => write!(f, " (the machine's own {})", format_ns(*h))?,
+                    None => write!(f, " (no control meter: none of it excused)")?,
                 }
-                if *dispatch_p99_ns > 0 {
-                    write!(f, "; dispatch lag p99 {}", format_ns(*dispatch_p99_ns))?;
-                    if let Some(h) = hiccup_p99_ns {
-                        write!(f, " (the machine's own {})", format_ns(*h))?;
-                    }
+                if let Some(b) = busy {
+                    write!(f, "; worker on CPU {:.0}%", 100.0 * b)?;
                 }
                 Ok(())
             }
+            Reason::GeneratorSlowToFree {
+                waited,
+                send_lag_p99_ns,
+                busy,
+            } => write!(
+                f,
+                "sojourn itself sent late: {waited} requests waited for connections its busy worker (on CPU {:.0}%) was slow to free; send lag p99 {}",
+                100.0 * busy,
+                format_ns(*send_lag_p99_ns)
+            ),
             Reason::PoolFull {
                 waited,
                 connections,
@@ -250,6 +270,10 @@ pub struct Step {
     pub status: Status,
     pub reasons: Vec<Reason>,
     pub slos: Vec<SloCheck>,
+    /// The busiest worker thread's share of the step on CPU (idle spinning excluded): the
+    /// generator's headroom, beside the verdict. A busy generator that kept its schedule is OK.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busiest_worker: Option<f64>,
 }
 
 impl Step {
@@ -340,6 +364,7 @@ pub fn evaluate(
         status,
         advice,
         reasons,
+        busiest_worker: result.checks.busiest_worker,
         slos: slos
             .iter()
             .map(|&slo| {
@@ -357,38 +382,19 @@ pub fn evaluate(
 /// Who held the run back, from what it measured of itself: `reasons` holds the evidence that
 /// the target fell behind (empty: it kept up), and gains the evidence against the client side.
 ///
-/// The generator comes first: when its own self-check says it could not send on schedule
-/// (dispatch lag, or a worker thread on CPU all the time), nothing the step shows can be laid
-/// at the target's door. Then the pool: requests that waited for a connection while the
-/// target fell behind were held by the client's connection limit, which a target of this
-/// service time could only have carried with more connections. Only then is it the target's.
+/// The generator comes first: when it sent late (see [`generator_late`]), nothing the step
+/// shows can be laid at the target's door. A busy generator that kept its schedule is not
+/// behind, however busy. Then the pool: requests that waited for a connection while the target
+/// fell behind were held by the client's connection limit, which a target of this service time
+/// could only have carried with more connections. Only then is it the target's.
 fn classify(
     result: &RunResult,
     target: Rate,
     reasons: &mut Vec<Reason>,
 ) -> (Status, Option<String>) {
     let h = &result.histograms;
-    let dispatch_p99_ns = h
-        .dispatch_lag
-        .as_ref()
-        .and_then(|d| d.percentiles.get(99.0))
-        .unwrap_or(0);
-    let hiccup_p99_ns = h.hiccup.as_ref().and_then(|x| x.percentiles.get(99.0));
-    let busy = result.checks.busiest_worker;
-    // Late sends on a machine that was as late itself (a thread that only sleeps, the hiccup
-    // meter), from a thread with CPU to spare, are the machine's: more threads would not have
-    // sent them sooner, so the step still judges the target.
-    let machine_noise = busy.is_none_or(|b| b < crate::check::CPU_BOUND_SHARE)
-        && hiccup_p99_ns.is_some_and(|floor| {
-            dispatch_p99_ns as f64
-                <= crate::check::FLOOR_FACTOR * floor as f64 + crate::check::FLOOR_SLACK_NS as f64
-        });
-    if result.checks.generator == GeneratorVerdict::Behind && !machine_noise {
-        reasons.push(Reason::GeneratorLate {
-            dispatch_p99_ns,
-            hiccup_p99_ns,
-            busy,
-        });
+    if let Some(late) = generator_late(result) {
+        reasons.push(late);
         let threads = result.config.threads.unwrap_or(1);
         let advice = format!(
             "the generator could not send {} req/s on schedule on this machine with {threads} \
@@ -431,6 +437,62 @@ fn classify(
         return (Status::PoolBound, Some(advice));
     }
     (Status::Saturated, None)
+}
+
+/// Whether the generator fell behind its schedule. Either its dispatch lag (which also holds
+/// the wait of requests it never got to before the end) distorts the results, by the
+/// self-check's rule, and is not within the machine's floor; or requests waited for
+/// connections that a busy worker was slow to free, long enough that send lag distorts them. Only the control meter (an idle process of
+/// its own) measures the floor; a meter inside the generator is as late as the generator's own
+/// work makes it, and without a control meter nothing is excused. A busy worker whose sends
+/// kept the schedule is not behind, however busy.
+pub fn generator_late(result: &RunResult) -> Option<Reason> {
+    dispatched_late(result).or_else(|| {
+        let h = &result.histograms;
+        let busy = result.checks.busiest_worker?;
+        let waited = result.counts.waited_for_connection;
+        let send_lag_p99_ns = h.send_lag.percentiles.get(99.0).unwrap_or(0);
+        let response_p99_ns = h.response.percentiles.get(99.0).unwrap_or(0);
+        crate::check::slow_to_free(
+            busy,
+            waited,
+            h.send_lag.count,
+            send_lag_p99_ns,
+            response_p99_ns,
+        )
+        .then_some(Reason::GeneratorSlowToFree {
+            waited,
+            send_lag_p99_ns,
+            busy,
+        })
+    })
+}
+
+/// Dispatch lag that distorts the results and lies above the control meter's floor.
+fn dispatched_late(result: &RunResult) -> Option<Reason> {
+    let h = &result.histograms;
+    let dispatch_p99_ns = h
+        .dispatch_lag
+        .as_ref()
+        .and_then(|d| d.percentiles.get(99.0))
+        .unwrap_or(0);
+    let response_p99_ns = h.response.percentiles.get(99.0).unwrap_or(0);
+    if !crate::check::sends_fell_behind(dispatch_p99_ns, response_p99_ns) {
+        return None;
+    }
+    let control_hiccup_p99_ns = h
+        .control_hiccup
+        .as_ref()
+        .and_then(|x| x.percentiles.get(99.0));
+    if control_hiccup_p99_ns.is_some_and(|floor| crate::check::within_floor(dispatch_p99_ns, floor))
+    {
+        return None;
+    }
+    Some(Reason::GeneratorLate {
+        dispatch_p99_ns,
+        control_hiccup_p99_ns,
+        busy: result.checks.busiest_worker,
+    })
 }
 
 /// A rate as people write it: 40, 2.5, 160000.

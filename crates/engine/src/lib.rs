@@ -34,5 +34,5 @@ pub use http2::{Http2Settings, Http2Transport};
 pub use live::{IntervalSnapshot, Live};
 pub use progress::{Progress, ProgressSnapshot};
 pub use run::{execute, Load, Plan, RunReport, Slack, HICCUP_TICK};
-pub use sojourn_timer::DEFAULT_MAX_SPIN;
+pub use sojourn_timer::{serve_control, ControlCommand, DEFAULT_MAX_SPIN};
 pub use transport::{Connection, Exchange, ExchangeError, FnTransport, Transport};

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use hdrhistogram::Histogram;
+
 use sojourn_core::check::{assess_closed, assess_open_pool, Pool, RateVerdict};
 use sojourn_core::placement::{fingerprint, plan_key, Placement};
 use sojourn_core::result::{sends_conformance, HistogramSummary, WarmupRequest};
@@ -57,8 +59,17 @@ pub fn build(
             if let Some(busy) = report.busiest_worker {
                 sojourn_core::check::cpu_bound(&mut checks, m, busy);
             }
-            if let Some(hiccup) = &report.hiccup {
-                sojourn_core::check::machine_floor(&mut checks, m, hiccup);
+            let control = report.control.as_ref().and_then(|c| c.as_ref().ok());
+            sojourn_core::check::machine_floor(
+                &mut checks,
+                m,
+                report.hiccup.as_ref(),
+                control.map(|c| &c.oversleeps.histogram),
+            );
+            if let Some(Err(e)) = &report.control {
+                checks
+                    .notes
+                    .push(format!("{e}: nothing is excused as the machine's"));
             }
             if !report.precise_timer {
                 checks.notes.push("no timerfd on this system: the pacer used tokio's 1 ms timer, so send lag includes up to 1 ms of timer error".into());
@@ -83,10 +94,17 @@ pub fn build(
         backfill_interval,
     };
     let mut result = RunResult::build_with_warmup(m, facts, warmup);
-    result.histograms.hiccup = report
-        .hiccup
+    let summary =
+        |h: &Histogram<u64>| HistogramSummary::of(h, &sojourn_core::record::new_histogram());
+    result.histograms.hiccup = report.hiccup.as_ref().map(summary);
+    // A run too short for the child to tick once has no floor to show, rather than a floor of 0.
+    result.histograms.control_hiccup = report
+        .control
         .as_ref()
-        .map(|h| HistogramSummary::of(h, &sojourn_core::record::new_histogram()));
+        .and_then(|c| c.as_ref().ok())
+        .map(|c| &c.oversleeps.histogram)
+        .filter(|h| !h.is_empty())
+        .map(summary);
     result.started_unix_ns = unix_ns(report.started);
     if let Load::Open(schedule) = &plan.load {
         if !plan.shard.is_whole() {

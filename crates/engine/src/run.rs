@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 use hdrhistogram::Histogram;
 use sojourn_core::targets::Targets;
 use sojourn_core::{nanos, End, Measurements, Recorder, Schedule, Shard};
-use sojourn_timer::HiccupMeter;
+use sojourn_timer::{ControlCommand, ControlError, ControlMeter, ControlReport, HiccupMeter};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -44,8 +44,15 @@ pub struct Plan {
     pub spin: Duration,
     /// The least time between two wake-ups of the pacer.
     pub slack: Slack,
-    /// The hiccup meter's tick; `None` runs without one.
+    /// The tick of this process's own hiccup meter (a thread beside the workers that only
+    /// sleeps); `None` runs without one. It shares the workers' cores, so it is reported, never
+    /// used as an excuse.
     pub hiccup: Option<Duration>,
+    /// How to start the control meter: a hiccup meter in an idle child process of its own, off
+    /// the workers' cores when one is free (jHiccup's control process). Only it measures the
+    /// machine's floor; `None` runs without one, and then no lateness is excused as the
+    /// machine's.
+    pub control: Option<ControlCommand>,
     /// Where to send every finished request's sample (`--samples`); `None` for no samples.
     pub samples: Option<std::sync::mpsc::Sender<sojourn_core::RequestSample>>,
     /// This process's shard of the schedule (`Shard::WHOLE` unless sharded): its threads run
@@ -131,9 +138,12 @@ pub struct RunReport {
     /// The busiest worker thread's share of its time spent on CPU doing work (spinning for
     /// precise timing excluded). Near 1.0 the generator was CPU-bound. `None` if unknown.
     pub busiest_worker: Option<f64>,
-    /// How late a thread that only sleeps got the CPU back, tick by tick, during the run: the
-    /// machine's own floor under any send lag.
+    /// How late a thread of this process that only sleeps got the CPU back, tick by tick,
+    /// during the run: this process's own hiccups.
     pub hiccup: Option<Histogram<u64>>,
+    /// What the control meter (an idle child process) measured: the machine's floor under any
+    /// send lag. `None` when the plan asked for none; an error when it gave no figures.
+    pub control: Option<Result<ControlReport, ControlError>>,
 }
 
 /// Time given to worker threads to build their runtimes before the first request is due, so
@@ -148,6 +158,8 @@ pub fn execute<T: Transport>(
     progress: Arc<Progress>,
 ) -> std::io::Result<RunReport> {
     let workers = plan.worker_count();
+    // The child first: it starts up while the workers do, before the clock starts.
+    let control = plan.control.as_ref().map(ControlMeter::start);
     let (t0, started, start_skew) = clock_start(plan.start_at);
     let meter = plan.hiccup.and_then(HiccupMeter::start);
     progress.start(t0.into_std());
@@ -189,6 +201,7 @@ pub fn execute<T: Transport>(
         reports
     });
     let hiccup = meter.map(|m| m.stop().histogram);
+    let control = control.map(|c| c.and_then(ControlMeter::stop));
     let (reports, health): (Vec<WorkerReport>, Vec<WorkerHealth>) = reports
         .into_iter()
         .collect::<std::io::Result<Vec<_>>>()?
@@ -209,6 +222,7 @@ pub fn execute<T: Transport>(
         start_skew,
         busiest_worker,
         hiccup,
+        control,
     })
 }
 

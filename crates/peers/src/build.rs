@@ -303,6 +303,7 @@ pub(crate) fn summary(
         censored_service: None,
         backfilled: None,
         hiccup: None,
+        control_hiccup: None,
     };
     s.notes.push(format!(
         "summary only: {tool}'s latency is in `response`; service time and send lag are unknown"

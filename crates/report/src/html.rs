@@ -510,7 +510,11 @@ pub(crate) const SUMMARY_ROWS: [(&str, Cell); 20] = [
         lag_pair(r.mode, Some(&r.histograms.send_lag))
     }),
     (
-        "machine hiccups p99 / p99.9 (a sleeping thread's lateness)",
+        "machine hiccups p99 / p99.9 (an idle control process's lateness)",
+        |r| lag_pair(r.mode, r.histograms.control_hiccup.as_ref()),
+    ),
+    (
+        "own hiccups p99 / p99.9 (a sleeping thread of this process)",
         |r| lag_pair(r.mode, r.histograms.hiccup.as_ref()),
     ),
     ("generator self-check", verdict),
@@ -1816,6 +1820,32 @@ mod tests {
             "the axis starts one decade below the lowest point: {} vs {start}",
             axes.y.0
         );
+    }
+
+    /// The Runs table has a row for each meter, each read from its own histogram.
+    #[test]
+    fn the_runs_table_shows_the_machines_hiccups_and_the_processs_own() {
+        let meter = |p99_us: u64| {
+            let mut h = sojourn_core::record::new_histogram();
+            h.record_n(10_000, 98).unwrap();
+            h.record_n(p99_us * 1_000, 2).unwrap();
+            HistogramSummary::of(&h, &sojourn_core::record::new_histogram())
+        };
+        let mut run = run_with_zeros();
+        run.result.mode = Mode::Open;
+        run.result.histograms.control_hiccup = Some(meter(300));
+        run.result.histograms.hiccup = Some(meter(7_000));
+        let page = render(&[run], &HtmlOptions { title: None }).unwrap();
+        let row = |name: &str| {
+            let at = page
+                .find(&format!("<tr><th>{name}"))
+                .unwrap_or_else(|| panic!("no {name} row"));
+            page[at..at + page[at..].find("</tr>").unwrap()].to_string()
+        };
+        let machine = row("machine hiccups p99 / p99.9 (an idle control process");
+        assert!(machine.contains("300.0 µs"), "{machine}");
+        let own = row("own hiccups p99 / p99.9 (a sleeping thread of this process)");
+        assert!(own.contains("7.00 ms"), "{own}");
     }
 
     #[test]

@@ -608,15 +608,21 @@ pub fn summary(r: &RunResult) -> String {
     if r.mode != Mode::Closed {
         let _ = writeln!(out, "{}", row("send lag", &h.send_lag, w));
     }
-    if let Some(hiccup) = &h.hiccup {
-        let _ = writeln!(out, "{}", row("machine hiccups†", hiccup, w));
+    if let Some(control) = &h.control_hiccup {
+        let _ = writeln!(out, "{}", row("machine hiccups†", control, w));
+    }
+    if let Some(own) = &h.hiccup {
+        let _ = writeln!(out, "{}", row("own hiccups‡", own, w));
     }
     if let Some(b) = &h.backfilled {
         let _ = writeln!(out, "{}", row("back-filled estimate*", b, w));
         let _ = writeln!(out, "* closed loop + HdrHistogram expected-interval correction: invented samples, not measurements");
     }
+    if h.control_hiccup.is_some() {
+        let _ = writeln!(out, "† how late an idle control process that only sleeps got the CPU back, beside the run: the machine's floor under send lag");
+    }
     if h.hiccup.is_some() {
-        let _ = writeln!(out, "† how late a thread that only sleeps got the CPU back, beside the run: the machine's floor under send lag");
+        let _ = writeln!(out, "‡ the same, from a thread inside this process: its own work can make it late, so it excuses nothing");
     }
     let by_target = target_table(r);
     if !by_target.is_empty() {
@@ -739,6 +745,45 @@ mod tests {
             .find(|l| l.starts_with("response (from"))
             .unwrap();
         assert!(!table.contains('≥'), "nothing censored, nothing marked");
+    }
+
+    fn meter(p99_us: u64) -> sojourn_core::result::HistogramSummary {
+        let mut h = sojourn_core::record::new_histogram();
+        h.record_n(10_000, 98).unwrap();
+        h.record_n(p99_us * 1_000, 2).unwrap();
+        sojourn_core::result::HistogramSummary::of(&h, &sojourn_core::record::new_histogram())
+    }
+
+    /// Both meters, each on its own row under its own name: the control process's as the
+    /// machine's, this process's own apart from it.
+    #[test]
+    fn summary_shows_the_machines_hiccups_and_the_processs_own() {
+        let mut r = result(false);
+        r.histograms.control_hiccup = Some(meter(300));
+        r.histograms.hiccup = Some(meter(7_000));
+        let text = summary(&r);
+        let row = |name: &str| {
+            text.lines()
+                .find(|l| l.starts_with(name))
+                .unwrap_or_else(|| panic!("no {name} row: {text}"))
+                .to_string()
+        };
+        assert!(row("machine hiccups†").contains("300.0 µs"), "{text}");
+        assert!(row("own hiccups‡").contains("7.00 ms"), "{text}");
+        assert!(
+            text.contains("† how late an idle control process"),
+            "{text}"
+        );
+        assert!(
+            text.contains("‡ the same, from a thread inside this process"),
+            "{text}"
+        );
+        // A result with only the process's own meter (an older run, or a library's) never
+        // calls it the machine's.
+        r.histograms.control_hiccup = None;
+        let text = summary(&r);
+        assert!(!text.contains("machine hiccups"), "{text}");
+        assert!(text.contains("own hiccups‡"), "{text}");
     }
 
     /// Against a target that holds every connection, the generator is on time but the requests

@@ -1,6 +1,6 @@
 //! Delay accuracy under concurrent load: the server's departures against the scenario's, from
-//! its own truth log, judged against the machine's own hiccups measured beside the run and
-//! against tokio's timer on the same deadlines. Alone in its own test binary so the other
+//! its own truth log, judged against the machine's own hiccups measured beside the run (by a
+//! control process that only sleeps) and against tokio's timer on the same deadlines. Alone in its own test binary so the other
 //! tests' load does not blur it.
 mod common;
 
@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use common::{builtin, quantile, start, Client, Floor, MS};
 use tokio::time::Instant;
+
+// The floor is a control meter: this binary serves as one.
+sojourn_testkit::control_meter_hook!();
 
 const CONNECTIONS: usize = 16;
 /// Requests per connection: 1,600 in all, however fast the machine is (about a second).
@@ -22,7 +25,7 @@ async fn delays_are_as_accurate_as_the_machine_lets_a_sleeping_thread_be() {
         min: 2 * MS,
         max: 20 * MS,
     };
-    let floor = Floor::start();
+    let floor = Floor::start(&control_command());
     let server = start(sojourn_scenario::Scenario::new(scenario).unwrap()).await;
     let loops: Vec<_> = (0..CONNECTIONS)
         .map(|_| {
@@ -55,7 +58,7 @@ async fn delays_are_as_accurate_as_the_machine_lets_a_sleeping_thread_be() {
         "{} requests; lateness p50 {p50:?}, p95 {p95:?}, p99 {p99:?}, max {max:?}; machine {machine:?}",
         truth.len()
     );
-    // Against the machine, in the same run: a sleeping thread was this late anyway. The server
+    // Against the machine, in the same run: a sleeping process was this late anyway. The server
     // wakes sixteen of them at once on two cores, so its tail may be a few times the meter's
     // (1.3–1.5x on the 2-vCPU VM), but not more; a stall of the machine shows in both maxima.
     assert!(

@@ -2,11 +2,12 @@
 //!
 //! Tolerances: the model's instants (`due`) are checked exactly; the server's actual departures
 //! are checked against them. A departure before `due` always fails. Lateness is judged over the
-//! whole set, against the machine's own hiccups measured beside each test (a thread that only
-//! sleeps to a 1 ms tick): nine in ten must leave within [`Bounds::late`], and none later than
-//! [`Bounds::outlier`]. A shared 2-core machine can hold the process off the CPU for tens of
-//! milliseconds at any moment (CI saw 27 ms while 25 clients connected at once); the meter
-//! sees such a stall too, so it widens the bounds by what it saw, and no more. A server bug
+//! whole set, against the machine's own hiccups measured beside each test (a control process
+//! that only sleeps to a 1 ms tick): nine in ten must leave within [`Bounds::late`], and none
+//! later than [`Bounds::outlier`]. A shared 2-core machine can hold a process off the CPU for
+//! tens of milliseconds at any moment (CI saw 27 ms while 25 clients connected at once); the
+//! meter sees such a stall too, so it widens the bounds by what it saw, and no more. Being a
+//! process of its own, it does not see the server's own threads keeping each other waiting. A server bug
 //! that delays departures hits them all. The bounds stay below the effects under test (stalls
 //! of 100 ms and more, slow requests 30x their baseline) unless the machine itself stalled that
 //! long, which the check then says. Precision is `tests/accuracy.rs`.
@@ -19,6 +20,9 @@ use sojourn_scenario::truth::{Outcome, TruthRecord};
 use sojourn_scenario::Scenario;
 use tokio::time::{sleep, sleep_until, Instant};
 
+// The floor is a control meter: this binary serves as one.
+sojourn_testkit::control_meter_hook!();
+
 /// How late the server, or a client's view of it, may be in one test.
 #[derive(Debug, Clone, Copy)]
 struct Bounds {
@@ -29,7 +33,7 @@ struct Bounds {
 }
 
 impl Bounds {
-    /// From what the machine did to a sleeping thread during the test: a few milliseconds of
+    /// From what the machine did to a sleeping process during the test: a few milliseconds of
     /// scheduling on two shared cores, three times its p90, and its worst stall.
     fn of(machine: Machine) -> Bounds {
         let b = Bounds {
@@ -38,7 +42,7 @@ impl Bounds {
         };
         assert!(
             b.outlier < 100 * MS,
-            "the machine itself stalled a sleeping thread for {:?}: too noisy to judge effects of \
+            "the machine itself stalled a sleeping process for {:?}: too noisy to judge effects of \
              100 ms; run again on a quieter machine",
             machine.max
         );
@@ -91,7 +95,7 @@ async fn closed_loop_until(addr: std::net::SocketAddr, until: Instant) -> usize 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hiccup_holds_requests_that_reach_the_gate_until_the_stall_ends() {
-    let floor = Floor::start();
+    let floor = Floor::start(&control_command());
     // Stall from 300 ms to 1.3 s on the clock that the first request starts.
     let server = start(builtin(
         "hiccup",
@@ -163,7 +167,7 @@ async fn hiccup_holds_requests_that_reach_the_gate_until_the_stall_ends() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gc_pauses_hold_every_request_that_reaches_a_pause() {
-    let floor = Floor::start();
+    let floor = Floor::start(&control_command());
     let sets = [
         "gc-pauses.baseline=5ms",
         "gc-pauses.every=400ms",
@@ -205,7 +209,7 @@ async fn gc_pauses_hold_every_request_that_reaches_a_pause() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ramp_scales_service_by_start_time() {
-    let floor = Floor::start();
+    let floor = Floor::start(&control_command());
     let sets = [
         "ramp.from=5ms",
         "ramp.to=25ms",
@@ -240,7 +244,7 @@ async fn ramp_scales_service_by_start_time() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_nth_with_one_worker_slows_exactly_every_nth_request() {
-    let floor = Floor::start();
+    let floor = Floor::start(&control_command());
     // Seed 000 with n = 50 instead of 500 to stay fast; four clients share the one worker.
     let sets = ["every-nth.n=50", "every-nth.slow=30ms"];
     let server = start(builtin("every-nth", &sets)).await;
@@ -279,7 +283,7 @@ async fn every_nth_with_one_worker_slows_exactly_every_nth_request() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn saturation_cap_holds_at_most_cap_in_service_fifo() {
-    let floor = Floor::start();
+    let floor = Floor::start(&control_command());
     let server = start(builtin(
         "saturation",
         &["saturation.cap=5", "saturation.baseline=20ms"],
@@ -437,7 +441,7 @@ async fn errors_and_resets_pick_the_same_requests_every_run() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn control_stall_closes_the_gate_on_demand_only_when_enabled() {
-    let floor = Floor::start();
+    let floor = Floor::start(&control_command());
     let scenario = builtin("healthy", &["healthy.baseline=5ms"]);
     let server = start_with(scenario.clone(), |o| o.control = true).await;
     let mut c = server.client().await;
@@ -479,7 +483,7 @@ async fn control_stall_closes_the_gate_on_demand_only_when_enabled() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn healthy_ignores_faults_and_does_not_start_the_clock() {
-    let floor = Floor::start();
+    let floor = Floor::start(&control_command());
     let server = start(builtin(
         "hiccup",
         &["hiccup.at=0s", "hiccup.duration=400ms"],

@@ -51,6 +51,9 @@ impl Common {
             spin: sojourn_engine::DEFAULT_MAX_SPIN,
             slack: self.slack,
             hiccup: Some(sojourn_engine::HICCUP_TICK),
+            // A library has no program of its own to start as the control process, so nothing
+            // here is excused as the machine's lateness.
+            control: None,
             samples: None,
             shard: sojourn_core::Shard::WHOLE,
             start_at: None,

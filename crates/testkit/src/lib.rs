@@ -1,9 +1,11 @@
 //! What the test suites share: finding the tools a test needs (a browser, a peer program), the
-//! rule for when one is missing, and hostile input for property tests ([`fuzz`]). A
+//! rule for when one is missing, hostile input for property tests ([`fuzz`]), and a control
+//! hiccup meter a test binary serves itself ([`control`]). A
 //! dev-dependency only; nothing ships with it.
 #![forbid(unsafe_code)]
 
 pub mod browser;
+pub mod control;
 pub mod fuzz;
 
 use std::path::PathBuf;

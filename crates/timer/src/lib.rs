@@ -13,6 +13,8 @@
 //! core: with a cap of zero it is a plain timerfd sleep.
 #![forbid(unsafe_code)]
 
+pub mod affinity;
+mod control;
 mod hiccup;
 mod learn;
 
@@ -23,6 +25,9 @@ use timerfd::{ClockId, SetTimeFlags, TimerFd, TimerState};
 use tokio::io::unix::AsyncFd;
 use tokio::time::Instant;
 
+pub use control::{
+    serve as serve_control, ControlCommand, ControlError, ControlMeter, ControlReport, LINE_PREFIX,
+};
 pub use hiccup::{HiccupMeter, Oversleeps};
 pub use learn::Lateness;
 

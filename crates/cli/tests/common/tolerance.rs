@@ -18,7 +18,8 @@ pub const PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
 /// Percentiles p50 to p99.9 of a real run against the model's, each within 2 ms plus 3% of the
 /// model's value of it, and `machine` (ms) more for percentiles in the tail, above the body of
 /// the distribution, or the machine's own hiccup p99 `floor` (ms) more in the body (no sleeping
-/// generator sends closer to its due times than the machine wakes it); `thin` leaves out
+/// generator sends closer to its due times than the machine wakes it; the floor is the control
+/// meter's, an idle process of its own, never the generator's own meter thread); `thin` leaves out
 /// percentiles the sample cannot support. Prints a row per percentile and returns what
 /// disagrees, in words.
 pub fn agreement(

@@ -141,6 +141,7 @@ pub fn open_plan(rate: f64, duration: Duration, connections: usize) -> Plan {
         spin: Duration::ZERO,
         slack: sojourn_engine::Slack::Fixed(Duration::ZERO),
         hiccup: None,
+        control: None,
         samples: None,
         shard: sojourn_core::Shard::WHOLE,
         start_at: None,

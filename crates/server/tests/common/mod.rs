@@ -188,11 +188,13 @@ pub fn max_in_service(records: &[TruthRecord]) -> usize {
     max as usize
 }
 
-/// The `q`-quantile of `values` (sorted in place).
-/// The machine's own lateness over a test: a hiccup meter (a thread that only sleeps to a 1 ms
-/// tick) runs beside it, so the server's lateness is judged against what any sleeping thread
-/// suffered in the same run, not against a fixed budget.
-pub struct Floor(Option<sojourn_timer::HiccupMeter>);
+/// The machine's own lateness over a test: a control hiccup meter (a process of its own that
+/// only sleeps to a 1 ms tick: this test binary, started again through its
+/// `sojourn_testkit::control_meter_hook!()`) runs beside it, so the server's
+/// lateness is judged against what any sleeping process suffered in the same run, not against
+/// a fixed budget. A meter thread inside this process would share the server's threads' cores
+/// and be late with them, excusing the very lateness it is meant to judge.
+pub struct Floor(sojourn_timer::ControlMeter);
 
 /// What the meter saw.
 #[derive(Debug, Clone, Copy)]
@@ -203,15 +205,18 @@ pub struct Machine {
 }
 
 impl Floor {
-    pub fn start() -> Floor {
-        Floor(sojourn_timer::HiccupMeter::start(MS))
+    /// Starts the control meter `command`: the binary's own, from
+    /// `sojourn_testkit::control_meter_hook!()`.
+    pub fn start(command: &sojourn_timer::ControlCommand) -> Floor {
+        Floor(sojourn_timer::ControlMeter::start(command).expect("a control meter"))
     }
 
     pub fn stop(self) -> Machine {
         let h = self
             .0
-            .expect("a timerfd for the hiccup meter")
             .stop()
+            .expect("the control meter's figures")
+            .oversleeps
             .histogram;
         let at = |q: f64| Duration::from_nanos(h.value_at_quantile(q));
         Machine {
@@ -222,6 +227,7 @@ impl Floor {
     }
 }
 
+/// The `q`-quantile of `values` (sorted in place).
 pub fn quantile(values: &mut [Duration], q: f64) -> Duration {
     values.sort();
     let i = ((values.len() as f64 - 1.0) * q).round() as usize;

@@ -1,0 +1,92 @@
+//! A control hiccup meter for test binaries, which have no `sojourn __hiccup-control` of their
+//! own: the test binary starts itself as the child, running one test (the hook) that serves
+//! the meter when [`CHILD`] is set in its environment. A test binary that starts a control
+//! meter declares the hook and its command at its top level with [`control_meter_hook!`]:
+//!
+//! ```text
+//! sojourn_testkit::control_meter_hook!();
+//! // …
+//! let plan = Plan { control: Some(control_command()), ..plan };
+//! ```
+//!
+//! Only such binaries should: beside process-wide counts (dhat's, open descriptors) the hook's
+//! child and threads would be noise.
+use std::time::Duration;
+
+pub use sojourn_timer::ControlCommand;
+use sojourn_timer::ControlMeter;
+
+/// Set in the child to the tick, in nanoseconds.
+pub const CHILD: &str = "SOJOURN_TEST_CONTROL_TICK_NS";
+
+/// The command that starts this test binary as a control meter with a 1 ms tick, through the
+/// test `hook` (its full path in the binary, e.g. `common::control_meter_hook`).
+pub fn command(hook: &str) -> ControlCommand {
+    ControlCommand {
+        program: std::env::current_exe().expect("a test binary knows its path"),
+        args: [hook, "--exact", "--nocapture", "--test-threads=1"]
+            .map(Into::into)
+            .to_vec(),
+        env: vec![(CHILD.into(), "1000000".into())],
+    }
+}
+
+/// In the child: serves the control meter on stdout and returns true. In a test run: false.
+pub fn serve_if_child() -> bool {
+    let Ok(tick) = std::env::var(CHILD) else {
+        return false;
+    };
+    let tick = Duration::from_nanos(tick.parse().expect("a tick in ns"));
+    sojourn_timer::serve_control(tick, &mut std::io::stdout()).expect("serving the control meter");
+    true
+}
+
+/// Starts the control meter `command` and checks that it answers, within a second of being
+/// asked, with one tick per millisecond it ran: no more than the milliseconds from start to
+/// answer, and at least a third of those until it was asked (start-up takes some, and a loaded
+/// machine more).
+pub fn check_answers(command: &ControlCommand) {
+    let started = std::time::Instant::now();
+    let meter = ControlMeter::start(command).expect("starting the control meter");
+    std::thread::sleep(Duration::from_millis(300));
+    let asked = std::time::Instant::now();
+    let report = meter.stop().expect("the control meter's figures");
+    assert!(
+        asked.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        asked.elapsed()
+    );
+    let (until_asked, until_answer) = (
+        asked.duration_since(started).as_millis() as u64,
+        started.elapsed().as_millis() as u64,
+    );
+    let ticks = report.oversleeps.histogram.len();
+    assert!(
+        (until_asked / 3..=until_answer).contains(&ticks),
+        "{ticks} ticks in {until_asked}–{until_answer} ms"
+    );
+}
+
+/// Declares, at the top level of a test binary, the test `control_meter_hook` (in a test run, a
+/// check that this binary answers as a control meter; in the child, the meter itself) and
+/// `fn control_command()`, the command that starts this binary as that child.
+#[macro_export]
+macro_rules! control_meter_hook {
+    () => {
+        /// In a test run, a check that this binary answers as a control meter; in the control
+        /// meter's process (this binary started again by `control_command`), the meter itself.
+        #[test]
+        fn control_meter_hook() {
+            if $crate::control::serve_if_child() {
+                return;
+            }
+            $crate::control::check_answers(&control_command());
+        }
+
+        /// A control hiccup meter: this test binary, started again as the meter's process.
+        #[allow(dead_code)]
+        fn control_command() -> $crate::control::ControlCommand {
+            $crate::control::command("control_meter_hook")
+        }
+    };
+}
