@@ -476,7 +476,7 @@ const STATUS_ROW: &str = "answers by HTTP status";
 const NOT_MEASURED_ROW: &str = "not measured (shards missing or cut short)";
 
 /// The summary's rows: what each run was asked, what it did, and its self-checks.
-pub(crate) const SUMMARY_ROWS: [(&str, Cell); 20] = [
+pub(crate) const SUMMARY_ROWS: [(&str, Cell); 21] = [
     ("tool", |r| escape(&crate::board::tool_version(&r.tool))),
     ("target rate", |r| {
         r.rate
