@@ -35,7 +35,6 @@ use common::tolerance::*;
 use common::{assert_nothing_lost, listening_addr, read_result, serial, temp_dir};
 use sojourn_core::placement::ShardState;
 use sojourn_core::{Arrival, End, Rate, RunResult, Schedule, Shard};
-use sojourn_scenario::{Override, Scenario};
 
 /// The repository's root.
 fn repo() -> PathBuf {
@@ -949,7 +948,7 @@ fn associativity_merge_of_merges_is_byte_identical() {
     let o = merge(&[f[0].clone(), odd], &out("refused"), &[]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("--duration"), "{err}");
+    assert!(err.contains("duration_ns"), "{err}");
 }
 
 // --- a stall seen by all --------------------------------------------------------------------
@@ -959,12 +958,23 @@ fn p99_ms_of(late: &mut [u64]) -> f64 {
     late[(late.len() * 99 / 100).min(late.len() - 1)] as f64 / 1e6
 }
 
+/// The fixed ceilings (ms) of four shards against one hiccup: the largest observed on a quiet
+/// machine, with a margin (docs/validation.md lists both). The held answers leave to four
+/// client processes, not one, on the same two cores as the server, so the release spreads
+/// wider than in validation.rs's single run (server lateness 34–81 ms against 16–40 ms) and
+/// the wedge moves with it.
+const FOUR_SHARDS_HICCUP: Ceilings = Ceilings {
+    body_ms: 0.8,
+    tail_ms: 90.0,
+    server_late_ms: 100.0,
+    dispatch_ms: 4.0,
+};
+
 /// Four shards measure one 1 s stall at 1,000 req/s: the merged open-loop percentiles agree
-/// with the model of the same global schedule (threads = N·T), within docs/validation.md's
-/// tolerance (crates/cli/tests/validation.rs): 2 ms + 3%, and in the tail what the machine
-/// measurably added (the server's lateness over the queue the model predicts, and the
-/// generators' dispatch lag), each under its ceiling. The ceilings are validation.rs's, with
-/// the server's scaled for N client processes on the same cores.
+/// with the model of the same global schedule (threads = N·T), within fixed ceilings like
+/// docs/validation.md's (crates/cli/tests/validation.rs), and the server's lateness and the
+/// generators' dispatch lag stay under theirs. Under CI=true a run during which any shard's
+/// control meter reported a p99 over 1 ms is rerun once, then fails as too noisy.
 #[test]
 fn a_stall_seen_by_all_shards_matches_the_simulation() {
     let _guard = serial();
@@ -977,18 +987,21 @@ fn a_stall_seen_by_all_shards_matches_the_simulation() {
         arrival: "constant",
         threads: 1,
     };
-    let held = 1000u64;
     let truth = dir.join("truth.csv");
-    {
-        let net = Net::new(job.completions);
-        let target = Target::start(&net, "hiccup", &sets, Some(&truth));
-        let (shards, start) = start_shards(&job, &net, &target.url, &load, &dir);
-        finish(shards, &load, start);
-        target.stop();
-    }
     let n = job.completions;
     let files: Vec<PathBuf> = (0..n).map(|k| shard_json(&dir, k)).collect();
-    let real = merge_ok(&files, &dir.join("run.json"), &[]);
+    let real = on_a_quiet_machine("4 shards, hiccup", || {
+        {
+            let net = Net::new(job.completions);
+            let target = Target::start(&net, "hiccup", &sets, Some(&truth));
+            let (shards, start) = start_shards(&job, &net, &target.url, &load, &dir);
+            finish(shards, &load, start);
+            target.stop();
+        }
+        let floors: Vec<f64> = files.iter().filter_map(|f| control_floor_ms(f)).collect();
+        let floor = floors.into_iter().reduce(f64::max);
+        (merge_ok(&files, &dir.join("run.json"), &[]), floor)
+    });
     assert_nothing_lost(&real);
     assert_eq!(real.counts.completed, real.counts.scheduled, "all answered");
     // The merge gates like a run: the stall breaches p99 < 100 ms (exit 4), errors < 1% holds.
@@ -1041,24 +1054,7 @@ fn a_stall_seen_by_all_shards_matches_the_simulation() {
     let p99 = |h: Option<&sojourn_core::result::HistogramSummary>| {
         h.and_then(|h| h.percentiles.get(99.0)).unwrap_or(0) as f64 / 1e6
     };
-    // The machine's floor is the control meters' (idle processes of their own), merged.
-    let floor = p99(real.histograms.control_hiccup.as_ref());
     let dispatch = p99(real.histograms.dispatch_lag.as_ref());
-    // The held answers leave to N client processes, not one, and those N and the server share
-    // the machine's cores: the per-held ceiling grows by (N + 1) / 2, the processes that wake
-    // at the release against validation.rs's two.
-    let processes = f64::from(n + 1) / 2.0;
-    let late_ceiling = SERVER_LATE_MS + PER_HELD_MS * processes * held as f64 + 2.0 * floor;
-    let dispatch_ceiling = DISPATCH_MS + DISPATCH_PER_HELD_MS * held as f64 + 2.0 * floor;
-    let overrides: Vec<Override> = sets.iter().map(|s| s.parse().unwrap()).collect();
-    let plan = sojourn_sim::Plan::new(sojourn_sim::Client::Open {
-        schedule: load.schedule(),
-        connections: 2048,
-        threads: n as usize * load.threads,
-    });
-    let queue = sojourn_sim::simulate(&Scenario::builtin("hiccup", &overrides).unwrap(), &plan)
-        .server
-        .peak_queue;
     let skews: Vec<Option<i64>> = real
         .merged
         .as_ref()
@@ -1068,25 +1064,17 @@ fn a_stall_seen_by_all_shards_matches_the_simulation() {
         .map(|s| s.start_skew_ns)
         .collect();
     println!(
-        "stall: server lateness p99 {server_late:.3} ms (ceiling {late_ceiling:.3}), dispatch lag p99 {dispatch:.3} ms (ceiling {dispatch_ceiling:.3}), machine hiccups p99 {floor:.3} ms, model peak queue {queue}, start skews (ns) {skews:?}"
+        "stall: server lateness p99 {server_late:.3} ms, dispatch lag p99 {dispatch:.3} ms, start skews (ns) {skews:?}"
     );
-    let machine = server_late * (1 + queue) as f64 + dispatch;
-    let failures = agreement(
+    let ceilings = FOUR_SHARDS_HICCUP;
+    let mut failures = lateness("4 shards, hiccup", server_late, dispatch, &ceilings);
+    failures.extend(agreement(
         "4 shards, hiccup",
         &real.histograms.response,
         &model.histograms.response,
-        machine,
-        floor,
+        &ceilings,
         &|_| false,
-    );
-    assert!(
-        server_late <= late_ceiling,
-        "server lateness over its ceiling"
-    );
-    assert!(
-        dispatch <= dispatch_ceiling,
-        "dispatch lag over its ceiling"
-    );
+    ));
     assert!(failures.is_empty(), "{failures:#?}");
     // Every shard saw the stall, and at the same instant: each one's own p99 is in the stall's
     // wedge, not at baseline, and its worst interval is the merged timeline's worst.

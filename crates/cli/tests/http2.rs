@@ -178,6 +178,38 @@ fn counts(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
     pairs.iter().map(|(u, n)| (u.to_string(), *n)).collect()
 }
 
+/// The by-target table of a run's summary, row by row: label, requests, completed, failed.
+/// Empty unless the table's title and column header are there, so no other line that happens
+/// to name a label can stand in for a row.
+fn target_table(summary: &str) -> Vec<(String, u64, u64, u64)> {
+    let mut lines = summary
+        .lines()
+        .skip_while(|l| !l.starts_with("by target (share: expected / actual"));
+    let header = lines.nth(1).unwrap_or_default();
+    let columns: Vec<&str> = header.split_whitespace().collect();
+    if columns[..columns.len().min(5)] != ["label", "requests", "share", "completed", "failed"] {
+        return Vec::new();
+    }
+    // A row: the label (which may hold spaces) padded to the label column, then requests
+    // right-aligned in ten columns, "expected% / actual%", completed, failed and the times.
+    let width = (header.find("requests").unwrap_or(0) + "requests".len()).saturating_sub(10);
+    let row = |line: &str| {
+        let (label, rest) = line.split_at(width.min(line.len()));
+        let cells: Vec<&str> = rest.split_whitespace().collect();
+        let n = |i: usize| {
+            cells
+                .get(i)
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(u64::MAX)
+        };
+        (label.trim_end().to_string(), n(0), n(4), n(5))
+    };
+    lines
+        .take_while(|l| !l.trim().is_empty())
+        .map(row)
+        .collect()
+}
+
 #[test]
 fn h2c_and_h2_over_tls_arrive_as_http2_with_every_target_in_its_share() {
     let _serial = serial();
@@ -238,7 +270,16 @@ fn h2c_and_h2_over_tls_arrive_as_http2_with_every_target_in_its_share() {
         ]
     );
     let summary = String::from_utf8_lossy(&out.stdout);
-    assert!(summary.contains("read"), "a row per target:\n{summary}");
+    assert_eq!(
+        target_table(&summary),
+        [
+            ("read", 100, 100, 0),
+            ("POST /b", 200, 200, 0),
+            ("GET /missing", 100, 0, 100)
+        ]
+        .map(|(l, n, ok, failed)| (l.to_string(), n, ok, failed)),
+        "a row per target, under the table's header:\n{summary}"
+    );
 
     // vegeta's HTTP format over TLS (ALPN h2), random order from a seed.
     nginx.clear_log();

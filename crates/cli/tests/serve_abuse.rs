@@ -93,13 +93,27 @@ fn listens_on_loopback_unless_told_otherwise() {
 }
 
 /// 10,000 idle connections need 10,000 descriptors in this process. `false`: skip the test.
+/// Under CI (CI=true) a limit too low is a failure, not a skip: with fewer connections the
+/// test would not show what it claims, and a green run would say it had.
 fn raise_descriptor_limit() -> bool {
     let need = IDLE as u64 + SLOWLORIS as u64 + 512;
     let got = rlimit::increase_nofile_limit(need).unwrap_or(0);
-    if got < need {
-        eprintln!("SKIPPED: this test needs {need} file descriptors; the hard limit here is {got}");
+    if got >= need {
+        return true;
     }
-    got >= need
+    let why = format!(
+        "this test needs {need} file descriptors ({IDLE} idle connections, {SLOWLORIS} slowloris \
+         and the rest), and the hard limit here is {got}; raise it (`ulimit -Hn {need}` as \
+         root, LimitNOFILE= for a service, --ulimit nofile= for a container)"
+    );
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{why}: under CI this test must run, not skip"
+    );
+    // Straight to stdout, which the test harness does not capture: a skip must be seen.
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stdout(), "SKIPPED: {why}");
+    false
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -658,10 +672,21 @@ fn check_on_time(p: &Phases) {
         b.service[0] >= SERVICE && a.service[0] >= SERVICE,
         "the truth log shows the scenario's service time"
     );
-    let service = [1.1, 3.0, 10.0];
-    for (i, factor) in service.into_iter().enumerate() {
-        within("truth-log service", i, &a.service, &b.service, factor);
-    }
+    // Observed under abuse (docs/reliability.md): p90 up to 1.5x the baseline's, the slowest
+    // 17–50 ms, as two cores serve 10,000 connects and closes. A runtime thread blocked for
+    // 20–200 µs per abuse event put the slowest at 110–1,070 ms in eight runs of nine (the
+    // ninth: 39 ms, as honest runs go). The slowest is judged against the baseline's p90, not
+    // against its slowest: that is one sample, and a noisy baseline's (38–63 ms, seen) would
+    // stretch the bound for the same 10 ms of work.
+    within("truth-log service", 0, &a.service, &b.service, 1.1);
+    within("truth-log service", 1, &a.service, &b.service, 2.0);
+    let slowest = b.service[1].mul_f64(8.0);
+    assert!(
+        a.service[2] <= slowest,
+        "truth-log service: the slowest {:?} under abuse, over 8x the baseline's p90 {:?}",
+        a.service[2],
+        b.service[1]
+    );
     // What the client saw, fresh connects included. Its slowest answer also waited for this
     // very process, busy opening 10,000 connections; it only has to be far from the wait
     // behind an abuser (a header timeout) or a dropped SYN (a second). Its tail shares two

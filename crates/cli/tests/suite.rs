@@ -50,6 +50,39 @@ fn row<'a>(rows: &'a [Value], label: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no row {label}"))
 }
 
+/// The band every tool's p99 must land in on the healthy control, as a ratio to the model's.
+/// Below: nothing answers before the server's fixed 10 ms (the model's p99), so a tool under
+/// it timed something other than the request (0.99, not 1: tools that print whole
+/// milliseconds round to 10). The old floor of 1/3 let a tool that timed a third of each
+/// request pass. Above, 3x stays, and not tighter: on this shared two-core machine the p99 of
+/// 1,600 requests is their 16th slowest, which a few of the machine's hiccups set, and honest
+/// tools were seen at up to 1.98x (h2load, vegeta 1.94x; four runs, 2026-11-26). The claim
+/// needs no less: a hidden stall shows as 50x, and the split above is checked at 10x.
+const HEALTHY_BAND: std::ops::RangeInclusive<f64> = 0.99..=3.0;
+
+/// Healthy: the control. Every tool lands in the model's band at p99; the clusters of the
+/// stall cannot come from the tools. With no tail to hide, no closed loop is taken for a
+/// back-fill either: every verdict is plain.
+fn check_healthy_control(summary: &Value, stdout: &str) {
+    let healthy = rows(summary, "healthy");
+    let model = p99(row(healthy, "model"));
+    for r in healthy {
+        let ratio = p99(r) / model;
+        assert!(
+            HEALTHY_BAND.contains(&ratio),
+            "{} disagrees on a healthy server: {ratio:.2}x the model's p99, outside \
+             {HEALTHY_BAND:?}\n{stdout}",
+            r["label"]
+        );
+        let verdict = r["verdict"].as_str().unwrap();
+        assert!(
+            ["honest", "model"].contains(&verdict),
+            "{}: {verdict} on a healthy server\n{stdout}",
+            r["label"]
+        );
+    }
+}
+
 #[test]
 fn closed_and_open_tools_split_on_a_stall_and_agree_when_healthy() {
     let missing: Vec<&str> = TOOLS.into_iter().filter(|t| !installed(t)).collect();
@@ -136,25 +169,7 @@ fn closed_and_open_tools_split_on_a_stall_and_agree_when_healthy() {
         "sojourn open vs the model: {ours}x\n{stdout}"
     );
 
-    // Healthy: the control. Every tool lands in the model's band at p99 (within 3x, where a
-    // hidden stall shows as 50x); the clusters above cannot come from the tools. With no tail
-    // to hide, no closed loop is taken for a back-fill either: every verdict is plain.
-    let healthy = rows(&summary, "healthy");
-    let model = p99(row(healthy, "model"));
-    for r in healthy {
-        let ratio = p99(r) / model;
-        assert!(
-            (1.0 / 3.0..3.0).contains(&ratio),
-            "{} disagrees on a healthy server: {ratio:.2}x\n{stdout}",
-            r["label"]
-        );
-        let verdict = r["verdict"].as_str().unwrap();
-        assert!(
-            ["honest", "model"].contains(&verdict),
-            "{}: {verdict} on a healthy server\n{stdout}",
-            r["label"]
-        );
-    }
+    check_healthy_control(&summary, &stdout);
     // Each scenario's page names every run and draws them.
     for scenario in ["hiccup", "healthy"] {
         let html = std::fs::read_to_string(dir.join(format!("{scenario}.html"))).unwrap();

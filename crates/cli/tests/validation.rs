@@ -2,32 +2,23 @@
 //! real sockets, `sojourn sim` simulates the same run in virtual time, and the response-time
 //! percentiles from p50 to p99.9 must agree.
 //!
-//! Tolerance, per percentile: |real − sim| ≤ 2 ms + 3% of the simulated value, plus — for
-//! percentiles in the tail, above the body of the distribution where stalls and queues live —
-//! what the real machine measurably added and the exact model cannot know:
-//! - the server's own lateness (its truth log's `departure − due`, p99) times one plus the
-//!   deepest queue the model predicts: a request that waited behind k others in a FIFO inherits
-//!   their lateness too. This covers a 2-core machine releasing a thousand held answers (they
-//!   cannot all leave in the same instant) and a one-worker server whose ~0.1 ms timer lateness
-//!   adds up over a backlog of 90.
-//! - the generator's own dispatch lag (p99), which the run reports and includes in its times.
+//! Tolerance: fixed ceilings per scenario, in milliseconds (`common/tolerance.rs`), chosen from
+//! observed runs with a margin; docs/validation.md lists them beside what was observed. One for
+//! the body (p50: loopback, parsing and timer wake-ups, well under a millisecond) and one for
+//! the tail (p90 and up: what two cores add when they release a burst of held answers or drain
+//! a one-worker backlog). The server's lateness p99 (its truth log's `departure − due`) and the
+//! generator's dispatch lag p99 must each stay under a fixed ceiling of their own. Nothing in an
+//! allowance comes from the run being judged, so a late server cannot buy its own excuse.
 //!
-//! The fixed part covers loopback round trips (~0.1–0.5 ms) and where a percentile falls on a
-//! steep wedge. A model error is far outside it: measured from the send, or with unlimited
-//! workers for every-nth, the simulated p90 would be 1 ms against a real 130 ms.
+//! The machine's noise is judged apart: under CI=true a run whose control hiccup meter (an idle
+//! process beside the run) reports a p99 over 1 ms is rerun once, then fails as too noisy.
 //!
-//! The allowance comes from what the same run measured, so each measurement must first stay
-//! under a ceiling set without it: a regression then fails that check instead of widening the
-//! allowance. The server's lateness p99 may be 0.5 ms, plus 60 µs for each request the scenario
-//! holds and releases at once (two cores answer a thousand held requests in about 20–30 ms),
-//! plus twice the machine's own hiccup p99 (the run's control meter, an idle process that only
-//! sleeps; never the generator's own meter thread, which its own work makes late); the generator's dispatch lag p99 may be 2 ms, plus 10 µs for each held request (it
-//! reads the released answers all at once, and requests due meanwhile wait for it), plus the
-//! same machine term.
+//! Each scenario is also served late on purpose (its baseline raised while `sojourn sim` keeps
+//! the true value): the agreement check must reject it.
 //!
-//! Durations are cut down (stalls early, 4–5 s runs) so the whole file takes well under 30 s.
-//! Run with `--nocapture` for the table docs/validation.md records; set `SOJOURN_BIN` to
-//! validate another build (e.g. `target/release/sojourn`).
+//! Durations are cut down (stalls early, 4–5 s runs). Run with `--nocapture` for the table
+//! docs/validation.md records; set `SOJOURN_BIN` to validate another build (e.g.
+//! `target/release/sojourn`).
 mod common;
 
 use std::io::{BufRead, BufReader};
@@ -38,9 +29,8 @@ use std::time::Duration;
 use common::{assert_nothing_lost, read_result, serial, temp_dir};
 use sojourn_core::by_stage;
 use sojourn_core::result::HistogramSummary;
-use sojourn_core::{Arrival, End, Rate, RunResult, Schedule, Stages};
+use sojourn_core::RunResult;
 use sojourn_scenario::truth::read_csv;
-use sojourn_scenario::{Override, Scenario};
 
 use common::tolerance::*;
 
@@ -66,7 +56,7 @@ impl Served {
             "127.0.0.1:0",
         ]);
         cmd.args(["--truth", path(truth)]);
-        for s in case.sets {
+        for s in case.sets.iter().chain(case.served_late) {
             cmd.args(["--set", s]);
         }
         let mut child = cmd
@@ -127,12 +117,14 @@ fn path(p: &Path) -> &str {
 struct Case {
     scenario: &'static str,
     sets: &'static [&'static str],
+    /// Overrides for `sojourn serve` alone, after `sets`: a server late on purpose, which the
+    /// model (given `sets` only) does not know about.
+    served_late: &'static [&'static str],
     rate: f64,
     duration: Duration,
-    /// The most requests the scenario holds at its gate and releases at once.
-    held: u64,
     /// Shaped load (`--stages`) instead of `rate` for `duration`.
     stages: Option<&'static str>,
+    ceilings: Ceilings,
 }
 
 impl Case {
@@ -148,39 +140,25 @@ impl Case {
             .map(String::from)
             .to_vec()
     }
-
-    /// The deepest admission queue the model predicts for this run.
-    fn model_peak_queue(&self) -> u64 {
-        let o: Vec<Override> = self.sets.iter().map(|s| s.parse().unwrap()).collect();
-        let scenario = Scenario::builtin(self.scenario, &o).unwrap();
-        let schedule = match self.stages {
-            Some(text) => {
-                Schedule::staged(Arrival::Constant, Stages::parse(text).unwrap()).unwrap()
-            }
-            None => Schedule::new(
-                Arrival::Constant,
-                Rate::per_second(self.rate).unwrap(),
-                End::After(self.duration),
-            )
-            .unwrap(),
-        };
-        let plan = sojourn_sim::Plan::new(sojourn_sim::Client::Open {
-            schedule,
-            connections: 2048,
-            threads: 2,
-        });
-        sojourn_sim::simulate(&scenario, &plan).server.peak_queue
-    }
 }
 
-/// What the real run measured, and the server's p99 lateness (ms) from its truth log.
+/// What the real run measured and the server's p99 lateness (ms) from its truth log, on a
+/// machine quiet enough to judge them.
 fn reality(case: &Case, dir: &Path) -> (RunResult, f64) {
-    measure(case, dir, "real", &case.load_args())
+    on_a_quiet_machine(case.scenario, || {
+        measure(case, dir, "real", &case.load_args())
+    })
 }
 
-/// One real run with `load` (the load's flags) against a fresh server of `case`, and the
-/// server's p99 lateness (ms) from its truth log.
-fn measure(case: &Case, dir: &Path, name: &str, load: &[String]) -> (RunResult, f64) {
+/// One real run with `load` (the load's flags) against a fresh server of `case`: the result,
+/// the server's p99 lateness (ms) from its truth log, and the control meter's p99 (ms), if the
+/// run reported one.
+fn measure(
+    case: &Case,
+    dir: &Path,
+    name: &str,
+    load: &[String],
+) -> ((RunResult, f64), Option<f64>) {
     let (json, truth) = (
         dir.join(format!("{name}.json")),
         dir.join(format!("{name}.truth.csv")),
@@ -199,7 +177,8 @@ fn measure(case: &Case, dir: &Path, name: &str, load: &[String]) -> (RunResult, 
         .collect();
     late.sort_unstable();
     let p99 = late[(late.len() * 99 / 100).min(late.len() - 1)];
-    (read_result(&json), p99 as f64 / 1e6)
+    let floor = control_floor_ms(&json);
+    ((read_result(&json), p99 as f64 / 1e6), floor)
 }
 
 fn model(case: &Case, dir: &Path) -> RunResult {
@@ -225,55 +204,45 @@ fn ms_at(r: &RunResult, p: f64) -> f64 {
     r.histograms.response.percentiles.get(p).unwrap() as f64 / 1e6
 }
 
-/// How late the machine woke a process that only sleeps, p99, during the real run: the control
-/// meter's, the only one that may excuse lateness as the machine's.
-fn floor_p99_ms(r: &RunResult) -> f64 {
-    let control = r
-        .histograms
-        .control_hiccup
-        .as_ref()
-        .expect("sojourn run measures the machine with a control process");
-    control.percentiles.get(99.0).unwrap_or(0) as f64 / 1e6
-}
-
 fn dispatch_p99_ms(r: &RunResult) -> f64 {
     let lag = r.histograms.dispatch_lag.as_ref();
     lag.and_then(|d| d.percentiles.get(99.0)).unwrap_or(0) as f64 / 1e6
 }
 
-fn check(case: Case) {
-    let _guard = serial();
+/// The run's in-process hiccup meter, p99 (ms): printed beside the figures, as the machine's
+/// noise as the generator saw it, never used to excuse them.
+fn own_hiccups_p99_ms(r: &RunResult) -> f64 {
+    let own = r.histograms.hiccup.as_ref();
+    own.and_then(|h| h.percentiles.get(99.0)).unwrap_or(0) as f64 / 1e6
+}
+
+/// What a real run of `case` showed against its model, in words: the measurements over their
+/// ceilings, and the percentiles that disagree (whole run and stage by stage).
+struct Verdict {
+    over: Vec<String>,
+    disagree: Vec<String>,
+}
+
+fn judge(case: &Case) -> Verdict {
     let dir = temp_dir(&format!("validation-{}", case.scenario));
-    let (real, server_late) = reality(&case, &dir);
-    let sim = model(&case, &dir);
+    let (real, server_late) = reality(case, &dir);
+    let sim = model(case, &dir);
     assert_nothing_lost(&real);
     assert_eq!(real.counts.scheduled, sim.counts.scheduled, "same schedule");
     assert_eq!(real.counts.completed, real.counts.scheduled, "all answered");
-    let queue = case.model_peak_queue();
-    let (dispatch, floor) = (dispatch_p99_ms(&real), floor_p99_ms(&real));
+    let dispatch = dispatch_p99_ms(&real);
     eprintln!(
-        "{}: server lateness p99 {server_late:.3} ms, model peak queue {queue}, dispatch lag p99 {dispatch:.3} ms, machine hiccups p99 {floor:.3} ms",
+        "{}{:?}: server lateness p99 {server_late:.3} ms, dispatch lag p99 {dispatch:.3} ms, in-process meter p99 {:.3} ms (the generator's own; it excuses nothing)",
         case.scenario,
+        case.served_late,
+        own_hiccups_p99_ms(&real)
     );
-    let late_ceiling = SERVER_LATE_MS + PER_HELD_MS * case.held as f64 + 2.0 * floor;
-    assert!(
-        server_late <= late_ceiling,
-        "{}: server lateness p99 {server_late:.3} ms over its ceiling {late_ceiling:.3} ms",
-        case.scenario
-    );
-    let dispatch_ceiling = DISPATCH_MS + DISPATCH_PER_HELD_MS * case.held as f64 + 2.0 * floor;
-    assert!(
-        dispatch <= dispatch_ceiling,
-        "{}: dispatch lag p99 {dispatch:.3} ms over its ceiling {dispatch_ceiling:.3} ms",
-        case.scenario
-    );
-    let machine = server_late * (1 + queue) as f64 + dispatch;
-    let mut failures = agreement(
+    let over = lateness(case.scenario, server_late, dispatch, &case.ceilings);
+    let mut disagree = agreement(
         case.scenario,
         &real.histograms.response,
         &sim.histograms.response,
-        machine,
-        floor,
+        &case.ceilings,
         &|_| false,
     );
     let (real_stages, sim_stages) = (by_stage::stages(&real), by_stage::stages(&sim));
@@ -285,25 +254,126 @@ fn check(case: Case) {
         // (ten or more beyond), as a whole run's p99.9 rests on a hundred.
         let thin = |p: f64| (r.len() as f64) * (1.0 - p / 100.0) < 10.0;
         let (r, m) = (summary(&r), summary(&m));
-        failures.extend(agreement(&name, &r, &m, machine, floor, &thin));
+        disagree.extend(agreement(&name, &r, &m, &case.ceilings, &thin));
     }
-    assert!(failures.is_empty(), "{}: {failures:#?}", case.scenario);
+    Verdict { over, disagree }
+}
+
+/// The real run of `case` agrees with the model, with the server and the generator on time.
+fn check(case: Case) {
+    let _guard = serial();
+    let v = judge(&case);
+    assert!(
+        v.over.is_empty() && v.disagree.is_empty(),
+        "{}: {:#?}",
+        case.scenario,
+        [v.over, v.disagree].concat()
+    );
+}
+
+/// `case` served late on purpose: the agreement check must reject it. (The lateness ceilings
+/// cannot see it: the server's truth log measures lateness against its own, raised, baseline.)
+fn rejected(case: Case) {
+    let _guard = serial();
+    let v = judge(&case);
+    eprintln!(
+        "{}{:?}: rejected for {:#?}",
+        case.scenario, case.served_late, v.disagree
+    );
+    assert!(
+        !v.disagree.is_empty(),
+        "{} served with {:?}, the model without: the agreement check let it through",
+        case.scenario,
+        case.served_late
+    );
 }
 
 fn summary(h: &hdrhistogram::Histogram<u64>) -> HistogramSummary {
     HistogramSummary::of(h, &sojourn_core::record::new_histogram())
 }
 
-#[test]
-fn hiccup_real_run_matches_the_simulation() {
-    check(Case {
+fn hiccup() -> Case {
+    Case {
         scenario: "hiccup",
         sets: &["hiccup.at=2s", "hiccup.duration=1s"],
+        served_late: &[],
         rate: 1000.0,
         duration: Duration::from_secs(5),
-        held: 1000,
         stages: None,
-    });
+        ceilings: HICCUP,
+    }
+}
+
+fn gc_pauses() -> Case {
+    Case {
+        scenario: "gc-pauses",
+        sets: &[
+            "gc-pauses.every=1s",
+            "gc-pauses.first=500ms",
+            "gc-pauses.duration=200ms",
+        ],
+        served_late: &[],
+        rate: 500.0,
+        duration: Duration::from_secs(4),
+        stages: None,
+        ceilings: GC_PAUSES,
+    }
+}
+
+fn every_nth() -> Case {
+    Case {
+        scenario: "every-nth",
+        sets: &[],
+        served_late: &[],
+        rate: 450.0,
+        duration: Duration::from_secs(5),
+        stages: None,
+        ceilings: EVERY_NTH,
+    }
+}
+
+/// The fixed ceilings (ms) of each case: the largest difference or lateness observed on a
+/// quiet machine, with a margin (docs/validation.md lists both). The body's is one for all:
+/// under 0.5 ms was observed everywhere, and a server 1 ms late on every request must fail.
+const HICCUP: Ceilings = Ceilings {
+    body_ms: 0.8,
+    tail_ms: 60.0,
+    server_late_ms: 60.0,
+    dispatch_ms: 4.0,
+};
+const STAGED_HICCUP: Ceilings = HICCUP;
+const GC_PAUSES: Ceilings = Ceilings {
+    body_ms: 0.8,
+    tail_ms: 9.0,
+    server_late_ms: 12.0,
+    dispatch_ms: 4.0,
+};
+const EVERY_NTH: Ceilings = Ceilings {
+    body_ms: 0.8,
+    tail_ms: 15.0,
+    server_late_ms: 2.0,
+    dispatch_ms: 4.0,
+};
+/// Hiccup with a 1 ms baseline, paced from the slot: ten connections meet the stall, so the
+/// server never releases more than ten answers at once.
+const PACED_HICCUP: Ceilings = Ceilings {
+    body_ms: 0.8,
+    tail_ms: 40.0,
+    server_late_ms: 3.0,
+    dispatch_ms: 4.0,
+};
+/// The same hiccup with a 1 ms baseline, open loop: a thousand held answers released at once,
+/// later than at the 10 ms baseline (server lateness 20–67 ms against 16–40).
+const OPEN_HICCUP_1MS: Ceilings = Ceilings {
+    body_ms: 0.8,
+    tail_ms: 75.0,
+    server_late_ms: 90.0,
+    dispatch_ms: 4.0,
+};
+
+#[test]
+fn hiccup_real_run_matches_the_simulation() {
+    check(hiccup());
 }
 
 /// A shaped run (ramp up, hold through a 1 s stall, ramp down) agrees with the model as a
@@ -311,41 +381,124 @@ fn hiccup_real_run_matches_the_simulation() {
 #[test]
 fn staged_hiccup_real_run_matches_the_simulation() {
     check(Case {
-        scenario: "hiccup",
-        sets: &["hiccup.at=2s", "hiccup.duration=1s"],
         rate: 0.0,
         duration: Duration::ZERO,
-        held: 800,
         stages: Some("up=1s@100..800,hold=3s@800,down=1s@800..100"),
+        ceilings: STAGED_HICCUP,
+        ..hiccup()
     });
 }
 
 #[test]
 fn gc_pauses_real_run_matches_the_simulation() {
-    check(Case {
-        scenario: "gc-pauses",
-        sets: &[
-            "gc-pauses.every=1s",
-            "gc-pauses.first=500ms",
-            "gc-pauses.duration=200ms",
-        ],
-        rate: 500.0,
-        duration: Duration::from_secs(4),
-        held: 100,
-        stages: None,
-    });
+    check(gc_pauses());
 }
 
 #[test]
 fn every_nth_real_run_matches_the_simulation() {
-    check(Case {
-        scenario: "every-nth",
-        sets: &[],
-        rate: 450.0,
-        duration: Duration::from_secs(5),
-        held: 0,
-        stages: None,
+    check(every_nth());
+}
+
+/// Every request 1 ms late (the baseline 11 ms instead of 10): the body is off by a
+/// millisecond, whatever the machine's floor below 1 ms.
+#[test]
+fn hiccup_served_1ms_late_is_rejected() {
+    rejected(Case {
+        served_late: &["hiccup.baseline=11ms"],
+        ..hiccup()
     });
+}
+
+#[test]
+fn hiccup_served_2ms_late_is_rejected() {
+    rejected(Case {
+        served_late: &["hiccup.baseline=12ms"],
+        ..hiccup()
+    });
+}
+
+#[test]
+fn gc_pauses_served_1ms_late_is_rejected() {
+    rejected(Case {
+        served_late: &["gc-pauses.baseline=11ms"],
+        ..gc_pauses()
+    });
+}
+
+#[test]
+fn gc_pauses_served_2ms_late_is_rejected() {
+    rejected(Case {
+        served_late: &["gc-pauses.baseline=12ms"],
+        ..gc_pauses()
+    });
+}
+
+/// One worker, each request 0.5 ms late (1.5 ms instead of 1 ms): the worker is busy 85% of
+/// the time instead of 63%, the backlog behind each 200 ms pause drains more slowly (the model
+/// alone puts p90 28 ms higher), and requests queue between pauses too. (1 ms late would put
+/// the one worker past its capacity: a model error far larger than any lateness.)
+#[test]
+fn every_nth_served_half_a_millisecond_late_is_rejected() {
+    rejected(Case {
+        served_late: &["every-nth.baseline=1500us"],
+        ..every_nth()
+    });
+}
+
+/// The noisy-machine rule, with stand-in runs that report the floors given (ms; `None`: no
+/// control meter): which run is judged, and how many were made.
+fn judged_run(ci: bool, floors: &[Option<f64>]) -> (usize, usize) {
+    let mut made = 0;
+    let judged = quiet_enough(ci, "stand-in", || {
+        made += 1;
+        (made, floors[made - 1])
+    });
+    (judged, made)
+}
+
+#[test]
+fn a_run_on_a_quiet_machine_or_of_unknown_floor_is_judged_as_it_is() {
+    assert_eq!(judged_run(true, &[Some(0.4)]), (1, 1));
+    assert_eq!(judged_run(true, &[Some(NOISY_FLOOR_MS)]), (1, 1));
+    // No control meter: the floor is unknown, which triggers nothing (and excuses nothing).
+    assert_eq!(judged_run(true, &[None]), (1, 1));
+    // Outside CI a noisy run is judged too, with a line saying so.
+    assert_eq!(judged_run(false, &[Some(3.0)]), (1, 1));
+}
+
+/// The floor is the control meter's, read from the result file; the in-process meter's is
+/// never taken in its place.
+#[test]
+fn the_floor_is_the_control_meters_p99_and_only_that() {
+    let dir = temp_dir("validation-floor");
+    let file = |name: &str, histograms: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, format!("{{\"histograms\": {{{histograms}}}}}")).unwrap();
+        path
+    };
+    let meter = |p99: u64| format!("{{\"unit\": \"ns\", \"percentiles\": {{\"99\": {p99}}}}}");
+    let both = file(
+        "both.json",
+        &format!(
+            "\"hiccup\": {}, \"control_hiccup\": {}",
+            meter(9_000_000),
+            meter(250_000)
+        ),
+    );
+    assert_eq!(control_floor_ms(&both), Some(0.25));
+    let own_only = file("own.json", &format!("\"hiccup\": {}", meter(9_000_000)));
+    assert_eq!(control_floor_ms(&own_only), None);
+}
+
+#[test]
+fn under_ci_a_noisy_run_is_rerun_once_and_the_rerun_judged() {
+    assert_eq!(judged_run(true, &[Some(1.5), Some(0.3)]), (2, 2));
+}
+
+#[test]
+#[should_panic(expected = "the machine was too noisy to judge this run")]
+fn under_ci_two_noisy_runs_fail_as_too_noisy() {
+    judged_run(true, &[Some(1.5), Some(2.5), Some(0.1)]);
 }
 
 /// The load flags of a paced closed loop: `connections` connections sharing `case`'s slots
@@ -361,23 +514,22 @@ fn service_ms_at(r: &RunResult, p: f64) -> f64 {
 }
 
 /// A 1 s stall at 1,000 req/s, 10 connections, 1 ms a request. The paced closed loop's
-/// from-send clock hides the stall, as hey -q's does; its from-slot clock shows the same wedge
-/// as the open loop and as the model; its slots never reached are the model's.
+/// from-send clock hides the stall, as hey -q's does; from its slots it shows the wedge, as
+/// the open loop does, each as its model predicts; its slots never reached are the model's.
 #[test]
 fn paced_closed_loop_hides_a_stall_from_the_send_and_shows_it_from_the_slot() {
     let _guard = serial();
     let case = Case {
-        scenario: "hiccup",
         sets: &["hiccup.at=2s", "hiccup.duration=1s", "hiccup.baseline=1ms"],
-        rate: 1000.0,
-        duration: Duration::from_secs(5),
-        held: 1000,
-        stages: None,
+        ceilings: PACED_HICCUP,
+        ..hiccup()
     };
     let dir = temp_dir("validation-paced");
     let paced_load = paced_args(&case, 10);
-    let (paced, paced_late) = measure(&case, &dir, "paced", &paced_load);
-    let (open, open_late) = measure(&case, &dir, "open", &case.load_args());
+    let (paced, paced_late) =
+        on_a_quiet_machine("paced", || measure(&case, &dir, "paced", &paced_load));
+    let (open, open_late) =
+        on_a_quiet_machine("open", || measure(&case, &dir, "open", &case.load_args()));
     let model = simulate(&case, &dir, "paced", &paced_load[1..]);
     assert_eq!(paced.mode, sojourn_core::Mode::Paced);
     assert_eq!(model.mode, sojourn_core::Mode::Paced);
@@ -392,22 +544,34 @@ fn paced_closed_loop_hides_a_stall_from_the_send_and_shows_it_from_the_slot() {
         ms_at(&model, 99.0),
         service_ms_at(&model, 99.0)
     );
+    eprintln!(
+        "paced: server lateness p99 {paced_late:.3} ms (open loop's {open_late:.3} ms), dispatch lag p99 {:.3} ms (open loop's {:.3} ms)",
+        dispatch_p99_ms(&paced),
+        dispatch_p99_ms(&open)
+    );
     assert!(from_send < 50.0, "from send p99 {from_send:.2} ms");
     assert!(from_slot > 800.0, "from slot p99 {from_slot:.2} ms");
-    // From the slot, the wedge is the open loop's and the model's, within the validation
-    // tolerance (the machine's share: the server's lateness over the held requests).
-    let machine = paced_late.max(open_late) * (1 + case.held) as f64;
-    for (what, other) in [("open loop", &open), ("model", &model)] {
-        for p in PERCENTILES {
-            let (r, m) = (ms_at(&paced, p), ms_at(other, p));
-            let tail = m > ms_at(other, 50.0) + ABSOLUTE_MS;
-            let allowed = ABSOLUTE_MS + RELATIVE * m + if tail { machine } else { 0.0 };
-            assert!(
-                (r - m).abs() <= allowed,
-                "p{p}: paced from slot {r:.2} ms, {what} {m:.2} ms, allowed ±{allowed:.2}"
-            );
-        }
+    // Both servers and both generators on time. From the slot, each loop agrees with its own
+    // model within its fixed ceilings. The two models differ only where ten connections catch
+    // up after the stall (paced p90 551 ms, open 501 ms; p99 956 and 951; p99.9 997 both):
+    // slots due during the catch-up wait for a free connection.
+    let open_model = simulate(&case, &dir, "open", &case.load_args());
+    let mut failures = lateness("paced", paced_late, dispatch_p99_ms(&paced), &case.ceilings);
+    failures.extend(lateness(
+        "open",
+        open_late,
+        dispatch_p99_ms(&open),
+        &OPEN_HICCUP_1MS,
+    ));
+    let none = |_| false;
+    for (what, real, sim, ceilings) in [
+        ("paced from slot vs model", &paced, &model, &case.ceilings),
+        ("open loop vs model", &open, &open_model, &OPEN_HICCUP_1MS),
+    ] {
+        let (real, sim) = (&real.histograms.response, &sim.histograms.response);
+        failures.extend(agreement(what, real, sim, ceilings, &none));
     }
+    assert!(failures.is_empty(), "{failures:#?}");
 }
 
 /// A stall that lasts past the end of the run: every connection is stuck on one request, and
@@ -421,7 +585,6 @@ fn paced_closed_loop_counts_the_slots_it_never_reached() {
     // server's clock starts when the first request arrives, late by its connect; a margin of
     // a millisecond was not enough.)
     let case = Case {
-        scenario: "hiccup",
         sets: &[
             "hiccup.at=1505500us",
             "hiccup.duration=1s",
@@ -429,12 +592,11 @@ fn paced_closed_loop_counts_the_slots_it_never_reached() {
         ],
         rate: 100.0,
         duration: Duration::from_secs(2),
-        held: 10,
-        stages: None,
+        ..hiccup()
     };
     let dir = temp_dir("validation-paced-end");
     let load = paced_args(&case, 10);
-    let (paced, _) = measure(&case, &dir, "paced", &load);
+    let ((paced, _), _) = measure(&case, &dir, "paced", &load);
     let model = simulate(&case, &dir, "paced", &load[1..]);
     assert_nothing_lost(&paced);
     assert_eq!(paced.counts.scheduled, 200);

@@ -1,41 +1,51 @@
-//! How closely a real run must agree with the model: the rule `validation.rs` explains in full,
-//! shared with the sharded runs of `distributed.rs`.
+//! How closely a real run must agree with the model: fixed ceilings per scenario, in
+//! milliseconds, chosen from observed runs with a margin (docs/validation.md lists both), shared
+//! by `validation.rs` and the sharded runs of `distributed.rs`.
+//!
+//! Nothing in a ceiling is computed from the run it judges: an allowance that grew with the
+//! server's lateness or the machine's hiccups would let the very regression it should catch buy
+//! its own excuse. A machine too noisy to judge is a separate verdict ([`on_a_quiet_machine`]),
+//! never a wider allowance.
+use std::path::Path;
+
 use sojourn_core::result::HistogramSummary;
 
-pub const ABSOLUTE_MS: f64 = 2.0;
-pub const RELATIVE: f64 = 0.03;
-/// The server's own lateness p99, before requests held together and the machine's hiccups.
-pub const SERVER_LATE_MS: f64 = 0.5;
-/// What each request held at the gate and released with the others adds to that ceiling.
-pub const PER_HELD_MS: f64 = 0.06;
-/// The generator's dispatch lag p99, before the held requests and the machine's hiccups.
-pub const DISPATCH_MS: f64 = 2.0;
-/// What each held request adds to that ceiling: the generator reads the released answers at
-/// once, and requests due meanwhile wait for it.
-pub const DISPATCH_PER_HELD_MS: f64 = 0.01;
 pub const PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
 
-/// Percentiles p50 to p99.9 of a real run against the model's, each within 2 ms plus 3% of the
-/// model's value of it, and `machine` (ms) more for percentiles in the tail, above the body of
-/// the distribution, or the machine's own hiccup p99 `floor` (ms) more in the body (no sleeping
-/// generator sends closer to its due times than the machine wakes it; the floor is the control
-/// meter's, an idle process of its own, never the generator's own meter thread); `thin` leaves out
-/// percentiles the sample cannot support. Prints a row per percentile and returns what
-/// disagrees, in words.
+/// One scenario's ceilings, each a constant in milliseconds.
+#[derive(Clone, Copy, Debug)]
+pub struct Ceilings {
+    /// |real − sim| at p50, the body of the distribution: loopback, HTTP parsing and timer
+    /// wake-ups, well under a millisecond, so a server 1 ms late on every request is outside.
+    pub body_ms: f64,
+    /// |real − sim| from p90 up, where stalls' wedges and queues live: what a two-core machine
+    /// adds when it releases a burst of held answers or drains a one-worker backlog.
+    pub tail_ms: f64,
+    /// The server's own lateness p99 (`departure − due` in its truth log).
+    pub server_late_ms: f64,
+    /// The generator's dispatch lag p99.
+    pub dispatch_ms: f64,
+}
+
+/// Percentiles p50 to p99.9 of a real run against the model's: p50 within `body_ms`, the
+/// others within `tail_ms`; `thin` leaves out percentiles the sample cannot support. Prints a
+/// row per percentile and returns what disagrees, in words.
 pub fn agreement(
     what: &str,
     real: &HistogramSummary,
     sim: &HistogramSummary,
-    machine: f64,
-    floor: f64,
+    ceilings: &Ceilings,
     thin: &dyn Fn(f64) -> bool,
 ) -> Vec<String> {
     let at = |h: &HistogramSummary, p: f64| h.percentiles.get(p).unwrap_or(0) as f64 / 1e6;
     let mut failures = Vec::new();
     for p in PERCENTILES.into_iter().filter(|&p| !thin(p)) {
         let (r, m) = (at(real, p), at(sim, p));
-        let tail = m > at(sim, 50.0) + ABSOLUTE_MS;
-        let allowed = ABSOLUTE_MS + RELATIVE * m + if tail { machine } else { floor };
+        let allowed = if p <= 50.0 {
+            ceilings.body_ms
+        } else {
+            ceilings.tail_ms
+        };
         let ok = (r - m).abs() <= allowed;
         eprintln!(
             "| {what} | p{p} | {r:.2} | {m:.2} | {:+.2} | ±{allowed:.2} | {} |",
@@ -49,4 +59,85 @@ pub fn agreement(
         }
     }
     failures
+}
+
+/// The server's lateness and the generator's dispatch lag (p99, ms) against their ceilings:
+/// what is over, in words.
+pub fn lateness(what: &str, server_late: f64, dispatch: f64, ceilings: &Ceilings) -> Vec<String> {
+    let mut over = Vec::new();
+    if server_late > ceilings.server_late_ms {
+        over.push(format!(
+            "{what}: server lateness p99 {server_late:.3} ms over its ceiling {:.3} ms",
+            ceilings.server_late_ms
+        ));
+    }
+    if dispatch > ceilings.dispatch_ms {
+        over.push(format!(
+            "{what}: dispatch lag p99 {dispatch:.3} ms over its ceiling {:.3} ms",
+            ceilings.dispatch_ms
+        ));
+    }
+    over
+}
+
+/// Above this control-meter p99 the machine is too noisy to judge a run against the ceilings.
+pub const NOISY_FLOOR_MS: f64 = 1.0;
+
+/// The control hiccup meter's p99 (ms) from a result file: how late the machine woke an idle
+/// process during the run. `None` when the run did not report one: the floor is then unknown,
+/// which neither triggers a rerun nor excuses anything. The run's in-process meter is never
+/// used in its place: a generator that burns its own CPU inflates that one.
+pub fn control_floor_ms(json: &Path) -> Option<f64> {
+    let text = std::fs::read_to_string(json).ok()?;
+    let doc: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let p99 = doc["histograms"]["control_hiccup"]["percentiles"]["99"].as_u64()?;
+    Some(p99 as f64 / 1e6)
+}
+
+/// A floor for the terminal: the value, or that the run reported none.
+pub fn show_floor(floor: Option<f64>) -> String {
+    floor.map_or("unknown (no control meter)".into(), |f| {
+        format!("{f:.3} ms")
+    })
+}
+
+/// Runs `measure` (which returns what it measured and the control meter's p99 in ms, if the
+/// run reported it). Under CI (CI=true), a run whose floor exceeds [`NOISY_FLOOR_MS`] is rerun
+/// once, and a second noisy run fails the test saying the machine was too noisy: its lateness
+/// cannot be told from the machine's, and the ceilings are never widened to absorb it.
+/// Elsewhere the run is judged as it is, with a line saying that the floor was high.
+pub fn on_a_quiet_machine<T>(what: &str, measure: impl FnMut() -> (T, Option<f64>)) -> T {
+    let ci = std::env::var("CI").as_deref() == Ok("true");
+    quiet_enough(ci, what, measure)
+}
+
+/// [`on_a_quiet_machine`], with whether this is CI given.
+pub fn quiet_enough<T>(ci: bool, what: &str, mut measure: impl FnMut() -> (T, Option<f64>)) -> T {
+    let noisy = |f: Option<f64>| f.is_some_and(|f| f > NOISY_FLOOR_MS);
+    let (first, floor) = measure();
+    eprintln!("{what}: control meter p99 {}", show_floor(floor));
+    if !noisy(floor) {
+        return first;
+    }
+    if !ci {
+        eprintln!(
+            "{what}: the control meter's p99 is over {NOISY_FLOOR_MS} ms: a failure below may be \
+             the machine's (under CI=true this run would be rerun once, then fail as too noisy)"
+        );
+        return first;
+    }
+    eprintln!("{what}: the machine was noisy (over {NOISY_FLOOR_MS} ms); running once more");
+    let (second, again) = measure();
+    eprintln!(
+        "{what}: control meter p99 {} on the rerun",
+        show_floor(again)
+    );
+    assert!(
+        !noisy(again),
+        "{what}: the machine was too noisy to judge this run: the control meter's p99 was {} \
+         and then {} on a rerun, over {NOISY_FLOOR_MS} ms; run it again on a quieter machine",
+        show_floor(floor),
+        show_floor(again)
+    );
+    second
 }
