@@ -131,7 +131,10 @@ fn run_prints_and_stores_intervals_conformance_and_steady_state() {
     }
     // ~1,600 answers: p99.99 has well under ten samples beyond it, p99 has more.
     assert!(response.thin_at(99.99).is_some() && response.thin_at(99.0).is_none());
-    assert!(text.contains("p99.99: 0 samples above") && text.contains("not meaningful; run ≥ 100k requests"));
+    assert!(
+        text.contains("p99.99: 0 samples above")
+            && text.contains("not meaningful; run ≥ 100k requests")
+    );
     let c = r
         .statistics
         .conformance
