@@ -948,7 +948,7 @@ fn associativity_merge_of_merges_is_byte_identical() {
     let o = merge(&[f[0].clone(), odd], &out("refused"), &[]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("duration_ns"), "{err}");
+    assert!(err.contains("--duration"), "{err}");
 }
 
 // --- a stall seen by all --------------------------------------------------------------------
