@@ -335,11 +335,15 @@ fn every_nth() -> Case {
 /// The fixed ceilings (ms) of each case: the largest difference or lateness observed on a
 /// quiet machine, with a margin (docs/validation.md lists both). The body's is one for all:
 /// under 0.5 ms was observed everywhere, and a server 1 ms late on every request must fail.
+/// The generator's dispatch lag when a stall releases a thousand held answers at once: it reads
+/// them in one go, and the requests due meanwhile wait for it (about 5 µs an answer in the debug
+/// build). Observed 0.28–5.54 ms; a fixed 12 ms, the rule's old 2 ms + 10 µs per held request.
+const BURST_DISPATCH_MS: f64 = 12.0;
 const HICCUP: Ceilings = Ceilings {
     body_ms: 0.8,
     tail_ms: 60.0,
     server_late_ms: 60.0,
-    dispatch_ms: 4.0,
+    dispatch_ms: BURST_DISPATCH_MS,
 };
 const STAGED_HICCUP: Ceilings = HICCUP;
 const GC_PAUSES: Ceilings = Ceilings {
@@ -368,7 +372,7 @@ const OPEN_HICCUP_1MS: Ceilings = Ceilings {
     body_ms: 0.8,
     tail_ms: 75.0,
     server_late_ms: 90.0,
-    dispatch_ms: 4.0,
+    dispatch_ms: BURST_DISPATCH_MS,
 };
 
 #[test]
