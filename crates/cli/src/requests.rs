@@ -64,15 +64,7 @@ impl Requests {
             TargetsOrder::RoundRobin => Order::RoundRobin,
             TargetsOrder::Random => Order::Random { seed },
         };
-        let requests = list
-            .iter()
-            .map(|t| HttpRequest {
-                url: t.url.clone(),
-                method: t.method.clone(),
-                headers: t.headers.clone(),
-                body: t.body.clone(),
-            })
-            .collect();
+        let requests = list.iter().map(HttpRequest::from).collect();
         let count = list.len() as u32;
         // Targets::new names the line of a target that breaks a rule across targets (a second
         // origin), but not the file: it is this one.

@@ -69,6 +69,19 @@ pub struct HttpRequest {
     pub body: Vec<u8>,
 }
 
+/// A line of a targets file is a request to send, as it stands (its label and weight are the
+/// schedule's business, not the request's).
+impl From<&sojourn_core::targets::Target> for HttpRequest {
+    fn from(t: &sojourn_core::targets::Target) -> HttpRequest {
+        HttpRequest {
+            url: t.url.clone(),
+            method: t.method.clone(),
+            headers: t.headers.clone(),
+            body: t.body.clone(),
+        }
+    }
+}
+
 /// Why a target cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum TargetError {

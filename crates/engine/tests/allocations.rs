@@ -463,16 +463,7 @@ fn a_targets_file_allocates_nothing_per_request() {
     );
     let targets = Arc::new(Targets::load(&file.0, Order::Random { seed: 7 }).unwrap());
     assert_eq!(targets.labels().len(), 3, "{:?}", targets.labels());
-    let requests: Vec<HttpRequest> = targets
-        .targets()
-        .iter()
-        .map(|t| HttpRequest {
-            url: t.url.clone(),
-            method: t.method.clone(),
-            headers: t.headers.clone(),
-            body: t.body.clone(),
-        })
-        .collect();
+    let requests: Vec<HttpRequest> = targets.targets().iter().map(HttpRequest::from).collect();
     let t = block_on(HttpTransport::many(&requests, &Trust::PublicRoots)).unwrap();
     let plan = |n| Plan {
         targets: Some(targets.clone()),
