@@ -97,6 +97,42 @@ pub(crate) mod tests {
     use super::*;
     use sojourn_core::{Arrival, Rate};
 
+    /// 4.4 s into a stall: one answer in the last interval, 391 in flight, two failures.
+    pub(crate) fn stalled_view() -> View {
+        let mut counters = sojourn_engine::ProgressSnapshot {
+            sent: 10_391,
+            answered: 10_000,
+            failed: 2,
+            in_flight: 391,
+            oldest_in_flight: Some(Duration::from_millis(4_400)),
+            ..Default::default()
+        };
+        counters
+            .failures
+            .add_n(sojourn_core::outcome::FailureClass::Timeout, 1);
+        counters
+            .failures
+            .add_n(sojourn_core::outcome::FailureClass::Io, 1);
+        View {
+            mode: "open",
+            elapsed: Duration::from_millis(14_400),
+            planned: Some(Duration::from_secs(60)),
+            target_rate: Some(1000.0),
+            counters,
+            last: Some(sojourn_engine::IntervalSnapshot {
+                index: 13,
+                width: Duration::from_secs(1),
+                answers: 1,
+                response_p50: Duration::from_micros(10_200),
+                response_p90: Duration::from_micros(10_200),
+                response_p99: Duration::from_micros(10_200),
+                response_p999: Duration::from_micros(10_200),
+                send_lag_p99: Duration::from_micros(52),
+                sent_answers: 1,
+            }),
+        }
+    }
+
     /// A plan of `load` with one connection and the engine's quiet defaults (no hiccup meter,
     /// no spinning), for tests here and in `metrics`.
     pub(crate) fn plan(load: Load) -> Plan {

@@ -387,41 +387,9 @@ mod tests {
         }
     }
 
-    /// 4.4 s into a stall: one answer in the last interval, 391 in flight, two failures.
-    fn stalled_view() -> View {
-        let mut counters = sojourn_engine::ProgressSnapshot {
-            sent: 10_391,
-            answered: 10_000,
-            failed: 2,
-            in_flight: 391,
-            oldest_in_flight: Some(Duration::from_millis(4_400)),
-            ..Default::default()
-        };
-        counters.failures.add_n(FailureClass::Timeout, 1);
-        counters.failures.add_n(FailureClass::Io, 1);
-        View {
-            mode: "open",
-            elapsed: Duration::from_millis(14_400),
-            planned: Some(Duration::from_secs(60)),
-            target_rate: Some(1000.0),
-            counters,
-            last: Some(sojourn_engine::IntervalSnapshot {
-                index: 13,
-                width: Duration::from_secs(1),
-                answers: 1,
-                response_p50: Duration::from_micros(10_200),
-                response_p90: Duration::from_micros(10_200),
-                response_p99: Duration::from_micros(10_200),
-                response_p999: Duration::from_micros(10_200),
-                send_lag_p99: Duration::from_micros(52),
-                sent_answers: 1,
-            }),
-        }
-    }
-
     #[test]
     fn the_oldest_in_flight_is_a_gauge_in_seconds() {
-        let v = stalled_view();
+        let v = crate::live::tests::stalled_view();
         let text = render(&v);
         assert!(
             text.contains("# TYPE sojourn_oldest_in_flight_seconds gauge\n")
@@ -444,7 +412,7 @@ mod tests {
     /// then the failure classes as the result lists them; percentiles from p50 up.
     #[test]
     fn labels_come_in_the_same_order_on_every_scrape() {
-        let v = stalled_view();
+        let v = crate::live::tests::stalled_view();
         let first = render(&v);
         for _ in 0..20 {
             assert_eq!(render(&v), first);

@@ -240,49 +240,15 @@ fn sparkline(f: &mut Frame, area: Rect, p99s: &[u64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sojourn_engine::ProgressSnapshot;
-    use std::time::Duration;
-
-    fn ms(v: u64) -> Duration {
-        Duration::from_millis(v)
-    }
-
-    /// 4.4 s into a stall at 1,000 req/s: one answer in the last second, 391 in flight.
-    fn stall() -> View {
-        View {
-            mode: "open",
-            elapsed: ms(14_400),
-            planned: Some(ms(60_000)),
-            target_rate: Some(1000.0),
-            counters: ProgressSnapshot {
-                sent: 10_391,
-                answered: 10_000,
-                in_flight: 391,
-                oldest_in_flight: Some(ms(4_400)),
-                ..ProgressSnapshot::default()
-            },
-            last: Some(IntervalSnapshot {
-                index: 13,
-                width: ms(1_000),
-                answers: 1,
-                response_p50: Duration::from_micros(10_200),
-                response_p90: Duration::from_micros(10_200),
-                response_p99: Duration::from_micros(10_200),
-                response_p999: Duration::from_micros(10_200),
-                send_lag_p99: Duration::from_micros(52),
-                sent_answers: 1,
-            }),
-        }
-    }
 
     #[test]
     fn a_stall_shows_its_age_and_how_few_answers_the_figures_rest_on() {
         assert_eq!(
-            figures(&stall()),
+            figures(&crate::live::tests::stalled_view()),
             [
                 "rate target 1000/s  achieved 1/s (n=1)  in flight 391",
                 "oldest in flight: 4.400 s",
-                "sent 10391  answered 10000  errors 0",
+                "sent 10391  answered 10000  errors 2 (timeout 1, io 1)",
                 "last 1.000 s: p50 10.20 ms (n=1)  p99 10.20 ms (n=1)  send lag p99 52.0 µs (n=1)",
             ]
         );
@@ -290,7 +256,7 @@ mod tests {
 
     #[test]
     fn nothing_in_flight_nothing_finished_and_nothing_sent_each_say_so() {
-        let mut v = stall();
+        let mut v = crate::live::tests::stalled_view();
         v.counters.oldest_in_flight = None;
         assert_eq!(figures(&v)[1], "oldest in flight: none");
         let last = v.last.as_mut().unwrap();
@@ -311,7 +277,7 @@ mod tests {
     /// The whole panel fits a 100-column terminal: no figure is cut off.
     #[test]
     fn every_line_fits_the_panel_in_a_hundred_columns() {
-        for line in figures(&stall()) {
+        for line in figures(&crate::live::tests::stalled_view()) {
             assert!(line.chars().count() <= 98, "{line}");
         }
     }
