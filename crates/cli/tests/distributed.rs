@@ -35,6 +35,7 @@ use common::tolerance::*;
 use common::{assert_nothing_lost, listening_addr, read_result, serial, temp_dir};
 use sojourn_core::placement::ShardState;
 use sojourn_core::{Arrival, End, Rate, RunResult, Schedule, Shard};
+use sojourn_testkit::control::on_a_quiet_machine;
 
 /// The repository's root.
 fn repo() -> PathBuf {

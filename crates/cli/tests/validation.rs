@@ -33,6 +33,7 @@ use sojourn_core::RunResult;
 use sojourn_scenario::truth::read_csv;
 
 use common::tolerance::*;
+use sojourn_testkit::control::{on_a_quiet_machine, quiet_enough, NOISY_FLOOR_MS};
 
 /// The binary under test: this build's, or `SOJOURN_BIN`.
 fn bin() -> String {

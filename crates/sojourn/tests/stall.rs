@@ -2,12 +2,19 @@
 //! driven open-loop and closed-loop through the library. The open loop's percentiles must be
 //! the simulator's for the same schedule (`sojourn sim`, the hiccup scenario with the same
 //! stall), the closed loop must hide the stall, and every scheduled call must be accounted for.
+//!
+//! The open runs are judged against fixed ceilings beside a control hiccup meter (this test
+//! binary started again as an idle process): under CI a run on a machine too noisy to judge is
+//! rerun once, never given a wider allowance.
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use sojourn::{ClosedLoop, OpenLoop, RunResult};
 use sojourn_core::{Arrival, End, Rate, Schedule};
 use sojourn_scenario::{Override, Scenario};
+use sojourn_testkit::control::{beside_control_meter, on_a_quiet_machine};
+
+sojourn_testkit::control_meter_hook!();
 
 const RATE: f64 = 1000.0;
 const LENGTH: Duration = Duration::from_secs(3);
@@ -88,15 +95,22 @@ fn assert_accounted(r: &RunResult) {
     );
 }
 
-/// Open loop against the model, percentile by percentile, within the validation tolerance
-/// (2 ms + 3% of the model's value: the function's own microseconds and the timer's).
+/// |real − model| at p50 and p90, where the model answers in 1 µs: the library's dispatch and
+/// the timer's wake-up (0.04–0.14 ms seen on a quiet two-core machine), so calls 1 ms late
+/// throughout are outside.
+const BODY_MS: f64 = 1.0;
+/// |real − model| at p99 and p99.9, inside the stall's wedge: the release of the held calls and
+/// the drain of the backlog (1.0–2.1 ms seen on a quiet two-core machine).
+const TAIL_MS: f64 = 6.0;
+
+/// Open loop against the model, percentile by percentile, within fixed ceilings.
 fn assert_matches_model(what: &str, open: &RunResult, model: &RunResult) {
     assert_accounted(open);
     assert_eq!(open.counts.scheduled, model.counts.scheduled, "{what}");
     assert_eq!(open.counts.completed, open.counts.scheduled, "{what}");
     for p in [50.0, 90.0, 99.0, 99.9] {
         let (real, exact) = (ms(open, p), ms(model, p));
-        let allowed = 2.0 + 0.03 * exact;
+        let allowed = if p <= 90.0 { BODY_MS } else { TAIL_MS };
         eprintln!("| {what} | p{p} | {real:.2} | {exact:.2} | ±{allowed:.2} |");
         assert!(
             (real - exact).abs() <= allowed,
@@ -120,14 +134,18 @@ fn assert_hides(what: &str, closed: &RunResult, open: &RunResult) {
 #[test]
 fn an_async_stall_is_the_models_open_and_hidden_closed() {
     let _serial = serial();
-    let stall = Stall::default();
-    let open = OpenLoop::at(RATE)
-        .for_duration(LENGTH)
-        .run(move || {
-            let s = stall.clone();
-            async move { s.call().await }
+    let open = on_a_quiet_machine("async open", || {
+        beside_control_meter(&control_command(), || {
+            let stall = Stall::default();
+            OpenLoop::at(RATE)
+                .for_duration(LENGTH)
+                .run(move || {
+                    let s = stall.clone();
+                    async move { s.call().await }
+                })
+                .unwrap()
         })
-        .unwrap();
+    });
     assert_matches_model("async open", &open, &model(1024));
     let stall = Stall::default();
     let closed = ClosedLoop::with(1)
@@ -144,11 +162,15 @@ fn an_async_stall_is_the_models_open_and_hidden_closed() {
 #[test]
 fn a_blocking_stall_is_the_models_open_and_hidden_closed() {
     let _serial = serial();
-    let stall = Stall::default();
-    let open = OpenLoop::at(RATE)
-        .for_duration(LENGTH)
-        .run_blocking(THREADS, move || stall.call_blocking())
-        .unwrap();
+    let open = on_a_quiet_machine("blocking open", || {
+        beside_control_meter(&control_command(), || {
+            let stall = Stall::default();
+            OpenLoop::at(RATE)
+                .for_duration(LENGTH)
+                .run_blocking(THREADS, move || stall.call_blocking())
+                .unwrap()
+        })
+    });
     assert_matches_model("blocking open", &open, &model(THREADS));
     // All four threads were stuck, so calls waited for one: the pool, in front of the code.
     assert!(open.counts.waited_for_connection > 150, "{:?}", open.counts);

@@ -90,3 +90,74 @@ macro_rules! control_meter_hook {
         }
     };
 }
+
+/// Above this control-meter p99 the machine is too noisy to judge a run against the ceilings.
+pub const NOISY_FLOOR_MS: f64 = 1.0;
+
+/// A floor for the terminal: the value, or that the run reported none.
+pub fn show_floor(floor: Option<f64>) -> String {
+    floor.map_or("unknown (no control meter)".into(), |f| {
+        format!("{f:.3} ms")
+    })
+}
+
+/// Runs `measure` (which returns what it measured and the control meter's p99 in ms, if the
+/// run reported it). Under CI (CI=true), a run whose floor exceeds [`NOISY_FLOOR_MS`] is rerun
+/// once, and a second noisy run fails the test saying the machine was too noisy: its lateness
+/// cannot be told from the machine's, and the ceilings are never widened to absorb it.
+/// Elsewhere the run is judged as it is, with a line saying that the floor was high.
+pub fn on_a_quiet_machine<T>(what: &str, measure: impl FnMut() -> (T, Option<f64>)) -> T {
+    let ci = std::env::var("CI").as_deref() == Ok("true");
+    quiet_enough(ci, what, measure)
+}
+
+/// [`on_a_quiet_machine`], with whether this is CI given.
+pub fn quiet_enough<T>(ci: bool, what: &str, mut measure: impl FnMut() -> (T, Option<f64>)) -> T {
+    let noisy = |f: Option<f64>| f.is_some_and(|f| f > NOISY_FLOOR_MS);
+    let (first, floor) = measure();
+    eprintln!("{what}: control meter p99 {}", show_floor(floor));
+    if !noisy(floor) {
+        return first;
+    }
+    if !ci {
+        eprintln!(
+            "{what}: the control meter's p99 is over {NOISY_FLOOR_MS} ms: a failure below may be \
+             the machine's (under CI=true this run would be rerun once, then fail as too noisy)"
+        );
+        return first;
+    }
+    eprintln!("{what}: the machine was noisy (over {NOISY_FLOOR_MS} ms); running once more");
+    let (second, again) = measure();
+    eprintln!(
+        "{what}: control meter p99 {} on the rerun",
+        show_floor(again)
+    );
+    assert!(
+        !noisy(again),
+        "{what}: the machine was too noisy to judge this run: the control meter's p99 was {} \
+         and then {} on a rerun, over {NOISY_FLOOR_MS} ms; run it again on a quieter machine",
+        show_floor(floor),
+        show_floor(again)
+    );
+    second
+}
+
+/// Runs `measure` beside the control meter `command` and returns what it measured with the
+/// meter's p99 in ms (`None`, said on stderr, if the meter gave no figures): the pair
+/// [`on_a_quiet_machine`] judges, for tests that drive the engine in-process, where no run
+/// starts a control meter of its own.
+pub fn beside_control_meter<T>(
+    command: &ControlCommand,
+    measure: impl FnOnce() -> T,
+) -> (T, Option<f64>) {
+    let meter = ControlMeter::start(command).expect("starting the control meter");
+    let measured = measure();
+    let floor = match meter.stop() {
+        Ok(report) => Some(report.oversleeps.histogram.value_at_quantile(0.99) as f64 / 1e6),
+        Err(e) => {
+            eprintln!("the control meter gave no figures: {e}");
+            None
+        }
+    };
+    (measured, floor)
+}

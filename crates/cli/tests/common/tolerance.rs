@@ -4,7 +4,7 @@
 //!
 //! Nothing in a ceiling is computed from the run it judges: an allowance that grew with the
 //! server's lateness or the machine's hiccups would let the very regression it should catch buy
-//! its own excuse. A machine too noisy to judge is a separate verdict ([`on_a_quiet_machine`]),
+//! its own excuse. A machine too noisy to judge is a separate verdict (`on_a_quiet_machine`),
 //! never a wider allowance.
 use std::path::Path;
 
@@ -80,9 +80,6 @@ pub fn lateness(what: &str, server_late: f64, dispatch: f64, ceilings: &Ceilings
     over
 }
 
-/// Above this control-meter p99 the machine is too noisy to judge a run against the ceilings.
-pub const NOISY_FLOOR_MS: f64 = 1.0;
-
 /// The control hiccup meter's p99 (ms) from a result file: how late the machine woke an idle
 /// process during the run. `None` when the run did not report one: the floor is then unknown,
 /// which neither triggers a rerun nor excuses anything. The run's in-process meter is never
@@ -92,52 +89,4 @@ pub fn control_floor_ms(json: &Path) -> Option<f64> {
     let doc: serde_json::Value = serde_json::from_str(&text).ok()?;
     let p99 = doc["histograms"]["control_hiccup"]["percentiles"]["99"].as_u64()?;
     Some(p99 as f64 / 1e6)
-}
-
-/// A floor for the terminal: the value, or that the run reported none.
-pub fn show_floor(floor: Option<f64>) -> String {
-    floor.map_or("unknown (no control meter)".into(), |f| {
-        format!("{f:.3} ms")
-    })
-}
-
-/// Runs `measure` (which returns what it measured and the control meter's p99 in ms, if the
-/// run reported it). Under CI (CI=true), a run whose floor exceeds [`NOISY_FLOOR_MS`] is rerun
-/// once, and a second noisy run fails the test saying the machine was too noisy: its lateness
-/// cannot be told from the machine's, and the ceilings are never widened to absorb it.
-/// Elsewhere the run is judged as it is, with a line saying that the floor was high.
-pub fn on_a_quiet_machine<T>(what: &str, measure: impl FnMut() -> (T, Option<f64>)) -> T {
-    let ci = std::env::var("CI").as_deref() == Ok("true");
-    quiet_enough(ci, what, measure)
-}
-
-/// [`on_a_quiet_machine`], with whether this is CI given.
-pub fn quiet_enough<T>(ci: bool, what: &str, mut measure: impl FnMut() -> (T, Option<f64>)) -> T {
-    let noisy = |f: Option<f64>| f.is_some_and(|f| f > NOISY_FLOOR_MS);
-    let (first, floor) = measure();
-    eprintln!("{what}: control meter p99 {}", show_floor(floor));
-    if !noisy(floor) {
-        return first;
-    }
-    if !ci {
-        eprintln!(
-            "{what}: the control meter's p99 is over {NOISY_FLOOR_MS} ms: a failure below may be \
-             the machine's (under CI=true this run would be rerun once, then fail as too noisy)"
-        );
-        return first;
-    }
-    eprintln!("{what}: the machine was noisy (over {NOISY_FLOOR_MS} ms); running once more");
-    let (second, again) = measure();
-    eprintln!(
-        "{what}: control meter p99 {} on the rerun",
-        show_floor(again)
-    );
-    assert!(
-        !noisy(again),
-        "{what}: the machine was too noisy to judge this run: the control meter's p99 was {} \
-         and then {} on a rerun, over {NOISY_FLOOR_MS} ms; run it again on a quieter machine",
-        show_floor(floor),
-        show_floor(again)
-    );
-    second
 }
