@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::args;
-use crate::run::RunArgs;
+use sojourn::execute::Job;
+use sojourn::parse as args;
 use sojourn_report::compare::Column;
 
 #[derive(clap::Args, Debug)]
@@ -83,9 +83,9 @@ fn loop_rate(a: &CompareArgs) -> f64 {
     }
 }
 
-fn run_args(a: &CompareArgs, closed: bool) -> RunArgs {
+fn run_args(a: &CompareArgs, closed: bool) -> sojourn::RunSettings {
     let paced = closed && a.closed_mode == ClosedMode::Paced;
-    RunArgs {
+    sojourn::RunSettings {
         rate: (!closed || paced).then_some(loop_rate(a)),
         duration: Some(a.duration),
         connections: closed.then_some(a.connections),
@@ -107,16 +107,16 @@ fn run_args(a: &CompareArgs, closed: bool) -> RunArgs {
         } else {
             "open loop".into()
         }),
-        ..RunArgs::for_target(&a.url)
+        ..sojourn::RunSettings::for_target(&a.url)
     }
 }
 
 pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
-    let closed = crate::run::validate(run_args(&a, true))?;
-    let open = crate::run::validate(run_args(&a, false))?;
+    let closed = sojourn::validate(run_args(&a, true))?;
+    let open = sojourn::validate(run_args(&a, false))?;
     if let Some(dir) = &a.json_dir {
         std::fs::create_dir_all(dir)
-            .map_err(|e| crate::bad_input!("--json-dir: cannot create {}: {e}", dir.display()))?;
+            .map_err(|e| sojourn::bad_input!("--json-dir: cannot create {}: {e}", dir.display()))?;
     }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -134,21 +134,25 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
         loop_rate(&a),
         humantime::format_duration(a.duration)
     );
-    let transports = (
-        rt.block_on(crate::run::connectable(&closed))?,
-        rt.block_on(crate::run::connectable(&open))?,
-    );
-    let [c, o] = crate::run::execute_both(
-        &rt,
-        [
-            (&closed.plan, transports.0, &closed.label),
-            (&open.plan, transports.1, &open.label),
-        ],
-        &open.requests.shown(),
-    )?;
+    let url = open.requests.shown();
+    let plans = (closed.plan(), open.plan());
+    let job = |plan, transport, label| Job {
+        plan,
+        transport,
+        progress: sojourn::execute::progress(plan, false),
+        label,
+        url: &url,
+        warmup: None,
+    };
+    let jobs = [
+        job(&plans.0, rt.block_on(closed.connectable())?, &closed.label),
+        job(&plans.1, rt.block_on(open.connectable())?, &open.label),
+    ];
+    let sinks = &mut crate::panel::TerminalSinks::default();
+    let [c, o] = sojourn::execute::run_together(&rt, jobs, sinks)?;
     for (v, r) in [(&closed, &c), (&open, &o)] {
         if let Some(path) = &v.json {
-            crate::run::write_json(path, r)?;
+            sojourn::outputs::write_json(path, r)?;
         }
     }
     let mut columns = crate::side_by_side::closed_columns(&c);

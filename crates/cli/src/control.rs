@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use sojourn_engine::ControlCommand;
 
-use crate::args;
+use sojourn::parse as args;
 
 /// The hidden subcommand's name: not for people, only for the run that starts it.
 pub const SUBCOMMAND: &str = "__hiccup-control";

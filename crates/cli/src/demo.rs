@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use std::convert::Infallible;
 
+use sojourn::RunSpec;
 use sojourn_core::{Arrival, End, Rate, RequestSample, RunResult, Schedule};
 use sojourn_engine::{HttpRequest, HttpTransport, Load, Plan, Trust};
 use sojourn_report::html::MAX_DOTS;
@@ -15,10 +16,10 @@ use sojourn_report::samples::{downsample, Sample};
 use sojourn_scenario::truth::TruthRecord;
 use sojourn_scenario::{Scenario, WindowKind};
 
-use crate::args;
-use crate::bad_input;
 use crate::compare::ClosedMode;
-use crate::embedded::EmbeddedServer;
+use sojourn::bad_input;
+use sojourn::embedded::EmbeddedServer;
+use sojourn::parse as args;
 use sojourn_report::compare::Column;
 use sojourn_report::finding::UNDERSTATES;
 
@@ -149,34 +150,24 @@ pub fn measure(
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let timeout = Duration::from_secs(10);
     let schedule = Schedule::new(Arrival::Constant, rate, End::After(duration))
         .map_err(|e| bad_input!("--duration: {e}"))?;
-    // One engine thread: the embedded server has the other core.
-    let closed_plan = Plan {
-        load: match closed_mode {
-            ClosedMode::Paced => Load::Paced(schedule.clone()),
-            ClosedMode::Unpaced => Load::Closed(End::After(duration)),
-        },
+    let closed_load = match closed_mode {
+        ClosedMode::Paced => Load::Paced(schedule.clone()),
+        ClosedMode::Unpaced => Load::Closed(End::After(duration)),
+    };
+    // One engine thread (the spec's default): the embedded server has the other core.
+    let closed_plan = RunSpec {
         connections,
-        threads: 1,
-        timeout,
-        interval: Duration::from_secs(1),
-        spin: sojourn_engine::DEFAULT_MAX_SPIN,
-        slack: sojourn_engine::Slack::Auto,
-        hiccup: Some(sojourn_engine::HICCUP_TICK),
-        control: crate::control::command(),
-        samples: None,
-        shard: sojourn_core::Shard::WHOLE,
-        start_at: None,
-        targets: None,
-        streams: None,
-    };
-    let open_plan = Plan {
-        load: Load::Open(schedule),
+        ..RunSpec::of(closed_load)
+    }
+    .plan();
+    // Room for every request of a stall at the demo's rates in flight at once.
+    let open_plan = RunSpec {
         connections: 4096,
-        ..closed_plan.clone()
-    };
+        ..RunSpec::of(Load::Open(schedule))
+    }
+    .plan();
     let label = match closed_mode {
         ClosedMode::Paced => "paced",
         ClosedMode::Unpaced => "closed",
@@ -230,11 +221,17 @@ pub fn against_fresh_server(
             MAX_DOTS,
         )
     });
-    let plan = Plan {
-        samples: Some(tx),
-        ..plan.clone()
+    let mut plan = plan.clone();
+    plan.samples = Some(tx);
+    let job = sojourn::execute::Job {
+        plan: &plan,
+        transport: transport.into(),
+        progress: sojourn::execute::progress(&plan, false),
+        label,
+        url: &url,
+        warmup: None,
     };
-    let result = crate::run::execute(rt, &plan, transport, label, &url, None);
+    let result = sojourn::execute::run(rt, job, &mut crate::panel::TerminalSinks::default());
     drop(plan);
     let dots = dots
         .join()
@@ -365,7 +362,7 @@ fn write_outputs(a: &DemoArgs, o: &DemoOutcome) -> anyhow::Result<()> {
             ("open", &o.open),
             ("model", &o.model),
         ] {
-            crate::run::write_json(&dir.join(format!("{name}.json")), r)?;
+            sojourn::outputs::write_json(&dir.join(format!("{name}.json")), r)?;
         }
     }
     let title = "sojourn demo: closed vs open loop".to_string();

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use sojourn_core::diff::{diff, Diff, DiffOptions, Method};
 use sojourn_core::format_ns;
 
-use crate::args;
-use crate::bad_input;
+use sojourn::bad_input;
+use sojourn::parse as args;
 
 #[derive(clap::Args, Debug)]
 pub struct DiffArgs {

@@ -14,7 +14,6 @@
 //! When both 4 and 5 apply, 5 wins: objectives judged on part of a plan say little about it.
 //! When 6 applies, it wins over 3 and 4 for the same reason: the checks and objectives were
 //! judged on a run cut short, not on the run that was asked for.
-use std::fmt;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -27,31 +26,12 @@ pub const PARTIAL: u8 = 5;
 /// `run` was stopped by Ctrl-C or SIGTERM before its end: its outputs hold what it gathered.
 pub const INTERRUPTED: u8 = 6;
 
-/// An error in what the user asked for. Its message names the flag, what was given and what is
-/// accepted; the process exits 2.
-#[derive(Debug)]
-pub struct BadInput(pub String);
-
-impl fmt::Display for BadInput {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for BadInput {}
-
-/// Shorthand for returning a [`BadInput`] error.
-#[macro_export]
-macro_rules! bad_input {
-    ($($arg:tt)*) => { anyhow::Error::new($crate::exit::BadInput(format!($($arg)*))) };
-}
-
 pub fn report(result: anyhow::Result<ExitCode>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            let code = if e.chain().any(|c| c.is::<BadInput>()) {
+            let code = if sojourn::is_bad_input(&e) {
                 BAD_INPUT
             } else {
                 1

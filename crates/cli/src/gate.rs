@@ -1,15 +1,5 @@
-//! `--slo` and `--junit` on `run` and `report`: judge results against objectives, print the
-//! verdict table, write JUnit XML, and fail the gate (exit 4) on a breach or an objective the
-//! sample cannot judge.
-use std::path::{Path, PathBuf};
-
-use anyhow::Context as _;
-use sojourn_core::gate::{evaluate, passes, resolve_stage, Judgement, Objective};
-use sojourn_core::result::StageConfig;
-use sojourn_core::RunResult;
-use sojourn_report::gate::{junit, table, Gated};
-
-use crate::bad_input;
+//! `--slo` and `--junit`, as typed on `run`, `report` and `merge`; judged by `sojourn::gate`.
+use std::path::PathBuf;
 
 /// The flags, as typed.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -25,92 +15,14 @@ pub struct GateArgs {
     /// breached or unjudged one.
     #[arg(long, value_name = "FILE", requires = "slo")]
     pub junit: Option<PathBuf>,
-    /// The `--plan` file the objectives came from (its `slo` key), when they did not come
-    /// from the command line: a message about one names the file and the key.
-    #[arg(skip)]
-    pub from_plan: Option<PathBuf>,
 }
 
-/// The objectives parsed (before any run, so a typo costs nothing) and where to write JUnit.
-#[derive(Debug, Clone, Default)]
-pub struct Gate {
-    pub objectives: Vec<Objective>,
-    pub junit: Option<PathBuf>,
-    /// Where the objectives were given, as a message names it: `--slo`, or `--plan: FILE: slo`.
-    origin: String,
-}
-
-impl Gate {
-    pub fn parse(args: GateArgs) -> anyhow::Result<Gate> {
-        let origin = match &args.from_plan {
-            Some(path) => format!("--plan: {}: slo", path.display()),
-            None => "--slo".to_string(),
-        };
-        let objectives = args
-            .slo
-            .iter()
-            .map(|text| {
-                text.parse::<Objective>()
-                    .map_err(|e| bad_input!("{origin}: {e}"))
-            })
-            .collect::<anyhow::Result<_>>()?;
-        Ok(Gate {
-            objectives,
-            junit: args.junit,
-            origin,
-        })
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.objectives.is_empty()
-    }
-
-    /// The verdicts on one result. A stage the result does not have is bad input.
-    pub fn judge(&self, result: &RunResult) -> anyhow::Result<Vec<Judgement>> {
-        evaluate(result, &self.objectives).map_err(|e| bad_input!("{}: {e}", self.origin))
-    }
-
-    /// Prints each result's verdict table, writes `--junit`, and says whether every objective
-    /// of every result was met.
-    pub fn report(&self, runs: &[Gated]) -> anyhow::Result<bool> {
-        for run in runs {
-            println!("\nobjectives for {}:", run.label);
-            print!("{}", table(run.judgements));
+impl From<GateArgs> for sojourn::gate::GateSettings {
+    fn from(a: GateArgs) -> Self {
+        sojourn::gate::GateSettings {
+            slo: a.slo,
+            junit: a.junit,
+            from_plan: None,
         }
-        if let Some(path) = &self.junit {
-            write_junit(path, runs)?;
-        }
-        Ok(runs.iter().all(|r| passes(r.judgements)))
     }
-
-    /// Every objective's stage exists among `stages` (the plan's): checked before a run, so a
-    /// typo costs nothing.
-    pub fn check_stages(&self, stages: Option<&[StageConfig]>) -> anyhow::Result<()> {
-        for o in &self.objectives {
-            if let Some(stage) = &o.stage {
-                resolve_stage(o, stage, stages).map_err(|e| bad_input!("{}: {e}", self.origin))?;
-            }
-        }
-        Ok(())
-    }
-
-    /// [`Gate::judge`] and [`Gate::report`] for one result; `true` without objectives.
-    pub fn check(&self, result: &RunResult) -> anyhow::Result<bool> {
-        if self.is_empty() {
-            return Ok(true);
-        }
-        let judgements = self.judge(result)?;
-        self.report(&[Gated {
-            label: &result.label,
-            judgements: &judgements,
-        }])
-    }
-}
-
-fn write_junit(path: &Path, runs: &[Gated]) -> anyhow::Result<()> {
-    let xml = junit(runs).context("--junit: serializing the verdicts")?;
-    std::fs::write(path, xml)
-        .map_err(|e| bad_input!("--junit: cannot write {}: {e}", path.display()))?;
-    println!("junit: {}", path.display());
-    Ok(())
 }

@@ -5,9 +5,9 @@ use std::process::ExitCode;
 use sojourn_core::merge::{merge, Input, MergeError};
 use sojourn_core::RunResult;
 
-use crate::bad_input;
 use crate::exit::{GATE_FAILED, PARTIAL};
-use crate::run::Outputs;
+use sojourn::bad_input;
+use sojourn::spec::Outputs;
 
 #[derive(clap::Args, Debug)]
 pub struct MergeArgs {
@@ -37,7 +37,7 @@ pub struct MergeArgs {
 }
 
 pub fn run(a: MergeArgs) -> anyhow::Result<ExitCode> {
-    let gate = crate::gate::Gate::parse(a.gate.clone())?;
+    let gate = sojourn::gate::Gate::parse(a.gate.clone().into())?;
     let inputs = a
         .inputs
         .iter()
@@ -53,13 +53,13 @@ pub fn run(a: MergeArgs) -> anyhow::Result<ExitCode> {
     let merged = merge(inputs, a.force).map_err(|e: MergeError| bad_input!("RESULT: {e}"))?;
     print!("{}", sojourn_report::text::summary(&merged));
     print!("{}", sojourn_report::text::shard_table(&merged));
-    crate::run::write_json(&a.output, &merged)?;
+    sojourn::outputs::write_json(&a.output, &merged)?;
     let outputs = Outputs {
         hgrm: a.hgrm.clone(),
         hlog: a.hlog.clone(),
         ..Outputs::default()
     };
-    crate::outputs::write_histograms(&outputs, &merged)?;
+    sojourn::outputs::write_histograms(&outputs, &merged)?;
     println!("merged: {}", a.output.display());
     let gate_passed = gate.check(&merged)?;
     Ok(match verdict(&merged, a.allow_partial) {

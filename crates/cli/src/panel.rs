@@ -7,6 +7,7 @@
 //! back to the one-line progress; off a terminal it draws nothing.
 use std::collections::VecDeque;
 use std::io::{IsTerminal, Stderr};
+use std::sync::Arc;
 
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -15,9 +16,11 @@ use ratatui::widgets::{Block, Paragraph, Sparkline};
 use ratatui::{Frame, Terminal, TerminalOptions, Viewport};
 use sojourn_core::{format_ns, FailureClass};
 
-use crate::live::{View, Watched};
 use crate::progress::Bar;
+use sojourn::execute::{Interruption, Sinks, Watcher};
+use sojourn::live::{View, Watched};
 use sojourn_engine::IntervalSnapshot;
+use sojourn_engine::{Plan, Progress};
 
 /// Borders, four lines of figures, and two rows of sparkline.
 const HEIGHT: u16 = 8;
@@ -237,6 +240,61 @@ fn sparkline(f: &mut Frame, area: Rect, p99s: &[u64]) {
     f.render_widget(Sparkline::default().data(shown), bars);
 }
 
+/// The terminal's live sinks: the panel (or progress line), and the metrics endpoint when
+/// `--metrics-listen` asked for one.
+#[derive(Default)]
+pub struct TerminalSinks {
+    pub metrics: Option<std::net::TcpListener>,
+}
+
+impl Sinks for TerminalSinks {
+    fn live(&self) -> bool {
+        self.metrics.is_some() || crate::run::interactive()
+    }
+
+    fn make(
+        &mut self,
+        plan: &Plan,
+        progress: &Arc<Progress>,
+    ) -> anyhow::Result<Vec<Box<dyn Watcher>>> {
+        let watched = Watched::new(plan, progress.clone());
+        let mut sinks: Vec<Box<dyn Watcher>> = Vec::new();
+        if let Some(listener) = self.metrics.take() {
+            let server = sojourn::metrics::MetricsServer::start(listener, watched.clone())?;
+            sinks.push(Box::new(server));
+        }
+        let panel = Panel::new(watched, || {
+            crate::progress::Bar::new(plan, progress.clone())
+        });
+        sinks.insert(0, Box::new(panel));
+        Ok(sinks)
+    }
+}
+
+impl Watcher for Panel {
+    fn update(&mut self) {
+        Panel::update(self);
+    }
+
+    fn interrupted(&mut self, how: Interruption) {
+        match how {
+            Interruption::CtrlC => {
+                // The panel goes first, so the terminal is itself again for the message and
+                // the summary while the last answers drain.
+                Panel::finish(self);
+                eprintln!("\ninterrupted: stopping the schedule and reporting what was gathered");
+            }
+            Interruption::Terminated => eprintln!(
+                "\nterminated (SIGTERM): stopping the schedule and reporting what was gathered"
+            ),
+        }
+    }
+
+    fn finish(&mut self) {
+        Panel::finish(self);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,7 +302,7 @@ mod tests {
     #[test]
     fn a_stall_shows_its_age_and_how_few_answers_the_figures_rest_on() {
         assert_eq!(
-            figures(&crate::live::tests::stalled_view()),
+            figures(&sojourn::live::fixtures::stalled_view()),
             [
                 "rate target 1000/s  achieved 1/s (n=1)  in flight 391",
                 "oldest in flight: 4.400 s",
@@ -256,7 +314,7 @@ mod tests {
 
     #[test]
     fn nothing_in_flight_nothing_finished_and_nothing_sent_each_say_so() {
-        let mut v = crate::live::tests::stalled_view();
+        let mut v = sojourn::live::fixtures::stalled_view();
         v.counters.oldest_in_flight = None;
         assert_eq!(figures(&v)[1], "oldest in flight: none");
         let last = v.last.as_mut().unwrap();
@@ -277,7 +335,7 @@ mod tests {
     /// The whole panel fits a 100-column terminal: no figure is cut off.
     #[test]
     fn every_line_fits_the_panel_in_a_hundred_columns() {
-        for line in figures(&crate::live::tests::stalled_view()) {
+        for line in figures(&sojourn::live::fixtures::stalled_view()) {
             assert!(line.chars().count() <= 98, "{line}");
         }
     }

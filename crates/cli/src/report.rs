@@ -25,7 +25,7 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
-    let gate = crate::gate::Gate::parse(args.gate)?;
+    let gate = sojourn::gate::Gate::parse(args.gate.into())?;
     let runs = args
         .results
         .iter()
@@ -52,7 +52,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let options = HtmlOptions { title: args.title };
     let html = render_gated(&runs, &options, &gated).context("drawing the report")?;
     std::fs::write(&args.output, html)
-        .map_err(|e| crate::bad_input!("-o {}: {e}", args.output.display()))?;
+        .map_err(|e| sojourn::bad_input!("-o {}: {e}", args.output.display()))?;
     eprintln!(
         "wrote {} ({} run{})",
         args.output.display(),
@@ -72,7 +72,7 @@ fn input_error(e: ReportError) -> anyhow::Error {
         | ReportError::NotAResult { .. }
         | ReportError::Schema { .. }
         | ReportError::NotSamples { .. }
-        | ReportError::Histogram { .. } => crate::bad_input!("{e}"),
+        | ReportError::Histogram { .. } => sojourn::bad_input!("{e}"),
         other => anyhow::Error::new(other),
     }
 }
@@ -80,7 +80,7 @@ fn input_error(e: ReportError) -> anyhow::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exit::BadInput;
+    use sojourn::BadInput;
 
     fn fixture(name: &str) -> PathBuf {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -4,16 +4,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context;
-use sojourn_core::{Arrival, End, RunResult, Shard};
-use sojourn_engine::{HttpRequest, Load, Plan, Progress, Trust};
-use tokio_util::sync::CancellationToken;
-use url::Url;
+use sojourn::execute::Job;
+use sojourn::parse::{self as args, short_duration, ArrivalKind};
+use sojourn::RunSpec;
+use sojourn_core::Arrival;
+use sojourn_engine::Load;
 
-use crate::args::{self, ArrivalKind};
-use crate::bad_input;
 use crate::exit::{CHECK_FAILED, GATE_FAILED, INTERRUPTED};
-use crate::requests::{AnyTransport, Protocol, Requests, TargetsOrder};
 
 /// The arguments as typed.
 #[derive(clap::Args, Debug)]
@@ -31,8 +28,8 @@ pub struct RunArgs {
     pub targets: Option<PathBuf>,
     /// With --targets: take them in turn (weights interleaved), or at random by weight
     /// (seeded by --seed).
-    #[arg(long, value_enum, default_value_t = crate::requests::TargetsOrder::RoundRobin)]
-    pub targets_order: crate::requests::TargetsOrder,
+    #[arg(long, value_enum, default_value_t = sojourn::transport::TargetsOrder::RoundRobin)]
+    pub targets_order: sojourn::transport::TargetsOrder,
     /// Speak HTTP/2: ALPN h2 over TLS for https://, prior-knowledge h2c for http://. Each
     /// connection carries up to --streams requests at once; a due request takes any free
     /// stream on any connection, FIFO.
@@ -190,251 +187,133 @@ pub struct RunArgs {
     /// and achieved rate, the last interval's response-time percentiles and send lag. A bare port (9464) or :9464 listens on
     /// 127.0.0.1 only; ADDRESS:PORT listens exactly there. Port 0 picks a free one. The address
     /// is printed on stderr; the endpoint stops with the run.
-    #[arg(long, value_name = "[ADDRESS:]PORT", value_parser = crate::metrics::listen_addr)]
+    #[arg(long, value_name = "[ADDRESS:]PORT", value_parser = sojourn::metrics::listen_addr)]
     pub metrics_listen: Option<std::net::SocketAddr>,
     /// --slo and --junit: gate the run on service-level objectives (exit 4 when one fails).
     #[command(flatten)]
     pub gate: crate::gate::GateArgs,
 }
 
-impl RunArgs {
-    /// `sojourn run URL` with every other flag at its default: what `compare` and `sweep`
-    /// start from before setting their own.
-    pub fn for_target(url: &str) -> RunArgs {
-        use clap::{Args, FromArgMatches};
-        let command = RunArgs::augment_args(clap::Command::new("run"));
-        let matches = command
-            .try_get_matches_from(["run", url])
-            .expect("a URL alone is a valid run");
-        RunArgs::from_arg_matches(&matches).expect("the defaults parse")
-    }
-}
-
-/// A run that has passed validation: the engine's plan plus what to send and where to write.
-pub struct Validated {
-    pub plan: Plan,
-    pub requests: Requests,
-    pub protocol: Protocol,
-    /// Connections asked for; with HTTP/2 the plan's pool holds this many times the streams.
-    pub connections: usize,
-    /// `h2`/`h2c` once connected over HTTP/2.
-    pub protocol_name: Option<String>,
-    pub trust: Trust,
-    pub json: Option<PathBuf>,
-    pub outputs: Outputs,
-    pub label: String,
-    pub strict: bool,
-    pub warmup: Option<sojourn_core::result::WarmupRequest>,
-    pub gate: crate::gate::Gate,
-}
-
-/// The HdrHistogram and per-request files asked for.
-#[derive(Debug, Clone, Default)]
-pub struct Outputs {
-    pub hgrm: Option<PathBuf>,
-    pub hlog: Option<PathBuf>,
-    pub samples: Option<PathBuf>,
-    pub sample_ratio: f64,
-}
-
-const DEFAULT_DURATION: Duration = Duration::from_secs(10);
-const DEFAULT_OPEN_CONNECTIONS: usize = 2048;
-/// HTTP/2: 16 connections of up to 128 streams (nginx's limit) hold as many requests at once
-/// as the HTTP/1.1 default pool.
-const DEFAULT_HTTP2_CONNECTIONS: usize = 16;
-const DEFAULT_CLOSED_CONNECTIONS: usize = 10;
-
-pub fn validate(mut a: RunArgs) -> anyhow::Result<Validated> {
-    if let Some(path) = a.plan.clone() {
-        crate::plan::apply(&mut a, &path)?;
-    }
-    let gate = crate::gate::Gate::parse(a.gate.clone())?;
-    partners(&a)?;
-    let requests = match &a.targets {
-        Some(path) => Requests::from_file(path, a.targets_order, a.seed)?,
-        None => Requests::one(request(&a)?),
-    };
-    let end = end(&a)?;
-    let load = if a.closed {
-        closed_load(&a, end)?
-    } else {
-        open_load(&a, end)?
-    };
-    let (connections, threads) = pool(&a, &load)?;
-    let shard = shard(&a, &|name| std::env::var(name).ok())?;
-    if !shard.is_whole() && matches!(load, Load::Closed(_)) {
-        return Err(bad_input!(
-            "--shard: a closed loop without --rate has no schedule to share out; give --rate (a paced closed loop) or run the open loop"
-        ));
-    }
-    check_start(a.start_at, &load)?;
-    let stages = match &load {
-        Load::Open(s) | Load::Paced(s) => s.stages.as_ref().map(sojourn_core::Stages::configs),
-        Load::Closed(_) => None,
-    };
-    gate.check_stages(stages.as_deref())?;
-    let default_label = match load {
-        Load::Open(_) => "open",
-        Load::Closed(_) => "closed",
-        Load::Paced(_) => "paced",
-    };
-    Ok(Validated {
-        plan: Plan {
-            load,
-            connections,
-            threads,
-            timeout: a.timeout,
-            interval: a.interval,
-            spin: a.timer_spin,
-            slack: a.timer_slack,
-            hiccup: (!a.no_hiccup_meter).then_some(sojourn_engine::HICCUP_TICK),
-            control: (!a.no_hiccup_meter).then(crate::control::command).flatten(),
-            samples: None,
-            shard,
+impl From<RunArgs> for sojourn::RunSettings {
+    fn from(a: RunArgs) -> Self {
+        sojourn::RunSettings {
+            url: a.url,
+            targets: a.targets,
+            targets_order: a.targets_order,
+            http2: a.http2,
+            streams: a.streams,
+            plan: a.plan,
+            shard: a.shard,
+            shard_from_env: a.shard_from_env,
+            shard_count: a.shard_count,
             start_at: a.start_at,
-            targets: requests.targets.clone(),
-            streams: None,
-        },
-        requests,
-        protocol: match a.http2 {
-            true => Protocol::Http2 { streams: a.streams },
-            false => Protocol::Http1,
-        },
-        connections,
-        protocol_name: None,
-        trust: trust(a.insecure, a.cacert.as_deref())?,
-        outputs: Outputs {
+            explicit: a.explicit,
+            rate: a.rate,
+            arrival: a.arrival,
+            ramp_to: a.ramp_to,
+            seed: a.seed,
+            stages: a.stages,
+            duration: a.duration,
+            requests: a.requests,
+            connections: a.connections,
+            threads: a.threads,
+            timeout: a.timeout,
+            closed: a.closed,
+            method: a.method,
+            headers: a.headers,
+            body: a.body,
+            body_file: a.body_file,
+            insecure: a.insecure,
+            cacert: a.cacert,
+            json: a.json,
+            interval: a.interval,
+            label: a.label,
+            strict: a.strict,
+            warmup: a.warmup,
             hgrm: a.hgrm,
             hlog: a.hlog,
             samples: a.samples,
             sample_ratio: a.sample_ratio,
-        },
-        json: a.json,
-        label: a.label.unwrap_or_else(|| default_label.into()),
-        strict: a.strict,
-        warmup: a.warmup,
-        gate,
-    })
-}
-
-/// Flags that only mean something beside another, checked once the plan file (which may give
-/// either) has been applied.
-fn partners(a: &RunArgs) -> anyhow::Result<()> {
-    if a.streams.is_some() && !a.http2 {
-        return Err(bad_input!(
-            "--streams: only with --http2 (HTTP/1.1 carries one request per connection)"
-        ));
-    }
-    if a.targets_order != TargetsOrder::RoundRobin && a.targets.is_none() {
-        return Err(bad_input!(
-            "--targets-order: only with --targets FILE (one URL has nothing to order)"
-        ));
-    }
-    Ok(())
-}
-
-/// `--shard K/N`, or `--shard-from-env` with the index from the environment (`var` reads it).
-fn shard(a: &RunArgs, var: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Shard> {
-    if let Some(s) = a.shard {
-        if a.shard_count.is_some() {
-            return Err(bad_input!(
-                "--shard-count: only with --shard-from-env; --shard K/N gives N already"
-            ));
+            timer_spin: a.timer_spin,
+            timer_slack: a.timer_slack,
+            no_hiccup_meter: a.no_hiccup_meter,
+            metrics_listen: a.metrics_listen,
+            gate: a.gate.into(),
         }
-        return Ok(s);
     }
-    if !a.shard_from_env {
-        if a.shard_count.is_some() {
-            return Err(bad_input!("--shard-count: only with --shard-from-env"));
-        }
-        return Ok(Shard::WHOLE);
-    }
-    shard_from_env(var, a.shard_count)
 }
 
-/// Kubernetes' Indexed Job sets JOB_COMPLETION_INDEX; Slurm sets SLURM_PROCID and SLURM_NTASKS.
-fn shard_from_env(
-    var: &dyn Fn(&str) -> Option<String>,
-    count: Option<u32>,
-) -> anyhow::Result<Shard> {
-    let number = |name: &str, text: String| {
-        text.trim()
-            .parse::<u32>()
-            .map_err(|_| bad_input!("--shard-from-env: {name} is {text:?}, not a shard number"))
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let metrics = args
+        .metrics_listen
+        .map(sojourn::metrics::bind)
+        .transpose()?;
+    let mut v = sojourn::validate(args.into())?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let transport = rt.block_on(v.connectable())?;
+    v.fit_pool(&transport);
+    if let Some(line) = announcement(&v, std::time::SystemTime::now()) {
+        eprintln!("{line}");
+    }
+    let samples = sojourn::outputs::SampleThread::start(&v.outputs)?;
+    let mut plan = v.plan();
+    plan.samples = samples.as_ref().map(|s| s.sender());
+    let result = watched_run(&rt, &plan, transport, &v, metrics).map(|r| v.describe(r));
+    drop(plan);
+    let written = samples.map(|s| s.finish()).transpose()?;
+    let result = result?;
+    print!("{}", sojourn_report::text::summary(&result));
+    if let Some(path) = &v.json {
+        sojourn::outputs::write_json(path, &result)?;
+    }
+    sojourn::outputs::write_histograms(&v.outputs, &result)?;
+    if let (Some(counts), Some(path)) = (written, &v.outputs.samples) {
+        println!(
+            "samples: {} of {} finished requests written to {}",
+            counts.written,
+            counts.seen,
+            path.display()
+        );
+    }
+    let conforms = result
+        .statistics
+        .conformance
+        .as_ref()
+        .is_none_or(|c| c.conforms);
+    let gate_passed = v.gate.check(&result)?;
+    Ok(ExitCode::from(exit_code(
+        result.interrupted,
+        v.strict && !(result.checks.passed() && conforms),
+        gate_passed,
+    )))
+}
+
+/// Runs `plan` with the terminal's panel, and the metrics endpoint when one was asked for.
+fn watched_run(
+    rt: &tokio::runtime::Runtime,
+    plan: &sojourn_engine::Plan,
+    transport: sojourn::transport::AnyTransport,
+    v: &RunSpec,
+    metrics: Option<std::net::TcpListener>,
+) -> anyhow::Result<sojourn_core::RunResult> {
+    let mut sinks = crate::panel::TerminalSinks { metrics };
+    let url = v.requests.shown();
+    let job = Job {
+        plan,
+        transport,
+        progress: sojourn::execute::progress(plan, sojourn::execute::Sinks::live(&sinks)),
+        label: &v.label,
+        url: &url,
+        warmup: v.warmup,
     };
-    let (index, slurm_count) = match (var("JOB_COMPLETION_INDEX"), var("SLURM_PROCID")) {
-        (Some(k), _) => (number("JOB_COMPLETION_INDEX", k)?, None),
-        (None, Some(k)) => (
-            number("SLURM_PROCID", k)?,
-            var("SLURM_NTASKS").map(|n| number("SLURM_NTASKS", n)).transpose()?,
-        ),
-        (None, None) => {
-            return Err(bad_input!(
-                "--shard-from-env: neither JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) nor SLURM_PROCID is set; give --shard K/N instead"
-            ))
-        }
-    };
-    let count = count.or(slurm_count).ok_or_else(|| {
-        bad_input!("--shard-count: required with --shard-from-env: the number of shards, e.g. the Job's completions")
-    })?;
-    Shard::new(index, count).map_err(|e| bad_input!("--shard-from-env: {e}"))
+    sojourn::execute::run(rt, job, &mut sinks)
 }
 
-/// The longest a process waits for `--start-at`: longer is a mistyped date.
-const MAX_START_AHEAD: Duration = Duration::from_secs(24 * 3600);
-
-/// A start too far ahead is a typo; one so far behind that the whole schedule is already past
-/// would send everything at once and measure only that.
-fn check_start(start_at: Option<std::time::SystemTime>, load: &Load) -> anyhow::Result<()> {
-    let Some(at) = start_at else { return Ok(()) };
-    let shown = humantime::format_rfc3339_millis(at);
-    match at.duration_since(std::time::SystemTime::now()) {
-        Ok(ahead) if ahead > MAX_START_AHEAD => Err(bad_input!(
-            "--start-at: {shown} is {} ahead; the most a run waits is a day",
-            short_duration(ahead)
-        )),
-        Ok(_) => Ok(()),
-        Err(behind) => {
-            let late = behind.duration();
-            let length = match load {
-                Load::Open(s) | Load::Paced(s) => sojourn_engine::run::schedule_end(s),
-                Load::Closed(_) => Duration::ZERO,
-            };
-            if late < length {
-                return Ok(());
-            }
-            Err(bad_input!(
-                "--start-at: {shown} is {} ago, past the whole schedule ({}); give a time still to come",
-                short_duration(late),
-                short_duration(length)
-            ))
-        }
-    }
-}
-
-/// A duration as a person reads it at a glance, in one unit with at most one decimal:
-/// `3.2 s`, `12.5 min`, `2.0 h`, `25 days`, `6.9 years`. Never `6years 10months 25days …`.
-pub fn short_duration(d: Duration) -> String {
-    const MINUTE: f64 = 60.0;
-    const HOUR: f64 = 60.0 * MINUTE;
-    const DAY: f64 = 24.0 * HOUR;
-    const YEAR: f64 = 365.25 * DAY;
-    let secs = d.as_secs_f64();
-    match secs {
-        s if s < MINUTE => format!("{s:.1} s"),
-        s if s < HOUR => format!("{:.1} min", s / MINUTE),
-        s if s < 2.0 * DAY => format!("{:.1} h", s / HOUR),
-        s if s < YEAR => format!("{:.0} days", s / DAY),
-        s => format!("{:.1} years", s / YEAR),
-    }
-}
-
-/// What a process says before it sends: where it stands in a sharded plan (`shard K/N of plan
-/// FINGERPRINT at R req/s (this shard: R/N req/s)`) and how long it waits for `--start-at`, or
-/// how late it is for it. `None` for an unsharded run that starts at once.
-fn announcement(v: &Validated, now: std::time::SystemTime) -> Option<String> {
-    let place = (!v.plan.shard.is_whole()).then(|| shard_line(v));
-    let start = v.plan.start_at.map(|at| start_line(at, now));
+fn announcement(v: &RunSpec, now: std::time::SystemTime) -> Option<String> {
+    let place = (!v.shard.is_whole()).then(|| shard_line(v));
+    let start = v.start_at.map(|at| start_line(at, now));
     match (place, start) {
         (None, None) => None,
         (Some(place), None) => Some(format!("{place}; starting now")),
@@ -445,11 +324,11 @@ fn announcement(v: &Validated, now: std::time::SystemTime) -> Option<String> {
 
 /// `shard 1/4 of plan 8f3a1c2d… at 1000 req/s (this shard: 250 req/s)`: the fingerprint is the
 /// one the result will carry, so shards that print different ones will not merge.
-fn shard_line(v: &Validated) -> String {
-    let shard = v.plan.shard;
+fn shard_line(v: &RunSpec) -> String {
+    let shard = v.shard;
     let fingerprint = v.fingerprint();
     let short = &fingerprint[..fingerprint.len().min(8)];
-    let rates = match &v.plan.load {
+    let rates = match &v.load {
         Load::Open(s) | Load::Paced(s) => {
             let varies = s.stages.is_some() || matches!(s.arrival, Arrival::Ramp { .. });
             let (up_to, rate) = match varies {
@@ -492,207 +371,6 @@ fn rate_text(rate: f64) -> String {
     }
 }
 
-/// Which certificates an https target may present.
-fn trust(insecure: bool, cacert: Option<&std::path::Path>) -> anyhow::Result<Trust> {
-    Ok(match cacert {
-        Some(path) => Trust::from_pem_file(path).map_err(|e| bad_input!("--cacert: {e}"))?,
-        None if insecure => Trust::AnyCertificate,
-        None => Trust::PublicRoots,
-    })
-}
-
-/// The URL, method, headers and body, checked.
-fn request(a: &RunArgs) -> anyhow::Result<HttpRequest> {
-    let text = a.url.as_deref().ok_or_else(|| {
-        bad_input!(
-            "URL: required; give it on the command line or as url = \"…\" in the --plan file"
-        )
-    })?;
-    if let Some(guess) = sojourn_core::targets::with_http_scheme(text) {
-        return Err(bad_input!(
-            "URL: {text:?} has no scheme; write {guess} (or https:// for TLS)"
-        ));
-    }
-    let url = Url::parse(text).map_err(|e| {
-        bad_input!(
-            "URL: {text:?} is not a valid URL ({e}); expected e.g. http://127.0.0.1:8080/api"
-        )
-    })?;
-    if url.scheme() != "http" && url.scheme() != "https" {
-        return Err(bad_input!(
-            "URL: scheme {:?} is not supported; use http:// or https://",
-            url.scheme()
-        ));
-    }
-    let given = a.method.as_deref().unwrap_or("GET");
-    let method = given.to_ascii_uppercase();
-    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
-        return Err(bad_input!(
-            "--method: {given:?} is not an HTTP method; expected e.g. GET or POST"
-        ));
-    }
-    let body = match (&a.body, &a.body_file) {
-        (Some(b), _) => b.clone().into_bytes(),
-        (None, Some(path)) => std::fs::read(path)
-            .map_err(|e| bad_input!("--body-file: cannot read {}: {e}", path.display()))?,
-        (None, None) => Vec::new(),
-    };
-    Ok(HttpRequest {
-        url,
-        method,
-        headers: a.headers.clone(),
-        body,
-    })
-}
-
-/// `--duration` or `--requests`.
-fn end(a: &RunArgs) -> anyhow::Result<End> {
-    Ok(match (a.duration, a.requests) {
-        (_, Some(0)) => return Err(bad_input!("--requests: must be at least 1, got 0")),
-        (_, Some(n)) => End::Count(n),
-        (Some(d), None) => End::After(d),
-        (None, None) => End::After(DEFAULT_DURATION),
-    })
-}
-
-/// One open-loop worker thread paces this many requests a second on one core (measured in
-/// docs/benchmarks.md); more threads only add wake-ups, and wake-ups are what an open loop
-/// pays for.
-const OPEN_RATE_PER_THREAD: f64 = 50_000.0;
-
-/// `--connections` and `--threads`, with their defaults: a closed loop gets a thread per CPU;
-/// an open loop as many as its peak rate needs, up to one per CPU.
-fn pool(a: &RunArgs, load: &Load) -> anyhow::Result<(usize, usize)> {
-    let default_connections = match (a.closed, a.http2) {
-        (true, _) => DEFAULT_CLOSED_CONNECTIONS,
-        (false, true) => DEFAULT_HTTP2_CONNECTIONS,
-        (false, false) => DEFAULT_OPEN_CONNECTIONS,
-    };
-    let connections = match a.connections {
-        Some(0) => return Err(bad_input!("--connections: must be at least 1, got 0")),
-        Some(n) => n,
-        None => default_connections,
-    };
-    let threads = match a.threads {
-        Some(0) => return Err(bad_input!("--threads: must be at least 1, got 0")),
-        Some(n) => n,
-        None => {
-            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-            match load {
-                Load::Open(s) | Load::Paced(s) => {
-                    ((s.peak_rate() / OPEN_RATE_PER_THREAD).ceil() as usize).clamp(1, cpus)
-                }
-                Load::Closed(_) => cpus,
-            }
-        }
-    };
-    Ok((connections, threads))
-}
-
-/// `--seed` as the arrival process sees it: random target order takes it too, so it is not
-/// a mistake there without Poisson arrivals.
-fn arrival_seed(a: &RunArgs) -> Option<u64> {
-    let for_targets = a.targets.is_some() && a.targets_order == TargetsOrder::Random;
-    a.seed
-        .filter(|_| a.arrival == ArrivalKind::Poisson || !for_targets)
-}
-
-fn open_load(a: &RunArgs, end: End) -> anyhow::Result<Load> {
-    if let Some(stages) = &a.stages {
-        return Ok(Load::Open(args::staged_schedule(
-            stages,
-            a.arrival,
-            arrival_seed(a),
-        )?));
-    }
-    let rate = a.rate.ok_or_else(|| bad_input!("--rate: required for the open loop, e.g. --rate 1000 (requests per second); or use --closed"))?;
-    Ok(Load::Open(args::schedule(
-        rate,
-        a.arrival,
-        a.ramp_to,
-        arrival_seed(a),
-        end,
-    )?))
-}
-
-fn closed_load(a: &RunArgs, end: End) -> anyhow::Result<Load> {
-    if let Some(stages) = &a.stages {
-        return Ok(Load::Paced(args::staged_schedule(
-            stages,
-            a.arrival,
-            arrival_seed(a),
-        )?));
-    }
-    if let Some(rate) = a.rate {
-        return Ok(Load::Paced(args::schedule(
-            rate,
-            a.arrival,
-            a.ramp_to,
-            arrival_seed(a),
-            end,
-        )?));
-    }
-    if a.arrival != ArrivalKind::Constant || a.ramp_to.is_some() || arrival_seed(a).is_some() {
-        return Err(bad_input!(
-            "--arrival: an unpaced closed loop has no schedule; give --rate or --stages for a paced closed loop, or drop --arrival/--ramp-to/--seed"
-        ));
-    }
-    Ok(Load::Closed(end))
-}
-
-pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let metrics = args.metrics_listen.map(crate::metrics::bind).transpose()?;
-    let mut v = validate(args)?;
-    raise_fd_limit();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let transport = rt.block_on(connectable(&v))?;
-    v.fit_pool(&transport);
-    if let Some(line) = announcement(&v, std::time::SystemTime::now()) {
-        eprintln!("{line}");
-    }
-    let samples = crate::outputs::SampleThread::start(&v.outputs)?;
-    v.plan.samples = samples.as_ref().map(|s| s.sender());
-    let result = execute_watched(
-        &rt,
-        &v.plan,
-        transport,
-        &v.label,
-        &v.requests.shown(),
-        v.warmup,
-        metrics,
-    )
-    .map(|r| v.describe(r));
-    v.plan.samples = None;
-    let written = samples.map(|s| s.finish()).transpose()?;
-    let result = result?;
-    print!("{}", sojourn_report::text::summary(&result));
-    if let Some(path) = &v.json {
-        write_json(path, &result)?;
-    }
-    crate::outputs::write_histograms(&v.outputs, &result)?;
-    if let (Some(counts), Some(path)) = (written, &v.outputs.samples) {
-        println!(
-            "samples: {} of {} finished requests written to {}",
-            counts.written,
-            counts.seen,
-            path.display()
-        );
-    }
-    let conforms = result
-        .statistics
-        .conformance
-        .as_ref()
-        .is_none_or(|c| c.conforms);
-    let gate_passed = v.gate.check(&result)?;
-    Ok(ExitCode::from(exit_code(
-        result.interrupted,
-        v.strict && !(result.checks.passed() && conforms),
-        gate_passed,
-    )))
-}
-
 /// The run's exit code once everything is written. A run cut short (6) says least about what
 /// was asked for, so it wins; then a generator that fell behind (3), which measured itself;
 /// then the objectives (4).
@@ -706,202 +384,6 @@ fn exit_code(interrupted: bool, check_failed: bool, gate_passed: bool) -> u8 {
     } else {
         0
     }
-}
-
-/// Resolves the target and opens one connection (see [`crate::requests::connectable`]).
-pub async fn connectable(v: &Validated) -> anyhow::Result<AnyTransport> {
-    crate::requests::connectable(&v.requests, &v.trust, v.protocol, v.plan.timeout).await
-}
-
-impl Validated {
-    /// Sizes the pool in stream slots: each connection carries as many streams as the
-    /// transport was allowed (one for HTTP/1.1).
-    pub fn fit_pool(&mut self, transport: &AnyTransport) {
-        self.plan.connections = self.connections.saturating_mul(transport.streams());
-        self.protocol_name = transport.protocol_name(&self.requests.first().url);
-        self.plan.streams = self.protocol_name.is_some().then(|| transport.streams());
-    }
-
-    /// What the result says about the protocol and the requests.
-    pub fn describe(&self, mut r: RunResult) -> RunResult {
-        r.config.protocol = self.protocol_name.clone();
-        r.config.targets = self.requests.config.clone();
-        // The plan's fingerprint covers what was just added (targets, streams).
-        if let Some(p) = &mut r.placement {
-            p.fingerprint = sojourn_engine::result::plan_fingerprint(&self.plan, &r.config);
-        }
-        r
-    }
-
-    /// The fingerprint of the plan this process runs a shard of, before it runs: the one
-    /// [`Validated::describe`] gives its result.
-    pub fn fingerprint(&self) -> String {
-        let mut config = sojourn_engine::result::config(&self.plan, Some(self.requests.shown()));
-        config.targets = self.requests.config.clone();
-        sojourn_engine::result::plan_fingerprint(&self.plan, &config)
-    }
-}
-
-/// Runs the plan on worker threads while this thread shows progress and listens for Ctrl-C.
-/// Ctrl-C stops the schedule; everything gathered so far is still reported.
-pub fn execute(
-    rt: &tokio::runtime::Runtime,
-    plan: &Plan,
-    transport: impl Into<AnyTransport>,
-    label: &str,
-    url: &str,
-    warmup: Option<sojourn_core::result::WarmupRequest>,
-) -> anyhow::Result<RunResult> {
-    execute_watched(rt, plan, transport, label, url, warmup, None)
-}
-
-/// [`execute`], also serving live metrics on `metrics` (`--metrics-listen`) during the run.
-pub fn execute_watched(
-    rt: &tokio::runtime::Runtime,
-    plan: &Plan,
-    transport: impl Into<AnyTransport>,
-    label: &str,
-    url: &str,
-    warmup: Option<sojourn_core::result::WarmupRequest>,
-    metrics: Option<std::net::TcpListener>,
-) -> anyhow::Result<RunResult> {
-    let cancel = CancellationToken::new();
-    let progress = if metrics.is_some() || interactive() {
-        Progress::with_live(plan.worker_count(), plan.interval)
-    } else {
-        Progress::new(plan.worker_count())
-    };
-    let watched = crate::live::Watched::new(plan, progress.clone());
-    let server = metrics
-        .map(|l| crate::metrics::MetricsServer::start(l, watched.clone()))
-        .transpose()?;
-    let mut panel = crate::panel::Panel::new(watched, || {
-        crate::progress::Bar::new(plan, progress.clone())
-    });
-    let report = std::thread::scope(|scope| {
-        let transport = transport.into();
-        let engine = scope
-            .spawn(|| sojourn_engine::execute(plan, transport, cancel.clone(), progress.clone()));
-        rt.block_on(watch(&cancel, &mut panel, || engine.is_finished()));
-        engine.join().expect("engine thread panicked")
-    });
-    panel.finish();
-    if let Some(server) = server {
-        server.stop();
-    }
-    Ok(sojourn_engine::result::build(
-        plan,
-        &report.context("running the load")?,
-        label,
-        Some(url.to_string()),
-        warmup,
-    ))
-}
-
-/// Two plans at once against one target (`compare`), so that whatever the server does, both
-/// meet it; one Ctrl-C or SIGTERM stops both. The live view follows the first plan.
-pub fn execute_both(
-    rt: &tokio::runtime::Runtime,
-    runs: [(&Plan, AnyTransport, &str); 2],
-    url: &str,
-) -> anyhow::Result<[RunResult; 2]> {
-    let cancel = CancellationToken::new();
-    let progress = runs
-        .each_ref()
-        .map(|(plan, ..)| Progress::new(plan.worker_count()));
-    let first = runs[0].0;
-    let watched = crate::live::Watched::new(first, progress[0].clone());
-    let mut panel = crate::panel::Panel::new(watched, || {
-        crate::progress::Bar::new(first, progress[0].clone())
-    });
-    let reports = std::thread::scope(|scope| {
-        let engines: Vec<_> = runs
-            .iter()
-            .zip(&progress)
-            .map(|((plan, transport, _), progress)| {
-                let (cancel, progress, transport) =
-                    (cancel.clone(), progress.clone(), transport.clone());
-                scope.spawn(move || sojourn_engine::execute(plan, transport, cancel, progress))
-            })
-            .collect();
-        rt.block_on(watch(&cancel, &mut panel, || {
-            engines.iter().all(|e| e.is_finished())
-        }));
-        engines
-            .into_iter()
-            .map(|e| e.join().expect("engine thread panicked"))
-            .collect::<Vec<_>>()
-    });
-    panel.finish();
-    let mut built =
-        runs.iter()
-            .zip(reports)
-            .map(|((plan, _, label), report)| -> anyhow::Result<RunResult> {
-                Ok(sojourn_engine::result::build(
-                    plan,
-                    &report.context("running the load")?,
-                    label,
-                    Some(url.to_string()),
-                    None,
-                ))
-            });
-    let (a, b) = (built.next(), built.next());
-    Ok([a.expect("two runs")?, b.expect("two runs")?])
-}
-
-async fn watch(
-    cancel: &CancellationToken,
-    panel: &mut crate::panel::Panel,
-    finished: impl Fn() -> bool,
-) {
-    let mut tick = tokio::time::interval(Duration::from_millis(200));
-    // SIGTERM as Ctrl-C: it is how Kubernetes stops a pod (a failed Job stops its other
-    // shards so), and a shard stopped early must still write what it measured, so that a
-    // merge names it short rather than missing.
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    loop {
-        let terminated = async {
-            match term.as_mut() {
-                Some(t) => {
-                    t.recv().await;
-                }
-                None => std::future::pending::<()>().await,
-            }
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c(), if !cancel.is_cancelled() => {
-                // The panel goes first, so the terminal is itself again for the message and
-                // the summary while the last answers drain.
-                panel.finish();
-                eprintln!("\ninterrupted: stopping the schedule and reporting what was gathered");
-                cancel.cancel();
-            }
-            _ = terminated, if !cancel.is_cancelled() => {
-                eprintln!("\nterminated (SIGTERM): stopping the schedule and reporting what was gathered");
-                cancel.cancel();
-            }
-            _ = tick.tick() => {
-                if finished() {
-                    return;
-                }
-                panel.update();
-            }
-        }
-    }
-}
-
-pub fn write_json(path: &std::path::Path, result: &RunResult) -> anyhow::Result<()> {
-    let file = std::fs::File::create(path)
-        .with_context(|| format!("--json: cannot create {}", path.display()))?;
-    serde_json::to_writer_pretty(std::io::BufWriter::new(file), result)
-        .with_context(|| format!("--json: cannot write {}", path.display()))?;
-    Ok(())
-}
-
-/// An open loop may need thousands of sockets during a stall; lift the soft limit to the hard
-/// one so the pool, not the file-descriptor limit, decides.
-fn raise_fd_limit() {
-    let _ = rlimit::increase_nofile_limit(u64::MAX);
 }
 
 /// Whether the terminal shows the live panel (or progress line).
@@ -932,14 +414,14 @@ mod tests {
         }
     }
 
-    fn validated(args: &[&str]) -> Validated {
+    fn validated(args: &[&str]) -> RunSpec {
         let mut all = vec!["sojourn", "run", "http://127.0.0.1:9/api"];
         all.extend_from_slice(args);
         let cli = crate::cli::parse_from(all).expect("parses");
         let crate::cli::Command::Run(a) = cli.command else {
             unreachable!()
         };
-        validate(*a).expect("valid")
+        sojourn::validate((*a).into()).expect("valid")
     }
 
     #[test]
@@ -1006,7 +488,7 @@ mod tests {
         let crate::cli::Command::Run(a) = cli.command else {
             unreachable!()
         };
-        let e = validate(*a).err().expect("refused");
+        let e = sojourn::validate((*a).into()).err().expect("refused");
         assert_eq!(
             e.to_string(),
             format!(
@@ -1032,5 +514,23 @@ mod tests {
                 "interrupted {interrupted}, check failed {check_failed}, gate passed {gate_passed}"
             );
         }
+    }
+
+    #[test]
+    fn a_bad_metrics_listen_exits_2_naming_the_flag() {
+        let args = [
+            "sojourn",
+            "run",
+            "http://127.0.0.1:9/",
+            "--metrics-listen",
+            "abc",
+        ];
+        let e = crate::cli::parse_from(args).unwrap_err();
+        let line = crate::exit::one_line(&e).unwrap();
+        assert!(e.use_stderr());
+        assert!(
+            line.starts_with("error: --metrics-listen: expected") && line.ends_with("got \"abc\""),
+            "{line}"
+        );
     }
 }

@@ -38,7 +38,7 @@ pub struct ServeArgs {
     /// How long a client may take to send a whole request head, counted from when the
     /// server starts waiting for one; then its connection is closed. Stops slowloris clients,
     /// and also closes connections idle that long (new, or kept alive between requests).
-    #[arg(long, value_name = "DURATION", value_parser = crate::args::positive_duration, default_value = "60s")]
+    #[arg(long, value_name = "DURATION", value_parser = sojourn::parse::positive_duration, default_value = "60s")]
     header_timeout: std::time::Duration,
 
     /// List the built-in scenarios and their parameters, then exit.
@@ -61,7 +61,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let addr: SocketAddr = args.listen.trim().parse().map_err(|_| {
-        crate::bad_input!(
+        sojourn::bad_input!(
             "--listen: expected an address like 127.0.0.1:8080 or [::1]:0, got {:?}",
             args.listen
         )
@@ -92,7 +92,7 @@ fn scenario(args: &ServeArgs) -> anyhow::Result<Scenario> {
 
 fn truth_file(path: &PathBuf) -> anyhow::Result<Box<dyn Write + Send>> {
     let file = File::create(path).map_err(|e| {
-        crate::bad_input!(
+        sojourn::bad_input!(
             "--truth: cannot create {:?}: {e}",
             path.display().to_string()
         )

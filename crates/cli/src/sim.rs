@@ -14,9 +14,9 @@ use sojourn_report::compare::{self, Column, Ratio};
 use sojourn_scenario::Scenario;
 use sojourn_sim::{Client, Impact, Plan};
 
-use crate::args;
-use crate::args::ArrivalKind;
-use crate::bad_input;
+use sojourn::bad_input;
+use sojourn::parse as args;
+use sojourn::parse::ArrivalKind;
 
 #[derive(clap::Args, Debug)]
 pub struct SimArgs {
@@ -164,9 +164,9 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     let several = runs.len() > 1;
     for (label, result, _) in &runs {
         if let Some(path) = &v.json {
-            crate::run::write_json(&json_path(path, label, several), result)?;
+            sojourn::outputs::write_json(&json_path(path, label, several), result)?;
         }
-        let outputs = crate::run::Outputs {
+        let outputs = sojourn::spec::Outputs {
             hgrm: v.hgrm.as_ref().map(|p| {
                 if several {
                     p.with_file_name(format!("{}.{label}", file_name(p)))
@@ -177,7 +177,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
             hlog: v.hlog.as_ref().map(|p| json_path(p, label, several)),
             ..Default::default()
         };
-        crate::outputs::write_histograms(&outputs, result)?;
+        sojourn::outputs::write_histograms(&outputs, result)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -9,14 +9,14 @@ use std::time::Duration;
 use serde::Serialize;
 use sojourn_core::verdict::{verdict, Verdict};
 use sojourn_core::{format_ns, End, Mode, Rate, RunConfig, RunResult, Schedule};
-use sojourn_engine::{Load, Plan};
+use sojourn_engine::Load;
 use sojourn_peers::runners::{self, RunSpec, RunnerPlan};
 use sojourn_peers::PeerTool;
 use sojourn_scenario::Scenario;
 
-use crate::args;
-use crate::bad_input;
 use crate::peer_run;
+use sojourn::bad_input;
+use sojourn::parse as args;
 
 pub const SUITE_SCHEMA: &str = "sojourn.suite/1";
 
@@ -278,33 +278,23 @@ fn own_runs(
         End::After(load.duration),
     )
     .map_err(|e| bad_input!("--duration: {e}"))?;
-    let open = Plan {
-        load: Load::Open(schedule.clone()),
+    // Room for every request of a stall at the suite's rates in flight at once.
+    let open = sojourn::RunSpec {
         connections: 4096,
-        threads: 1,
-        timeout: Duration::from_secs(10),
-        interval: Duration::from_secs(1),
-        spin: sojourn_engine::DEFAULT_MAX_SPIN,
-        slack: sojourn_engine::Slack::Auto,
-        hiccup: Some(sojourn_engine::HICCUP_TICK),
-        control: crate::control::command(),
-        samples: None,
-        shard: sojourn_core::Shard::WHOLE,
-        start_at: None,
-        targets: None,
-        streams: None,
-    };
-    let closed = Plan {
-        load: Load::Closed(End::After(load.duration)),
+        ..sojourn::RunSpec::of(Load::Open(schedule.clone()))
+    }
+    .plan();
+    let closed = sojourn::RunSpec {
         connections: load.connections as usize,
-        ..open.clone()
-    };
+        ..sojourn::RunSpec::of(Load::Closed(End::After(load.duration)))
+    }
+    .plan();
     // The control for the paced tools: the same pool and rate, and both clocks.
-    let paced = Plan {
-        load: Load::Paced(schedule),
+    let paced = sojourn::RunSpec {
         connections: load.paced as usize,
-        ..open.clone()
-    };
+        ..sojourn::RunSpec::of(Load::Paced(schedule))
+    }
+    .plan();
     let mut model = crate::sim::model(scenario, &open, "model")?;
     model.scenario = serde_json::to_value(scenario).ok();
     runs.push((model.clone(), Vec::new()));
@@ -348,7 +338,7 @@ fn peer(
         out_dir: dir.to_path_buf(),
     };
     let lead_in = runners_of(tool, &probe_spec)[variant].lead_in;
-    let server = crate::embedded::EmbeddedServer::start(scenario.delayed(lead_in))?;
+    let server = sojourn::embedded::EmbeddedServer::start(scenario.delayed(lead_in))?;
     let mut spec = RunSpec {
         url: server.url(),
         rate: load.rate,
@@ -424,7 +414,7 @@ const TABLE_PERCENTILES: [f64; 5] = [50.0, 90.0, 99.0, 99.9, 100.0];
 fn row(r: &RunResult, model: &RunResult, dir: &Path) -> Row {
     let (ratio, verdict) = verdict(r, model);
     let file = dir.join(format!("{}.json", slug(&r.label)));
-    let written = crate::run::write_json(&file, r).is_ok();
+    let written = sojourn::outputs::write_json(&file, r).is_ok();
     Row {
         label: r.label.clone(),
         tool: r.tool.name.clone(),

@@ -15,9 +15,8 @@ use sojourn_core::sweep::{
 use sojourn_core::{format_ns, Rate, RunResult};
 use sojourn_report::sweep_plot::{Cliffs, SweepPoint};
 
-use crate::args;
-use crate::bad_input;
-use crate::run::RunArgs;
+use sojourn::bad_input;
+use sojourn::parse as args;
 
 /// The flags that describe a sweep, shared by `sojourn sweep` and `sojourn sim --sweep`.
 #[derive(clap::Args, Debug, Clone)]
@@ -480,8 +479,8 @@ pub fn write_json(
         .map_err(|e| bad_input!("--json: cannot write {}: {e}", path.display()))
 }
 
-fn run_args(a: &SweepArgs, config: &Config, rate: Rate) -> RunArgs {
-    RunArgs {
+fn run_args(a: &SweepArgs, config: &Config, rate: Rate) -> sojourn::RunSettings {
+    sojourn::RunSettings {
         rate: Some(rate.get()),
         duration: Some(config.step),
         connections: Some(a.connections),
@@ -492,7 +491,7 @@ fn run_args(a: &SweepArgs, config: &Config, rate: Rate) -> RunArgs {
         cacert: a.cacert.clone(),
         interval: config.interval,
         label: Some(format!("sweep {} req/s", rate_text(rate.get()))),
-        ..RunArgs::for_target(&a.url)
+        ..sojourn::RunSettings::for_target(&a.url)
     }
 }
 
@@ -505,11 +504,11 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
         .transpose()
         .map_err(|e| bad_input!("--model: {e:#}"))?;
     // Validate the HTTP side once up front, so a bad URL or header fails before any step.
-    let first = crate::run::validate(run_args(&a, &config, Rate::per_second(1.0)?))?;
+    let first = sojourn::validate(run_args(&a, &config, Rate::per_second(1.0)?))?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    rt.block_on(crate::run::connectable(&first))?;
+    rt.block_on(first.connectable())?;
     eprintln!(
         "sweeping {}: {} per step, the first {} settling",
         a.url,
@@ -518,15 +517,14 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
     );
     let outcome = drive(&config, |rate| {
         // A fresh schedule per step: each starts at its own time zero.
-        let v = crate::run::validate(run_args(&a, &config, rate))?;
-        let transport = rt.block_on(crate::run::connectable(&v))?;
-        crate::run::execute(&rt, &v.plan, transport, &v.label, &v.requests.shown(), None)
+        let mut v = sojourn::validate(run_args(&a, &config, rate))?;
+        sojourn::execute::run_spec(&rt, &mut v, &mut crate::panel::TerminalSinks::default())
     })?;
     let modelled = match &model {
         Some(scenario) => {
             let pool = crate::sim::ModelPool {
                 connections: a.connections,
-                threads: first.plan.worker_count(),
+                threads: first.plan().worker_count(),
                 timeout: a.timeout,
                 rtt: Duration::ZERO,
             };
@@ -604,7 +602,7 @@ mod tests {
             ("p99>1s", "e.g. p99<200ms"),
         ] {
             let e = step_slo(text).unwrap_err();
-            assert!(e.is::<crate::exit::BadInput>(), "{text}");
+            assert!(e.is::<sojourn::BadInput>(), "{text}");
             assert!(
                 e.to_string().starts_with("--slo: ") && e.to_string().contains(says),
                 "{text}: {e}"

@@ -73,16 +73,30 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod bad_input;
 mod call;
+pub mod control;
+pub mod embedded;
+pub mod execute;
+pub mod gate;
+pub mod live;
 mod load;
+pub mod metrics;
+pub mod outputs;
+pub mod parse;
+pub mod plan_file;
+pub mod spec;
+pub mod transport;
 
 use std::path::Path;
 
+pub use bad_input::{is_bad_input, BadInput};
 pub use call::CallResult;
 pub use load::{ClosedLoop, OpenLoop};
 pub use sojourn_core::sweep;
 pub use sojourn_core::{FailureClass, Mode, Rate, RunResult};
 pub use sojourn_report as report;
+pub use spec::{validate, RunSettings, RunSpec};
 
 /// The README's Rust examples (gathered by `build.rs`), compiled by `cargo test --doc` so that
 /// they stay true to the API.

@@ -42,24 +42,22 @@ impl Common {
         if self.threads == 0 {
             return Err(Error::Zero("threads"));
         }
-        Ok(Plan {
-            load,
+        // The library's own defaults for what it sets (threads, timeout, interval, slack);
+        // the rest is the spec's. A library has no program of its own to start as the control
+        // process unless one was installed (`control::install`), so by default nothing here is
+        // excused as the machine's lateness.
+        let spec = crate::RunSpec {
             connections,
             threads: self.threads,
             timeout: self.timeout,
             interval: self.interval,
-            spin: sojourn_engine::DEFAULT_MAX_SPIN,
-            slack: self.slack,
-            hiccup: Some(sojourn_engine::HICCUP_TICK),
-            // A library has no program of its own to start as the control process, so nothing
-            // here is excused as the machine's lateness.
-            control: None,
-            samples: None,
-            shard: sojourn_core::Shard::WHOLE,
-            start_at: None,
-            targets: None,
-            streams: None,
-        })
+            timer: crate::spec::TimerPolicy {
+                slack: self.slack,
+                ..Default::default()
+            },
+            ..crate::RunSpec::of(load)
+        };
+        Ok(spec.plan())
     }
 }
 

@@ -52,7 +52,7 @@ pub fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
 /// The endpoint while it serves; [`MetricsServer::stop`] ends it.
 pub struct MetricsServer {
     stop: CancellationToken,
-    thread: std::thread::JoinHandle<()>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl MetricsServer {
@@ -65,13 +65,27 @@ impl MetricsServer {
             .name("sojourn-metrics".into())
             .spawn(move || serve(listener, watched, token))?;
         eprintln!("metrics: http://{addr}/metrics");
-        Ok(MetricsServer { stop, thread })
+        Ok(MetricsServer {
+            stop,
+            thread: Some(thread),
+        })
     }
 
     /// Stops serving: the listener closes and open scrapes are dropped.
-    pub fn stop(self) {
+    pub fn stop(&mut self) {
         self.stop.cancel();
-        let _ = self.thread.join();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A live sink: it serves on its own thread, and stops when the run ends.
+impl crate::execute::Watcher for MetricsServer {
+    fn update(&mut self) {}
+
+    fn finish(&mut self) {
+        self.stop();
     }
 }
 
@@ -389,7 +403,7 @@ mod tests {
 
     #[test]
     fn the_oldest_in_flight_is_a_gauge_in_seconds() {
-        let v = crate::live::tests::stalled_view();
+        let v = crate::live::fixtures::stalled_view();
         let text = render(&v);
         assert!(
             text.contains("# TYPE sojourn_oldest_in_flight_seconds gauge\n")
@@ -412,7 +426,7 @@ mod tests {
     /// then the failure classes as the result lists them; percentiles from p50 up.
     #[test]
     fn labels_come_in_the_same_order_on_every_scrape() {
-        let v = crate::live::tests::stalled_view();
+        let v = crate::live::fixtures::stalled_view();
         let first = render(&v);
         for _ in 0..20 {
             assert_eq!(render(&v), first);
@@ -444,24 +458,6 @@ mod tests {
         assert_eq!(classic(om), want);
     }
 
-    #[test]
-    fn a_bad_value_exits_2_naming_the_flag() {
-        let args = [
-            "sojourn",
-            "run",
-            "http://127.0.0.1:9/",
-            "--metrics-listen",
-            "abc",
-        ];
-        let e = crate::cli::parse_from(args).unwrap_err();
-        let line = crate::exit::one_line(&e).unwrap();
-        assert!(e.use_stderr());
-        assert!(
-            line.starts_with("error: --metrics-listen: expected") && line.ends_with("got \"abc\""),
-            "{line}"
-        );
-    }
-
     /// One GET on its own connection; the whole reply.
     fn get(addr: SocketAddr, path: &str, accept: &str) -> std::io::Result<String> {
         let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
@@ -482,7 +478,9 @@ mod tests {
             "hiccup.at=300ms".to_string(),
             "hiccup.duration=400ms".into(),
         ];
-        let scenario = crate::scenario_arg::resolve("hiccup", &sets).unwrap();
+        let sets: Vec<sojourn_scenario::Override> =
+            sets.iter().map(|s| s.parse().unwrap()).collect();
+        let scenario = sojourn_scenario::Scenario::builtin("hiccup", &sets).unwrap();
         let server = crate::embedded::EmbeddedServer::start(scenario).unwrap();
         let listener = bind(listen_addr("0").unwrap()).unwrap();
         let addr = listener.local_addr().unwrap();
@@ -536,12 +534,9 @@ mod tests {
             sojourn_core::End::After(Duration::from_millis(1500)),
         )
         .unwrap();
-        let plan = sojourn_engine::Plan {
-            connections: 256,
-            timeout: Duration::from_secs(5),
-            interval: Duration::from_millis(200),
-            ..crate::live::tests::plan(sojourn_engine::Load::Open(schedule))
-        };
+        let mut plan = crate::live::tests::plan(sojourn_engine::Load::Open(schedule));
+        (plan.connections, plan.timeout) = (256, Duration::from_secs(5));
+        plan.interval = Duration::from_millis(200);
         let request = sojourn_engine::HttpRequest {
             url: url.parse().unwrap(),
             method: "GET".into(),
@@ -552,9 +547,31 @@ mod tests {
         let transport = rt
             .block_on(sojourn_engine::HttpTransport::new(&request, &trust))
             .unwrap();
-        let result =
-            crate::run::execute_watched(&rt, &plan, transport, "t", url, None, Some(listener));
-        let result = result.unwrap();
+        /// The endpoint alone, as `--metrics-listen` adds it.
+        struct Endpoint(Option<TcpListener>);
+        impl crate::execute::Sinks for Endpoint {
+            fn live(&self) -> bool {
+                true
+            }
+            fn make(
+                &mut self,
+                plan: &sojourn_engine::Plan,
+                progress: &std::sync::Arc<sojourn_engine::Progress>,
+            ) -> anyhow::Result<Vec<Box<dyn crate::execute::Watcher>>> {
+                let watched = Watched::new(plan, progress.clone());
+                let listener = self.0.take().expect("one run");
+                Ok(vec![Box::new(MetricsServer::start(listener, watched)?)])
+            }
+        }
+        let job = crate::execute::Job {
+            plan: &plan,
+            transport: transport.into(),
+            progress: crate::execute::progress(&plan, true),
+            label: "t",
+            url,
+            warmup: None,
+        };
+        let result = crate::execute::run(&rt, job, &mut Endpoint(Some(listener))).unwrap();
         assert_eq!(result.counts.scheduled, 300);
     }
 }

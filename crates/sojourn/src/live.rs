@@ -16,30 +16,33 @@ pub struct Watched {
 /// One look at the run.
 #[derive(Debug, Clone, Copy)]
 pub struct View {
+    /// `open`, `closed` or `paced`.
     pub mode: &'static str,
+    /// Since the schedule started.
     pub elapsed: Duration,
     /// How long the schedule runs, when known.
     pub planned: Option<Duration>,
     /// Requests per second the schedule asks for now; `None` for an unpaced closed loop.
     pub target_rate: Option<f64>,
+    /// The engine's live counters.
     pub counters: ProgressSnapshot,
     /// The last completed interval, once there is one.
     pub last: Option<IntervalSnapshot>,
 }
 
 impl Watched {
+    /// Watches `progress`, a run of `plan`.
     pub fn new(plan: &Plan, progress: Arc<Progress>) -> Watched {
         // The plan without its sample channel: a watcher must not keep the sample file open.
-        let plan = Plan {
-            samples: None,
-            ..plan.clone()
-        };
+        let mut plan = plan.clone();
+        plan.samples = None;
         Watched {
             plan: Arc::new(plan),
             progress,
         }
     }
 
+    /// The run as it stands now.
     pub fn view(&self) -> View {
         let elapsed = self.progress.elapsed().unwrap_or_default();
         View {
@@ -53,6 +56,7 @@ impl Watched {
     }
 }
 
+/// The loop's name as every output shows it.
 pub fn mode(load: &Load) -> &'static str {
     match load {
         Load::Open(_) => "open",
@@ -92,13 +96,14 @@ fn schedule_span(s: &Schedule) -> Duration {
     }
 }
 
-#[cfg(test)]
-pub(crate) mod tests {
+/// Views for renderers' tests (the terminal's panel, the metrics endpoint, a dashboard): one
+/// fixed moment of a run, so that each renders the same figures.
+#[doc(hidden)]
+pub mod fixtures {
     use super::*;
-    use sojourn_core::{Arrival, Rate};
 
     /// 4.4 s into a stall: one answer in the last interval, 391 in flight, two failures.
-    pub(crate) fn stalled_view() -> View {
+    pub fn stalled_view() -> View {
         let mut counters = sojourn_engine::ProgressSnapshot {
             sent: 10_391,
             answered: 10_000,
@@ -132,26 +137,27 @@ pub(crate) mod tests {
             }),
         }
     }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use sojourn_core::{Arrival, Rate};
 
     /// A plan of `load` with one connection and the engine's quiet defaults (no hiccup meter,
     /// no spinning), for tests here and in `metrics`.
     pub(crate) fn plan(load: Load) -> Plan {
-        Plan {
-            load,
+        crate::RunSpec {
             connections: 1,
-            threads: 1,
             timeout: Duration::from_secs(1),
-            interval: Duration::from_secs(1),
-            spin: Duration::ZERO,
-            slack: sojourn_engine::Slack::Auto,
-            hiccup: None,
-            control: None,
-            samples: None,
-            shard: sojourn_core::Shard::WHOLE,
-            start_at: None,
-            targets: None,
-            streams: None,
+            timer: crate::spec::TimerPolicy {
+                spin: Duration::ZERO,
+                slack: sojourn_engine::Slack::Auto,
+                meters: false,
+            },
+            ..crate::RunSpec::of(load)
         }
+        .plan()
     }
 
     fn open(arrival: Arrival, rate: f64, end: End) -> Load {

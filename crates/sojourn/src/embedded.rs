@@ -26,7 +26,10 @@ impl Write for SharedLog {
     }
 }
 
+/// The pathology server in this process, on a free loopback port, keeping its truth log in
+/// memory: what `demo` and `suite` run against.
 pub struct EmbeddedServer {
+    /// Where it listens (127.0.0.1, a free port).
     pub addr: SocketAddr,
     log: SharedLog,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -74,6 +77,7 @@ impl EmbeddedServer {
         })
     }
 
+    /// `http://ADDR/`.
     pub fn url(&self) -> String {
         format!("http://{}/api", self.addr)
     }

@@ -5,10 +5,15 @@ use sojourn_core::{Arrival, End, Rate, Schedule, Stages};
 
 use crate::bad_input;
 
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How arrivals are spaced: `--arrival`.
 pub enum ArrivalKind {
+    /// Evenly.
     Constant,
+    /// As a Poisson process (seeded by `--seed`).
     Poisson,
+    /// A linear ramp from `--rate` to `--ramp-to`.
     Ramp,
 }
 
@@ -237,6 +242,23 @@ pub fn header(text: &str) -> Result<(String, String), String> {
         _ => Err(format!(
             "expected a header like \"Accept: application/json\", got {text:?}"
         )),
+    }
+}
+
+/// A duration as a person reads it at a glance, in one unit with at most one decimal:
+/// `3.2 s`, `12.5 min`, `2.0 h`, `25 days`, `6.9 years`. Never `6years 10months 25days …`.
+pub fn short_duration(d: Duration) -> String {
+    const MINUTE: f64 = 60.0;
+    const HOUR: f64 = 60.0 * MINUTE;
+    const DAY: f64 = 24.0 * HOUR;
+    const YEAR: f64 = 365.25 * DAY;
+    let secs = d.as_secs_f64();
+    match secs {
+        s if s < MINUTE => format!("{s:.1} s"),
+        s if s < HOUR => format!("{:.1} min", s / MINUTE),
+        s if s < 2.0 * DAY => format!("{:.1} h", s / HOUR),
+        s if s < YEAR => format!("{:.0} days", s / DAY),
+        s => format!("{:.1} years", s / YEAR),
     }
 }
 

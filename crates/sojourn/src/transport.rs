@@ -13,7 +13,8 @@ use sojourn_engine::{
 use crate::bad_input;
 
 /// How `--targets` are taken in turn.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TargetsOrder {
     /// In file order (weights interleave a target's turns), the same cycle over and over.
     #[default]
@@ -46,6 +47,16 @@ impl Requests {
     }
 
     /// The first request: its origin is every request's origin.
+    /// Nothing to send over a network: in-process calls.
+    pub fn none() -> Requests {
+        Requests {
+            list: Vec::new(),
+            targets: None,
+            config: None,
+        }
+    }
+
+    /// The first request (every run has one, except in-process calls).
     pub fn first(&self) -> &HttpRequest {
         &self.list[0]
     }
@@ -100,57 +111,73 @@ impl Requests {
 /// The protocol asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {
+    /// HTTP/1.1.
     Http1,
     /// HTTP/2, with at most this many streams per connection (`None`: what the server
     /// advertises, up to [`sojourn_engine::http2::MAX_STREAMS`]).
     Http2 {
+        /// Streams per connection asked for.
         streams: Option<usize>,
     },
 }
 
-/// A transport for either protocol, so one run path drives both.
-#[derive(Clone)]
-pub enum AnyTransport {
+/// The transport registry: one line per protocol's engine transport. It makes
+/// [`AnyTransport`] and [`AnyConnection`], which one run path drives whatever the protocol.
+/// Adding a protocol adds a line here, a [`Protocol`] variant, its arm in [`connectable`] and in
+/// [`AnyTransport::streams`], and its flag.
+macro_rules! transports {
+    ($($(#[$doc:meta])* $name:ident($transport:ty),)+) => {
+        /// A transport of any registered protocol.
+        #[derive(Clone)]
+        pub enum AnyTransport {
+            $($(#[$doc])* $name($transport),)+
+        }
+
+        /// A connection of any registered protocol.
+        pub enum AnyConnection {
+            $($(#[$doc])* $name(<$transport as Transport>::Conn),)+
+        }
+
+        $(impl From<$transport> for AnyTransport {
+            fn from(t: $transport) -> Self {
+                AnyTransport::$name(t)
+            }
+        })+
+
+        impl Transport for AnyTransport {
+            type Conn = AnyConnection;
+
+            async fn connect(&self) -> Result<AnyConnection, sojourn_core::FailureClass> {
+                Ok(match self {
+                    $(AnyTransport::$name(t) => AnyConnection::$name(t.connect().await?),)+
+                })
+            }
+        }
+
+        impl Connection for AnyConnection {
+            async fn exchange(
+                &mut self,
+                ex: &Exchange,
+            ) -> Result<sojourn_core::Outcome, ExchangeError> {
+                match self {
+                    $(AnyConnection::$name(c) => c.exchange(ex).await,)+
+                }
+            }
+
+            fn reusable(&self) -> bool {
+                match self {
+                    $(AnyConnection::$name(c) => c.reusable(),)+
+                }
+            }
+        }
+    };
+}
+
+transports! {
+    /// HTTP/1.1, one request per connection at a time.
     Http1(HttpTransport),
+    /// HTTP/2 (h2 over TLS, h2c in the clear), many streams per connection.
     Http2(Http2Transport),
-}
-
-impl From<HttpTransport> for AnyTransport {
-    fn from(t: HttpTransport) -> Self {
-        AnyTransport::Http1(t)
-    }
-}
-
-pub enum AnyConnection {
-    Http1(<HttpTransport as Transport>::Conn),
-    Http2(<Http2Transport as Transport>::Conn),
-}
-
-impl Transport for AnyTransport {
-    type Conn = AnyConnection;
-
-    async fn connect(&self) -> Result<AnyConnection, sojourn_core::FailureClass> {
-        Ok(match self {
-            AnyTransport::Http1(t) => AnyConnection::Http1(t.connect().await?),
-            AnyTransport::Http2(t) => AnyConnection::Http2(t.connect().await?),
-        })
-    }
-}
-
-impl Connection for AnyConnection {
-    async fn exchange(&mut self, ex: &Exchange) -> Result<sojourn_core::Outcome, ExchangeError> {
-        match self {
-            AnyConnection::Http1(c) => c.exchange(ex).await,
-            AnyConnection::Http2(c) => c.exchange(ex).await,
-        }
-    }
-
-    fn reusable(&self) -> bool {
-        match self {
-            AnyConnection::Http1(c) => c.reusable(),
-            AnyConnection::Http2(c) => c.reusable(),
-        }
-    }
 }
 
 impl AnyTransport {

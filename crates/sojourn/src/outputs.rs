@@ -6,7 +6,16 @@ use anyhow::Context;
 use sojourn_core::{RequestSample, RunResult};
 use sojourn_report::samples::{SampleCounts, SampleWriter, Sampling};
 
-use crate::run::Outputs;
+use crate::spec::Outputs;
+
+/// Writes the result document (`--json`): what `report`, `diff` and `merge` read.
+pub fn write_json(path: &std::path::Path, result: &RunResult) -> anyhow::Result<()> {
+    let file = std::fs::File::create(path)
+        .with_context(|| format!("--json: cannot create {}", path.display()))?;
+    serde_json::to_writer_pretty(std::io::BufWriter::new(file), result)
+        .with_context(|| format!("--json: cannot write {}", path.display()))?;
+    Ok(())
+}
 
 /// Writes `--hgrm` and `--hlog` files from a finished result.
 pub fn write_histograms(o: &Outputs, result: &RunResult) -> anyhow::Result<()> {
@@ -35,6 +44,7 @@ pub struct SampleThread {
 }
 
 impl SampleThread {
+    /// Starts the writer when a samples file was asked for.
     pub fn start(o: &Outputs) -> anyhow::Result<Option<SampleThread>> {
         let Some(path) = &o.samples else {
             return Ok(None);
@@ -51,6 +61,7 @@ impl SampleThread {
         Ok(Some(SampleThread { tx, thread }))
     }
 
+    /// Where the engine sends finished requests.
     pub fn sender(&self) -> Sender<RequestSample> {
         self.tx.clone()
     }

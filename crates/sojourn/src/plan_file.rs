@@ -30,9 +30,10 @@ use std::time::Duration;
 use serde::Deserialize;
 use sojourn_core::{Stage, Stages};
 
-use crate::args::{self, ArrivalKind};
 use crate::bad_input;
-use crate::run::RunArgs;
+use crate::parse::{self as args, ArrivalKind};
+use crate::spec::RunSettings;
+use crate::transport::TargetsOrder;
 
 /// The file as written. Unknown keys are refused, so a typo is an error, not a default.
 #[derive(Debug, Default, Deserialize)]
@@ -81,6 +82,7 @@ struct StageTable {
 }
 
 impl PlanFile {
+    /// Reads and parses the file; errors name it.
     pub fn read(path: &Path) -> anyhow::Result<PlanFile> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| bad_input!("--plan: cannot read {}: {e}", path.display()))?;
@@ -96,7 +98,7 @@ impl PlanFile {
 
 /// Fills every setting of `a` that was not given on the command line (`a.explicit` names the
 /// flags that were) from the plan in `path`.
-pub fn apply(a: &mut RunArgs, path: &Path) -> anyhow::Result<PlanFile> {
+pub fn apply(a: &mut RunSettings, path: &Path) -> anyhow::Result<PlanFile> {
     let p = PlanFile::read(path)?;
     let explicit = std::mem::take(&mut a.explicit);
     let given = |id: &str| explicit.iter().any(|e| e == id);
@@ -191,7 +193,7 @@ pub fn apply(a: &mut RunArgs, path: &Path) -> anyhow::Result<PlanFile> {
 /// line gave either. The file may not give both, nor a targets file with a method, headers or
 /// a body, which each target carries itself (as on the command line).
 fn requests(
-    a: &mut RunArgs,
+    a: &mut RunSettings,
     p: &PlanFile,
     path: &Path,
     given: &dyn Fn(&str) -> bool,
@@ -245,7 +247,7 @@ fn requests(
 
 /// `http2` and `streams`, through the flags' parsers; `streams` only over HTTP/2.
 fn protocol(
-    a: &mut RunArgs,
+    a: &mut RunSettings,
     p: &PlanFile,
     given: &dyn Fn(&str) -> bool,
 ) -> Result<(), (&'static str, String)> {
@@ -273,20 +275,16 @@ fn beside(plan: &Path, file: &Path) -> PathBuf {
     }
 }
 
-/// `round-robin` or `random`, read by the parser `--targets-order` uses.
-fn targets_order(text: &str) -> Result<crate::requests::TargetsOrder, (&'static str, String)> {
-    use clap::ValueEnum;
-    crate::requests::TargetsOrder::from_str(text, false).map_err(|_| {
-        let names: Vec<String> = crate::requests::TargetsOrder::value_variants()
-            .iter()
-            .filter_map(|v| v.to_possible_value())
-            .map(|v| v.get_name().to_string())
-            .collect();
-        (
+/// `round-robin` or `random`, as `--targets-order` takes them.
+fn targets_order(text: &str) -> Result<TargetsOrder, (&'static str, String)> {
+    match text {
+        "round-robin" => Ok(TargetsOrder::RoundRobin),
+        "random" => Ok(TargetsOrder::Random),
+        _ => Err((
             "targets_order",
-            format!("expected {}, got {text:?}", names.join(" or ")),
-        )
-    })
+            format!("expected round-robin or random, got {text:?}"),
+        )),
+    }
 }
 
 /// A number from the file through the flag's own parser, so both accept exactly the same.
@@ -339,166 +337,4 @@ fn stage(number: usize, s: &StageTable) -> Result<Stage, String> {
         from,
         to,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::requests::TargetsOrder;
-
-    /// A plan file alone in a directory of its own, removed with it.
-    struct Plan(PathBuf);
-
-    impl Drop for Plan {
-        fn drop(&mut self) {
-            if let Some(dir) = self.0.parent() {
-                let _ = std::fs::remove_dir_all(dir);
-            }
-        }
-    }
-
-    impl std::ops::Deref for Plan {
-        type Target = Path;
-        fn deref(&self) -> &Path {
-            &self.0
-        }
-    }
-
-    /// A plan file holding `text`.
-    fn plan(name: &str, text: &str) -> Plan {
-        let dir = std::env::temp_dir().join(format!("sojourn-plan-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("plan.toml");
-        std::fs::write(&path, text).unwrap();
-        Plan(path)
-    }
-
-    /// `sojourn run --plan PATH FLAGS…` as the command line parses it, with the plan applied.
-    fn applied(path: &Path, flags: &[&str]) -> anyhow::Result<RunArgs> {
-        let mut argv = vec!["sojourn", "run", "--plan", path.to_str().unwrap()];
-        argv.extend(flags);
-        let cli = crate::cli::parse_from(argv).expect("the flags parse");
-        let crate::cli::Command::Run(mut a) = cli.command else {
-            panic!("a run")
-        };
-        apply(&mut a, path)?;
-        Ok(*a)
-    }
-
-    fn error(path: &Path, flags: &[&str]) -> String {
-        match applied(path, flags) {
-            Ok(a) => panic!("accepted: {a:?}"),
-            Err(e) => e.to_string(),
-        }
-    }
-
-    const MANY: &str = r#"
-targets = "targets.txt"
-targets_order = "random"
-http2 = true
-streams = 64
-rate = 100
-duration = "2s"
-"#;
-
-    #[test]
-    fn targets_and_http2_come_from_the_plan_beside_it() {
-        let path = plan("many", MANY);
-        let a = applied(&path, &[]).unwrap();
-        assert_eq!(
-            a.targets.as_deref(),
-            Some(path.parent().unwrap().join("targets.txt").as_path()),
-            "relative to the plan's directory, not the working one"
-        );
-        assert_eq!(a.targets_order, TargetsOrder::Random);
-        assert!(a.http2);
-        assert_eq!(a.streams, Some(64));
-        assert_eq!(a.url, None);
-        let absolute = std::env::temp_dir().join("elsewhere.txt");
-        let text = MANY.replace("targets.txt", absolute.to_str().unwrap());
-        let a = applied(&plan("absolute", &text), &[]).unwrap();
-        assert_eq!(a.targets, Some(absolute), "an absolute path as it is");
-        // Without the keys, HTTP/1.1 and one URL as before.
-        let a = applied(&plan("plain", "url = \"http://127.0.0.1:1/\""), &[]).unwrap();
-        assert!(!a.http2 && a.streams.is_none() && a.targets.is_none());
-        assert_eq!(a.url.as_deref(), Some("http://127.0.0.1:1/"));
-    }
-
-    #[test]
-    fn flags_on_the_command_line_win_over_the_plan() {
-        let path = plan("flags", MANY);
-        let a = applied(
-            &path,
-            &["--targets", "mine.txt", "--targets-order", "round-robin"],
-        )
-        .unwrap();
-        assert_eq!(a.targets, Some(PathBuf::from("mine.txt")), "as typed");
-        assert_eq!(a.targets_order, TargetsOrder::RoundRobin);
-        let a = applied(&path, &["--targets", "mine.txt"]).unwrap();
-        assert_eq!(a.targets_order, TargetsOrder::Random, "the plan's order");
-        let a = applied(&path, &["--http2", "--streams", "8"]).unwrap();
-        assert_eq!(a.streams, Some(8));
-        // A URL on the command line sends that URL: the plan's targets and order stay out.
-        let a = applied(&path, &["http://127.0.0.1:1/one"]).unwrap();
-        assert_eq!(a.targets, None);
-        assert_eq!(a.targets_order, TargetsOrder::RoundRobin);
-        assert_eq!(a.url.as_deref(), Some("http://127.0.0.1:1/one"));
-        assert!(a.http2, "the protocol still comes from the plan");
-        // The plan's single request stays out of a run of targets from the command line.
-        let one = plan(
-            "one",
-            "url = \"http://127.0.0.1:1/\"\nmethod = \"POST\"\nbody = \"x\"",
-        );
-        let a = applied(&one, &["--targets", "mine.txt"]).unwrap();
-        assert_eq!((a.url, a.method, a.body), (None, None, None));
-    }
-
-    #[test]
-    fn bad_keys_name_the_plan_the_key_and_what_is_accepted() {
-        let cases: [(&str, &[&str], &str); 7] = [
-            (
-                "url = \"http://127.0.0.1:1/\"\ntargets = \"t.txt\"",
-                &[],
-                "targets: give url or targets, not both",
-            ),
-            (
-                "targets = \"t.txt\"\nmethod = \"POST\"",
-                &[],
-                "targets: each target gives its own method, headers and body; drop method",
-            ),
-            (
-                "targets = \"t.txt\"",
-                &["--body", "x"],
-                "targets: each target gives its own method, headers and body; drop --body",
-            ),
-            (
-                "targets = \"t.txt\"\ntargets_order = \"shuffled\"",
-                &[],
-                "targets_order: expected round-robin or random, got \"shuffled\"",
-            ),
-            (
-                "url = \"http://127.0.0.1:1/\"\ntargets_order = \"random\"",
-                &[],
-                "targets_order: only with targets",
-            ),
-            (
-                "url = \"http://127.0.0.1:1/\"\nstreams = 8",
-                &[],
-                "streams: streams are HTTP/2's: set http2 = true (or give --http2)",
-            ),
-            (
-                "url = \"http://127.0.0.1:1/\"\nhttp2 = true\nstreams = 0",
-                &[],
-                "streams: expected a whole number from 1 to",
-            ),
-        ];
-        for (i, (text, flags, want)) in cases.into_iter().enumerate() {
-            let path = plan(&format!("bad{i}"), text);
-            let e = error(&path, flags);
-            let named = format!("--plan: {}: {want}", path.display());
-            assert!(e.starts_with(&named), "{text:?} {flags:?}: {e}");
-        }
-        let path = plan("typo", "http_2 = true");
-        assert!(error(&path, &[]).contains("unknown field `http_2`"));
-    }
 }

@@ -1,0 +1,218 @@
+//! Runs a plan while live sinks watch it: the terminal's panel, the metrics endpoint, and any
+//! sink a library user attaches. Ctrl-C and SIGTERM stop the schedule; everything gathered so
+//! far is still built into the result.
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use sojourn_core::result::WarmupRequest;
+use sojourn_core::RunResult;
+use sojourn_engine::{Plan, Progress};
+use tokio_util::sync::CancellationToken;
+
+use crate::transport::AnyTransport;
+use crate::RunSpec;
+
+/// How often watchers are called during a run.
+pub const WATCH_EVERY: Duration = Duration::from_millis(200);
+
+/// Why a run stopped before its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interruption {
+    /// Ctrl-C at the terminal.
+    CtrlC,
+    /// SIGTERM: how Kubernetes stops a pod.
+    Terminated,
+}
+
+/// A live sink: called every [`WATCH_EVERY`] during a run, told when the run is interrupted,
+/// and finished once when the run ends. It reads the run through a
+/// [`crate::live::Watched`] it was given when it was made.
+pub trait Watcher {
+    /// Another look at the run.
+    fn update(&mut self);
+    /// The run was interrupted; it now drains what is in flight.
+    fn interrupted(&mut self, _how: Interruption) {}
+    /// The run is over (called once; later calls must do nothing).
+    fn finish(&mut self);
+}
+
+/// What watches the runs of a command: it says whether its sinks need per-interval figures,
+/// and makes them for a run when it starts (for runs at once, from the first).
+pub trait Sinks {
+    /// Whether a sink shows per-interval figures (the engine then keeps them live).
+    fn live(&self) -> bool;
+    /// The sinks for a run of `plan`, reading `progress`.
+    fn make(
+        &mut self,
+        plan: &Plan,
+        progress: &Arc<Progress>,
+    ) -> anyhow::Result<Vec<Box<dyn Watcher>>>;
+}
+
+/// No live sinks: a library run, or a test.
+pub struct NoSinks;
+
+impl Sinks for NoSinks {
+    fn live(&self) -> bool {
+        false
+    }
+
+    fn make(&mut self, _: &Plan, _: &Arc<Progress>) -> anyhow::Result<Vec<Box<dyn Watcher>>> {
+        Ok(Vec::new())
+    }
+}
+
+/// The engine's live counters for `plan`: with per-interval figures when something shows them.
+pub fn progress(plan: &Plan, live: bool) -> Arc<Progress> {
+    if live {
+        Progress::with_live(plan.worker_count(), plan.interval)
+    } else {
+        Progress::new(plan.worker_count())
+    }
+}
+
+/// One run to carry out: the plan, its transport, the label and target its result names.
+pub struct Job<'a> {
+    /// The engine's plan.
+    pub plan: &'a Plan,
+    /// How to reach the target.
+    pub transport: AnyTransport,
+    /// The live counters the watchers read (from [`progress`]).
+    pub progress: Arc<Progress>,
+    /// The result's label.
+    pub label: &'a str,
+    /// The target as the result shows it.
+    pub url: &'a str,
+    /// The warm-up to trim from the result.
+    pub warmup: Option<WarmupRequest>,
+}
+
+/// Runs `job` on worker threads while this thread calls `watchers` and listens for Ctrl-C and
+/// SIGTERM.
+pub fn run(
+    rt: &tokio::runtime::Runtime,
+    job: Job<'_>,
+    sinks: &mut dyn Sinks,
+) -> anyhow::Result<RunResult> {
+    let [result] = run_together(rt, [job], sinks)?;
+    Ok(result)
+}
+
+/// Connects to the spec's target, sizes its pool, and runs it with `sinks` watching.
+pub fn run_spec(
+    rt: &tokio::runtime::Runtime,
+    spec: &mut RunSpec,
+    sinks: &mut dyn Sinks,
+) -> anyhow::Result<RunResult> {
+    let transport = rt.block_on(spec.connectable())?;
+    spec.fit_pool(&transport);
+    let plan = spec.plan();
+    let url = spec.requests.shown();
+    let job = Job {
+        progress: progress(&plan, sinks.live()),
+        plan: &plan,
+        transport,
+        label: &spec.label,
+        url: &url,
+        warmup: spec.warmup,
+    };
+    Ok(spec.describe(run(rt, job, sinks)?))
+}
+
+/// Runs plans at once (`compare`: both loops against one target, so that whatever the server
+/// does, both meet it); one Ctrl-C or SIGTERM stops them all.
+pub fn run_together<const N: usize>(
+    rt: &tokio::runtime::Runtime,
+    jobs: [Job<'_>; N],
+    sinks: &mut dyn Sinks,
+) -> anyhow::Result<[RunResult; N]> {
+    raise_fd_limit();
+    let mut watchers = match jobs.first() {
+        Some(first) => sinks.make(first.plan, &first.progress)?,
+        None => Vec::new(),
+    };
+    let cancel = CancellationToken::new();
+    let reports = std::thread::scope(|scope| {
+        let engines: Vec<_> = jobs
+            .iter()
+            .map(|job| {
+                let (cancel, progress, transport) =
+                    (cancel.clone(), job.progress.clone(), job.transport.clone());
+                let plan = job.plan;
+                scope.spawn(move || sojourn_engine::execute(plan, transport, cancel, progress))
+            })
+            .collect();
+        rt.block_on(watch(&cancel, &mut watchers, || {
+            engines.iter().all(|e| e.is_finished())
+        }));
+        engines
+            .into_iter()
+            .map(|e| e.join().expect("engine thread panicked"))
+            .collect::<Vec<_>>()
+    });
+    for w in watchers.iter_mut() {
+        w.finish();
+    }
+    let built: Vec<RunResult> = jobs
+        .iter()
+        .zip(reports)
+        .map(|(job, report)| -> anyhow::Result<RunResult> {
+            Ok(sojourn_engine::result::build(
+                job.plan,
+                &report.context("running the load")?,
+                job.label,
+                Some(job.url.to_string()),
+                job.warmup,
+            ))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    Ok(built
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("one result per job")))
+}
+
+async fn watch(
+    cancel: &CancellationToken,
+    watchers: &mut [Box<dyn Watcher>],
+    finished: impl Fn() -> bool,
+) {
+    let mut tick = tokio::time::interval(WATCH_EVERY);
+    // SIGTERM as Ctrl-C: it is how Kubernetes stops a pod (a failed Job stops its other
+    // shards so), and a shard stopped early must still write what it measured, so that a
+    // merge names it short rather than missing.
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    loop {
+        let terminated = async {
+            match term.as_mut() {
+                Some(t) => {
+                    t.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        let how = tokio::select! {
+            _ = tokio::signal::ctrl_c(), if !cancel.is_cancelled() => Interruption::CtrlC,
+            _ = terminated, if !cancel.is_cancelled() => Interruption::Terminated,
+            _ = tick.tick() => {
+                if finished() {
+                    return;
+                }
+                for w in watchers.iter_mut() {
+                    w.update();
+                }
+                continue;
+            }
+        };
+        for w in watchers.iter_mut() {
+            w.interrupted(how);
+        }
+        cancel.cancel();
+    }
+}
+
+/// An open loop may need thousands of sockets during a stall; lift the soft limit to the hard
+/// one so the pool, not the file-descriptor limit, decides.
+fn raise_fd_limit() {
+    let _ = rlimit::increase_nofile_limit(u64::MAX);
+}

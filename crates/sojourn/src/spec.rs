@@ -1,0 +1,715 @@
+//! The typed run spec: everything a run needs, with every default stated once ([`defaults`]).
+//!
+//! A run is described by [`RunSettings`] (what a person can say: flags, a `--plan` file, or code,
+//! each field as typed or absent) and checked once into a [`RunSpec`] by [`validate`]. The spec
+//! is the only maker of an engine plan ([`RunSpec::plan`]): `run`, `compare`, `sweep` steps,
+//! `demo`, `suite` and the library's [`crate::OpenLoop`]/[`crate::ClosedLoop`] all go through it.
+//! An error names the flag (or the plan file and key) as a [`BadInput`].
+use std::path::PathBuf;
+use std::time::Duration;
+
+use sojourn_core::{End, Shard};
+use sojourn_engine::{HttpRequest, Load, Plan, Slack, Trust};
+use url::Url;
+
+use crate::bad_input;
+use crate::parse::{self, ArrivalKind};
+use crate::transport::{AnyTransport, Protocol, Requests, TargetsOrder};
+
+/// Every default of a run, stated once.
+pub mod defaults {
+    use std::time::Duration;
+
+    /// How long a run lasts when neither a duration nor a count is given.
+    pub const DURATION: Duration = Duration::from_secs(10);
+    /// The open loop's pool (HTTP/1.1): room for a stall's worth of requests in flight.
+    pub const OPEN_CONNECTIONS: usize = 2048;
+    /// HTTP/2: 16 connections of up to 128 streams (nginx's limit) hold as many requests at
+    /// once as the HTTP/1.1 default pool.
+    pub const HTTP2_CONNECTIONS: usize = 16;
+    /// The closed loop's callers.
+    pub const CLOSED_CONNECTIONS: usize = 10;
+    /// How long one request may take before it counts as timed out.
+    pub const TIMEOUT: Duration = Duration::from_secs(10);
+    /// `TIMEOUT` as the flag's help shows it.
+    pub const TIMEOUT_TEXT: &str = "10s";
+    /// The interval of the timeline.
+    pub const INTERVAL: Duration = Duration::from_secs(1);
+    /// `INTERVAL` as the flag's help shows it.
+    pub const INTERVAL_TEXT: &str = "1s";
+    /// How long the pacer may spin before a due time rather than sleep.
+    pub const TIMER_SPIN: Duration = sojourn_engine::DEFAULT_MAX_SPIN;
+    /// `TIMER_SPIN` as the flag's help shows it.
+    pub const TIMER_SPIN_TEXT: &str = "100us";
+    /// One open-loop worker thread paces this many requests a second on one core (measured in
+    /// docs/benchmarks.md); more threads only add wake-ups, and wake-ups are what an open loop
+    /// pays for.
+    pub const OPEN_RATE_PER_THREAD: f64 = 50_000.0;
+}
+
+/// A run as a person describes it: flags, a `--plan` file or code. [`validate`] checks it
+/// into a [`RunSpec`].
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    /// The target, e.g. http://127.0.0.1:8080/api (or `url` in the --plan file).
+    pub url: Option<String>,
+    /// Many different requests instead of one URL: a file in vegeta's HTTP format (a
+    /// `METHOD URL` line, header lines, an optional `@body-file`, a blank line between
+    /// targets) or JSON Lines ({"method", "url", "header", "body" (base64), "label",
+    /// "weight"}). Request i sends a target chosen from i alone, and each label gets its own
+    /// histograms (see docs/targets.md).
+    pub targets: Option<PathBuf>,
+    /// With --targets: take them in turn (weights interleaved), or at random by weight
+    /// (seeded by --seed).
+    pub targets_order: TargetsOrder,
+    /// Speak HTTP/2: ALPN h2 over TLS for https://, prior-knowledge h2c for http://. Each
+    /// connection carries up to --streams requests at once; a due request takes any free
+    /// stream on any connection, FIFO.
+    pub http2: bool,
+    /// With --http2: the most concurrent streams per connection. [default: what the server
+    /// advertises, at most 256]
+    pub streams: Option<usize>,
+    /// A TOML run file: the URL, the stages or rate, the arrival process, connections, timeout
+    /// and objectives (see docs/plans.md). Flags given on the command line win over it.
+    pub plan: Option<PathBuf>,
+    /// Run shard K (from 0) of N of the plan: every N-th slice of the one global schedule, so N
+    /// processes with the same flags run it exactly once between them. Give every shard the
+    /// same --threads (they slice the schedule too) and the same --start-at.
+    pub shard: Option<sojourn_core::Shard>,
+    /// Take K from the environment: JOB_COMPLETION_INDEX (a Kubernetes Indexed Job), else
+    /// SLURM_PROCID (with SLURM_NTASKS as N unless --shard-count is given).
+    pub shard_from_env: bool,
+    /// With --shard-from-env: the number of shards N.
+    pub shard_count: Option<u32>,
+    /// Start the schedule at this wall-clock instant (RFC 3339, e.g. 2026-11-23T10:00:00Z, or
+    /// Unix seconds like 1763892000.5) instead of at once: every shard's requests are due from
+    /// the same instant, so their timelines line up. A process that starts late sends what
+    /// fell due at once, and that lateness is counted as send lag, never hidden. Shards rely
+    /// on the nodes' clocks being synchronised (NTP or PTP); each result records how late its
+    /// process was ready.
+    pub start_at: Option<std::time::SystemTime>,
+    /// Flags given on the command line (filled by the parser, for --plan).
+    pub explicit: Vec<String>,
+    /// Open loop: requests per second, due on a schedule whatever the responses do.
+    pub rate: Option<f64>,
+    /// How arrivals are spaced: constant, poisson (seeded), or ramp (from --rate to --ramp-to).
+    pub arrival: ArrivalKind,
+    /// With --arrival ramp: the rate at the end of the run.
+    pub ramp_to: Option<f64>,
+    /// With --arrival poisson: the random seed.
+    pub seed: Option<u64>,
+    /// Shaped load instead of one rate: stages run in order, each holding a rate or moving it
+    /// linearly, e.g. `30s@0..1000,5m@1000,spike=30s@1000..5000,1m@5000` (NAME= is optional).
+    /// Arrivals follow them evenly spaced, or Poisson with --arrival poisson.
+    pub stages: Option<sojourn_core::Stages>,
+    /// How long to send for (default 10s).
+    pub duration: Option<Duration>,
+    /// Send this many requests in all, instead of a duration.
+    pub requests: Option<u64>,
+    /// Open loop: the most connections to open (lazily; due requests queue FIFO for a free one).
+    /// Closed loop: the number of looping connections. With --http2, connections each carry
+    /// --streams requests. [default: 2048 open, 10 closed; with --http2, 16]
+    pub connections: Option<usize>,
+    /// Worker threads, each with its own connections and slice of the schedule.
+    /// [default: closed loop, the number of CPUs; open loop, one per 50,000 req/s of peak
+    /// rate, up to the number of CPUs]
+    pub threads: Option<usize>,
+    /// Longest wait for one answer; also the longest drain after the schedule ends.
+    pub timeout: Duration,
+    /// Closed loop: each connection sends, waits for the answer, records, repeats.
+    /// For comparison and for truly closed workloads; every output labels it. With --rate, a
+    /// paced closed loop: each connection owns rate/N of the slots and sends at its next slot
+    /// or when its answer arrives, whichever is later (hey -q, bombardier -r, fortio -qps).
+    pub closed: bool,
+    /// HTTP method. [default: GET]
+    pub method: Option<String>,
+    /// A request header, "Name: value"; repeatable.
+    pub headers: Vec<(String, String)>,
+    /// Request body.
+    pub body: Option<String>,
+    /// Request body read from a file.
+    pub body_file: Option<PathBuf>,
+    /// Skip TLS certificate verification (self-signed test servers).
+    pub insecure: bool,
+    /// Trust only the CA certificates in this PEM file for https (a private CA), instead of
+    /// the public roots.
+    pub cacert: Option<PathBuf>,
+    /// Write the result document (JSON, schema sojourn.result/3) here.
+    pub json: Option<PathBuf>,
+    /// Width of the timeline's intervals, and of the last interval the live panel and
+    /// --metrics-listen show.
+    pub interval: Duration,
+    /// A name for this run in reports.
+    pub label: Option<String>,
+    /// Exit 3 if the self-check finds that the generator itself fell behind, or that the
+    /// sends did not follow the arrival process (conformance).
+    pub strict: bool,
+    /// Leave a warm-up out of the percentiles: `auto` finds it from the per-interval medians
+    /// (MSER), a duration (e.g. `5s`) trims exactly that, rounded up to a whole interval. The
+    /// trimmed requests stay in the counts and the timeline.
+    pub warmup: Option<sojourn_core::result::WarmupRequest>,
+    /// Write HdrHistogram percentile distributions: PREFIX.response.hgrm, PREFIX.service.hgrm
+    /// and PREFIX.send_lag.hgrm (milliseconds).
+    pub hgrm: Option<PathBuf>,
+    /// Write an HdrHistogram interval log (one response and one send-lag histogram per
+    /// interval), readable by HistogramLogProcessor.
+    pub hlog: Option<PathBuf>,
+    /// Stream every finished request (due offset, response, service, outcome) to this file:
+    /// CSV if it ends in .csv, compact binary otherwise.
+    pub samples: Option<PathBuf>,
+    /// With --samples: keep this share of requests, chosen uniformly (seeded), to keep long
+    /// runs small.
+    pub sample_ratio: f64,
+    /// The most the pacer spins before one due time. It learns how late the kernel's wake-ups
+    /// come, arms its timer that much early (up to this cap) and spins the rest, so requests
+    /// leave within microseconds of schedule for a few microseconds of CPU each. 0: no
+    /// spinning; requests then leave late by the kernel's wake-up latency.
+    pub timer_spin: Duration,
+    /// The least time between two wake-ups of the pacer: requests due closer together leave
+    /// together, each up to this late. Fewer wake-ups cost less CPU; the lateness is send lag,
+    /// counted in response time. `auto`: as late as the pacer's own wake-ups have been coming
+    /// (tens of µs), so a request never waits longer than a wake-up of its own would have
+    /// taken; 0: a wake-up for every due time.
+    pub timer_slack: sojourn_engine::Slack,
+    /// Run without the hiccup meters: a thread beside the run that measures how late this
+    /// process's own threads are woken, and an idle control process that measures how late the
+    /// machine wakes a sleeping process (the floor under any send lag). Without the control,
+    /// no lateness is excused as the machine's.
+    pub no_hiccup_meter: bool,
+    /// Serve live metrics (OpenMetrics text, for Prometheus) on http://ADDR/metrics while the
+    /// run goes on: counts by outcome, in flight and the age of the oldest in flight, target
+    /// and achieved rate, the last interval's response-time percentiles and send lag. A bare port (9464) or :9464 listens on
+    /// 127.0.0.1 only; ADDRESS:PORT listens exactly there. Port 0 picks a free one. The address
+    /// is printed on stderr; the endpoint stops with the run.
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// --slo and --junit: gate the run on service-level objectives (exit 4 when one fails).
+    pub gate: crate::gate::GateSettings,
+}
+
+impl RunSettings {
+    /// `sojourn run URL` with every other setting at its default: what `compare` and `sweep`
+    /// start from before setting their own.
+    pub fn for_target(url: &str) -> RunSettings {
+        RunSettings {
+            url: Some(url.to_string()),
+            ..RunSettings::default()
+        }
+    }
+}
+
+impl Default for RunSettings {
+    fn default() -> RunSettings {
+        RunSettings {
+            url: None,
+            targets: None,
+            targets_order: TargetsOrder::RoundRobin,
+            http2: false,
+            streams: None,
+            plan: None,
+            shard: None,
+            shard_from_env: false,
+            shard_count: None,
+            start_at: None,
+            explicit: Vec::new(),
+            rate: None,
+            arrival: ArrivalKind::Constant,
+            ramp_to: None,
+            seed: None,
+            stages: None,
+            duration: None,
+            requests: None,
+            connections: None,
+            threads: None,
+            timeout: defaults::TIMEOUT,
+            closed: false,
+            method: None,
+            headers: Vec::new(),
+            body: None,
+            body_file: None,
+            insecure: false,
+            cacert: None,
+            json: None,
+            interval: defaults::INTERVAL,
+            label: None,
+            strict: false,
+            warmup: None,
+            hgrm: None,
+            hlog: None,
+            samples: None,
+            sample_ratio: 1.0,
+            timer_spin: defaults::TIMER_SPIN,
+            timer_slack: Slack::Auto,
+            no_hiccup_meter: false,
+            metrics_listen: None,
+            gate: Default::default(),
+        }
+    }
+}
+
+/// A run that has passed validation: what to send, how, with which load, and where to write.
+/// [`RunSpec::plan`] is the engine's plan.
+pub struct RunSpec {
+    /// The schedule (open, paced) or the closed loop's end.
+    pub load: Load,
+    /// Connections asked for; with HTTP/2 the plan's pool holds this many times the streams.
+    pub connections: usize,
+    /// Worker threads.
+    pub threads: usize,
+    /// How long one request may take.
+    pub timeout: Duration,
+    /// The timeline's interval.
+    pub interval: Duration,
+    /// How the pacer waits for a due time.
+    pub timer: TimerPolicy,
+    /// The part of the schedule this process runs.
+    pub shard: Shard,
+    /// When the schedule starts, if not now.
+    pub start_at: Option<std::time::SystemTime>,
+    /// What is sent.
+    pub requests: Requests,
+    /// Over which protocol.
+    pub protocol: Protocol,
+    /// Stream slots per connection once connected (HTTP/2), as the transport allowed.
+    pub streams: Option<usize>,
+    /// `h2`/`h2c` once connected over HTTP/2.
+    pub protocol_name: Option<String>,
+    /// Which certificates an https target may present.
+    pub trust: Trust,
+    /// Where the result document goes.
+    pub json: Option<PathBuf>,
+    /// The other files asked for.
+    pub outputs: Outputs,
+    /// The run's label in every output.
+    pub label: String,
+    /// Exit 3 when a self-check fails.
+    pub strict: bool,
+    /// The warm-up to trim.
+    pub warmup: Option<sojourn_core::result::WarmupRequest>,
+    /// The objectives to gate on.
+    pub gate: crate::gate::Gate,
+}
+
+/// How the pacer waits, and whether the hiccup meters run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TimerPolicy {
+    /// How long it may spin before a due time.
+    pub spin: Duration,
+    /// The timer slack it asks of the kernel.
+    pub slack: Slack,
+    /// Whether the in-process and control hiccup meters run.
+    pub meters: bool,
+}
+
+impl Default for TimerPolicy {
+    fn default() -> TimerPolicy {
+        TimerPolicy {
+            spin: defaults::TIMER_SPIN,
+            slack: Slack::Auto,
+            meters: true,
+        }
+    }
+}
+
+/// The HdrHistogram and per-request files asked for.
+#[derive(Debug, Clone, Default)]
+pub struct Outputs {
+    /// `--hgrm PREFIX`.
+    pub hgrm: Option<PathBuf>,
+    /// `--hlog FILE`.
+    pub hlog: Option<PathBuf>,
+    /// `--samples FILE`.
+    pub samples: Option<PathBuf>,
+    /// The share of requests written to the samples file.
+    pub sample_ratio: f64,
+}
+
+impl RunSpec {
+    /// A spec for `load` with every other setting at its default and nothing to send yet
+    /// (in-process calls): the start of the library's loops, `demo`'s and `suite`'s runs.
+    pub fn of(load: Load) -> RunSpec {
+        let label = crate::live::mode(&load).to_string();
+        RunSpec {
+            load,
+            connections: defaults::OPEN_CONNECTIONS,
+            threads: 1,
+            timeout: defaults::TIMEOUT,
+            interval: defaults::INTERVAL,
+            timer: TimerPolicy::default(),
+            shard: Shard::WHOLE,
+            start_at: None,
+            requests: Requests::none(),
+            protocol: Protocol::Http1,
+            streams: None,
+            protocol_name: None,
+            trust: Trust::PublicRoots,
+            json: None,
+            outputs: Outputs::default(),
+            label,
+            strict: false,
+            warmup: None,
+            gate: Default::default(),
+        }
+    }
+
+    /// The engine's plan: the only place one is made outside the engine.
+    pub fn plan(&self) -> Plan {
+        let meters = self.timer.meters;
+        Plan {
+            load: self.load.clone(),
+            connections: self.connections.saturating_mul(self.streams.unwrap_or(1)),
+            threads: self.threads,
+            timeout: self.timeout,
+            interval: self.interval,
+            spin: self.timer.spin,
+            slack: self.timer.slack,
+            hiccup: meters.then_some(sojourn_engine::HICCUP_TICK),
+            control: meters.then(crate::control::command).flatten(),
+            samples: None,
+            shard: self.shard,
+            start_at: self.start_at,
+            targets: self.requests.targets.clone(),
+            streams: self
+                .protocol_name
+                .is_some()
+                .then_some(self.streams)
+                .flatten(),
+        }
+    }
+
+    /// Sizes the pool in stream slots: each connection carries as many streams as the
+    /// transport was allowed (one for HTTP/1.1).
+    pub fn fit_pool(&mut self, transport: &AnyTransport) {
+        self.protocol_name = transport.protocol_name(&self.requests.first().url);
+        self.streams = Some(transport.streams());
+    }
+
+    /// What the result says about the protocol and the requests.
+    pub fn describe(&self, mut r: sojourn_core::RunResult) -> sojourn_core::RunResult {
+        r.config.protocol = self.protocol_name.clone();
+        r.config.targets = self.requests.config.clone();
+        // The plan's fingerprint covers what was just added (targets, streams).
+        if let Some(p) = &mut r.placement {
+            p.fingerprint = sojourn_engine::result::plan_fingerprint(&self.plan(), &r.config);
+        }
+        r
+    }
+
+    /// The fingerprint of the plan this process runs a shard of, before it runs: the one
+    /// [`RunSpec::describe`] gives its result.
+    pub fn fingerprint(&self) -> String {
+        let plan = self.plan();
+        let mut config = sojourn_engine::result::config(&plan, Some(self.requests.shown()));
+        config.targets = self.requests.config.clone();
+        sojourn_engine::result::plan_fingerprint(&plan, &config)
+    }
+
+    /// Resolves the target and opens one connection (see [`crate::transport::connectable`]).
+    pub async fn connectable(&self) -> anyhow::Result<AnyTransport> {
+        crate::transport::connectable(&self.requests, &self.trust, self.protocol, self.timeout)
+            .await
+    }
+}
+
+/// Checks `a` once into a spec: every error names the flag (or the plan file and key).
+pub fn validate(mut a: RunSettings) -> anyhow::Result<RunSpec> {
+    if let Some(path) = a.plan.clone() {
+        crate::plan_file::apply(&mut a, &path)?;
+    }
+    let gate = crate::gate::Gate::parse(a.gate.clone())?;
+    partners(&a)?;
+    let requests = match &a.targets {
+        Some(path) => Requests::from_file(path, a.targets_order, a.seed)?,
+        None => Requests::one(request(&a)?),
+    };
+    let end = end(&a)?;
+    let load = if a.closed {
+        closed_load(&a, end)?
+    } else {
+        open_load(&a, end)?
+    };
+    let (connections, threads) = pool(&a, &load)?;
+    let shard = shard(&a, &|name| std::env::var(name).ok())?;
+    if !shard.is_whole() && matches!(load, Load::Closed(_)) {
+        return Err(bad_input!(
+            "--shard: a closed loop without --rate has no schedule to share out; give --rate (a paced closed loop) or run the open loop"
+        ));
+    }
+    check_start(a.start_at, &load)?;
+    let stages = match &load {
+        Load::Open(s) | Load::Paced(s) => s.stages.as_ref().map(sojourn_core::Stages::configs),
+        Load::Closed(_) => None,
+    };
+    gate.check_stages(stages.as_deref())?;
+    let label = a.label.unwrap_or_else(|| crate::live::mode(&load).into());
+    Ok(RunSpec {
+        load,
+        connections,
+        threads,
+        timeout: a.timeout,
+        interval: a.interval,
+        timer: TimerPolicy {
+            spin: a.timer_spin,
+            slack: a.timer_slack,
+            meters: !a.no_hiccup_meter,
+        },
+        shard,
+        start_at: a.start_at,
+        requests,
+        protocol: match a.http2 {
+            true => Protocol::Http2 { streams: a.streams },
+            false => Protocol::Http1,
+        },
+        streams: None,
+        protocol_name: None,
+        trust: trust(a.insecure, a.cacert.as_deref())?,
+        outputs: Outputs {
+            hgrm: a.hgrm,
+            hlog: a.hlog,
+            samples: a.samples,
+            sample_ratio: a.sample_ratio,
+        },
+        json: a.json,
+        label,
+        strict: a.strict,
+        warmup: a.warmup,
+        gate,
+    })
+}
+
+/// Flags that only mean something beside another, checked once the plan file (which may give
+/// either) has been applied.
+fn partners(a: &RunSettings) -> anyhow::Result<()> {
+    if a.streams.is_some() && !a.http2 {
+        return Err(bad_input!(
+            "--streams: only with --http2 (HTTP/1.1 carries one request per connection)"
+        ));
+    }
+    if a.targets_order != TargetsOrder::RoundRobin && a.targets.is_none() {
+        return Err(bad_input!(
+            "--targets-order: only with --targets FILE (one URL has nothing to order)"
+        ));
+    }
+    Ok(())
+}
+
+/// `--shard K/N`, or `--shard-from-env` with the index from the environment (`var` reads it).
+fn shard(a: &RunSettings, var: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Shard> {
+    if let Some(s) = a.shard {
+        if a.shard_count.is_some() {
+            return Err(bad_input!(
+                "--shard-count: only with --shard-from-env; --shard K/N gives N already"
+            ));
+        }
+        return Ok(s);
+    }
+    if !a.shard_from_env {
+        if a.shard_count.is_some() {
+            return Err(bad_input!("--shard-count: only with --shard-from-env"));
+        }
+        return Ok(Shard::WHOLE);
+    }
+    shard_from_env(var, a.shard_count)
+}
+
+/// Kubernetes' Indexed Job sets JOB_COMPLETION_INDEX; Slurm sets SLURM_PROCID and SLURM_NTASKS.
+fn shard_from_env(
+    var: &dyn Fn(&str) -> Option<String>,
+    count: Option<u32>,
+) -> anyhow::Result<Shard> {
+    let number = |name: &str, text: String| {
+        text.trim()
+            .parse::<u32>()
+            .map_err(|_| bad_input!("--shard-from-env: {name} is {text:?}, not a shard number"))
+    };
+    let (index, slurm_count) = match (var("JOB_COMPLETION_INDEX"), var("SLURM_PROCID")) {
+        (Some(k), _) => (number("JOB_COMPLETION_INDEX", k)?, None),
+        (None, Some(k)) => (
+            number("SLURM_PROCID", k)?,
+            var("SLURM_NTASKS").map(|n| number("SLURM_NTASKS", n)).transpose()?,
+        ),
+        (None, None) => {
+            return Err(bad_input!(
+                "--shard-from-env: neither JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) nor SLURM_PROCID is set; give --shard K/N instead"
+            ))
+        }
+    };
+    let count = count.or(slurm_count).ok_or_else(|| {
+        bad_input!("--shard-count: required with --shard-from-env: the number of shards, e.g. the Job's completions")
+    })?;
+    Shard::new(index, count).map_err(|e| bad_input!("--shard-from-env: {e}"))
+}
+
+/// The longest a process waits for `--start-at`: longer is a mistyped date.
+const MAX_START_AHEAD: Duration = Duration::from_secs(24 * 3600);
+
+/// A start too far ahead is a typo; one so far behind that the whole schedule is already past
+/// would send everything at once and measure only that.
+fn check_start(start_at: Option<std::time::SystemTime>, load: &Load) -> anyhow::Result<()> {
+    let Some(at) = start_at else { return Ok(()) };
+    let shown = humantime::format_rfc3339_millis(at);
+    match at.duration_since(std::time::SystemTime::now()) {
+        Ok(ahead) if ahead > MAX_START_AHEAD => Err(bad_input!(
+            "--start-at: {shown} is {} ahead; the most a run waits is a day",
+            parse::short_duration(ahead)
+        )),
+        Ok(_) => Ok(()),
+        Err(behind) => {
+            let late = behind.duration();
+            let length = match load {
+                Load::Open(s) | Load::Paced(s) => sojourn_engine::run::schedule_end(s),
+                Load::Closed(_) => Duration::ZERO,
+            };
+            if late < length {
+                return Ok(());
+            }
+            Err(bad_input!(
+                "--start-at: {shown} is {} ago, past the whole schedule ({}); give a time still to come",
+                parse::short_duration(late),
+                parse::short_duration(length)
+            ))
+        }
+    }
+}
+
+/// Which certificates an https target may present.
+fn trust(insecure: bool, cacert: Option<&std::path::Path>) -> anyhow::Result<Trust> {
+    Ok(match cacert {
+        Some(path) => Trust::from_pem_file(path).map_err(|e| bad_input!("--cacert: {e}"))?,
+        None if insecure => Trust::AnyCertificate,
+        None => Trust::PublicRoots,
+    })
+}
+
+/// The URL, method, headers and body, checked.
+fn request(a: &RunSettings) -> anyhow::Result<HttpRequest> {
+    let text = a.url.as_deref().ok_or_else(|| {
+        bad_input!(
+            "URL: required; give it on the command line or as url = \"…\" in the --plan file"
+        )
+    })?;
+    if let Some(guess) = sojourn_core::targets::with_http_scheme(text) {
+        return Err(bad_input!(
+            "URL: {text:?} has no scheme; write {guess} (or https:// for TLS)"
+        ));
+    }
+    let url = Url::parse(text).map_err(|e| {
+        bad_input!(
+            "URL: {text:?} is not a valid URL ({e}); expected e.g. http://127.0.0.1:8080/api"
+        )
+    })?;
+    if url.scheme() != "http" && url.scheme() != "https" {
+        return Err(bad_input!(
+            "URL: scheme {:?} is not supported; use http:// or https://",
+            url.scheme()
+        ));
+    }
+    let given = a.method.as_deref().unwrap_or("GET");
+    let method = given.to_ascii_uppercase();
+    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
+        return Err(bad_input!(
+            "--method: {given:?} is not an HTTP method; expected e.g. GET or POST"
+        ));
+    }
+    let body = match (&a.body, &a.body_file) {
+        (Some(b), _) => b.clone().into_bytes(),
+        (None, Some(path)) => std::fs::read(path)
+            .map_err(|e| bad_input!("--body-file: cannot read {}: {e}", path.display()))?,
+        (None, None) => Vec::new(),
+    };
+    Ok(HttpRequest {
+        url,
+        method,
+        headers: a.headers.clone(),
+        body,
+    })
+}
+
+/// `--duration` or `--requests`.
+fn end(a: &RunSettings) -> anyhow::Result<End> {
+    Ok(match (a.duration, a.requests) {
+        (_, Some(0)) => return Err(bad_input!("--requests: must be at least 1, got 0")),
+        (_, Some(n)) => End::Count(n),
+        (Some(d), None) => End::After(d),
+        (None, None) => End::After(defaults::DURATION),
+    })
+}
+
+/// `--connections` and `--threads`, with their defaults: a closed loop gets a thread per CPU;
+/// an open loop as many as its peak rate needs, up to one per CPU.
+fn pool(a: &RunSettings, load: &Load) -> anyhow::Result<(usize, usize)> {
+    let default_connections = match (a.closed, a.http2) {
+        (true, _) => defaults::CLOSED_CONNECTIONS,
+        (false, true) => defaults::HTTP2_CONNECTIONS,
+        (false, false) => defaults::OPEN_CONNECTIONS,
+    };
+    let connections = match a.connections {
+        Some(0) => return Err(bad_input!("--connections: must be at least 1, got 0")),
+        Some(n) => n,
+        None => default_connections,
+    };
+    let threads = match a.threads {
+        Some(0) => return Err(bad_input!("--threads: must be at least 1, got 0")),
+        Some(n) => n,
+        None => {
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+            match load {
+                Load::Open(s) | Load::Paced(s) => ((s.peak_rate() / defaults::OPEN_RATE_PER_THREAD)
+                    .ceil() as usize)
+                    .clamp(1, cpus),
+                Load::Closed(_) => cpus,
+            }
+        }
+    };
+    Ok((connections, threads))
+}
+
+/// `--seed` as the arrival process sees it: random target order takes it too, so it is not
+/// a mistake there without Poisson arrivals.
+fn arrival_seed(a: &RunSettings) -> Option<u64> {
+    let for_targets = a.targets.is_some() && a.targets_order == TargetsOrder::Random;
+    a.seed
+        .filter(|_| a.arrival == ArrivalKind::Poisson || !for_targets)
+}
+
+fn open_load(a: &RunSettings, end: End) -> anyhow::Result<Load> {
+    if let Some(stages) = &a.stages {
+        return Ok(Load::Open(parse::staged_schedule(
+            stages,
+            a.arrival,
+            arrival_seed(a),
+        )?));
+    }
+    let rate = a.rate.ok_or_else(|| bad_input!("--rate: required for the open loop, e.g. --rate 1000 (requests per second); or use --closed"))?;
+    Ok(Load::Open(parse::schedule(
+        rate,
+        a.arrival,
+        a.ramp_to,
+        arrival_seed(a),
+        end,
+    )?))
+}
+
+fn closed_load(a: &RunSettings, end: End) -> anyhow::Result<Load> {
+    if let Some(stages) = &a.stages {
+        return Ok(Load::Paced(parse::staged_schedule(
+            stages,
+            a.arrival,
+            arrival_seed(a),
+        )?));
+    }
+    if let Some(rate) = a.rate {
+        return Ok(Load::Paced(parse::schedule(
+            rate,
+            a.arrival,
+            a.ramp_to,
+            arrival_seed(a),
+            end,
+        )?));
+    }
+    if a.arrival != ArrivalKind::Constant || a.ramp_to.is_some() || arrival_seed(a).is_some() {
+        return Err(bad_input!(
+            "--arrival: an unpaced closed loop has no schedule; give --rate or --stages for a paced closed loop, or drop --arrival/--ramp-to/--seed"
+        ));
+    }
+    Ok(Load::Closed(end))
+}
