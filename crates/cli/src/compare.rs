@@ -155,10 +155,10 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
             sojourn::outputs::write_json(path, r)?;
         }
     }
-    let mut columns = crate::side_by_side::closed_columns(&c);
+    let mut columns = sojourn::side_by_side::closed_columns(&c);
     columns.push(Column::of("open loop", &o));
-    print!("{}", crate::side_by_side::table(&columns, "open loop"));
-    println!("\n{}", crate::side_by_side::verdict(&c, &o));
+    print!("{}", sojourn::side_by_side::table(&columns, "open loop"));
+    println!("\n{}", sojourn::side_by_side::verdict(&c, &o));
     if let Some(line) = sojourn_report::text::rate_line(&o) {
         println!("open loop {line}");
     }
@@ -168,10 +168,10 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let runs = vec![
-        crate::side_by_side::report_run(&c, Vec::new()),
-        crate::side_by_side::report_run(&o, Vec::new()),
+        sojourn::side_by_side::report_run(&c, Vec::new()),
+        sojourn::side_by_side::report_run(&o, Vec::new()),
     ];
-    crate::side_by_side::write_report(&a.report, format!("sojourn compare: {}", a.url), runs)?;
+    sojourn::side_by_side::write_report(&a.report, format!("sojourn compare: {}", a.url), runs)?;
     println!("report: {}", a.report.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -77,7 +77,7 @@ pub struct Measured {
 }
 
 pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
-    let scenario = crate::scenario_arg::resolve(&a.scenario, &fitted_sets(&a))?;
+    let scenario = sojourn::scenario_arg::resolve(&a.scenario, &fitted_sets(&a))?;
     let connections = match a.connections {
         Some(0) => return Err(bad_input!("--connections: must be at least 1, got 0")),
         Some(n) => n,
@@ -99,10 +99,10 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         plural(connections, "connection")
     );
     let outcome = measure(&scenario, rate, a.duration, connections, a.closed_mode)?;
-    let mut columns = crate::side_by_side::closed_columns(&outcome.closed);
+    let mut columns = sojourn::side_by_side::closed_columns(&outcome.closed);
     columns.push(Column::of("open loop", &outcome.open));
     columns.push(Column::of("model (open)", &outcome.model));
-    print!("{}", crate::side_by_side::table(&columns, "open loop"));
+    print!("{}", sojourn::side_by_side::table(&columns, "open loop"));
     println!();
     println!("{}", explain(&scenario, &outcome, connections));
     write_outputs(&a, &outcome)?;
@@ -174,7 +174,7 @@ pub fn measure(
     };
     let closed = against_fresh_server(&rt, scenario, &closed_plan, label)?;
     let open = against_fresh_server(&rt, scenario, &open_plan, "open")?;
-    let model = crate::sim::model(scenario, &open_plan, "model")?;
+    let model = sojourn::model::model(scenario, &open_plan, "model")?;
     let windows: Vec<(Duration, Duration)> = scenario
         .windows(duration)
         .into_iter()
@@ -288,7 +288,7 @@ pub fn explain(scenario: &Scenario, o: &DemoOutcome, connections: usize) -> Stri
     );
     let ratio = p99(&o.open) as f64 / reported_p99(&o.closed).max(1) as f64;
     let paced = o.closed.mode == sojourn_core::Mode::Paced;
-    let mut text = crate::side_by_side::verdict(&o.closed, &o.open);
+    let mut text = sojourn::side_by_side::verdict(&o.closed, &o.open);
     text.push('\n');
     let conns = plural(connections, "connection");
     let body = match (ratio >= UNDERSTATES, o.sent_during_stalls) {
@@ -367,11 +367,11 @@ fn write_outputs(a: &DemoArgs, o: &DemoOutcome) -> anyhow::Result<()> {
     }
     let title = "sojourn demo: closed vs open loop".to_string();
     let runs = vec![
-        crate::side_by_side::report_run(&o.closed, o.closed_dots.clone()),
-        crate::side_by_side::report_run(&o.open, o.open_dots.clone()),
-        crate::side_by_side::report_run(&o.model, Vec::new()),
+        sojourn::side_by_side::report_run(&o.closed, o.closed_dots.clone()),
+        sojourn::side_by_side::report_run(&o.open, o.open_dots.clone()),
+        sojourn::side_by_side::report_run(&o.model, Vec::new()),
     ];
-    crate::side_by_side::write_report(&a.report, title, runs)?;
+    sojourn::side_by_side::write_report(&a.report, title, runs)?;
     println!("\nreport: {} (open it in a browser)", a.report.display());
     Ok(())
 }
@@ -409,7 +409,7 @@ mod tests {
 
     #[test]
     fn an_unpaced_loop_is_never_said_to_have_never_sent_what_its_table_counts_as_zero() {
-        let scenario = crate::scenario_arg::resolve("hiccup", &[]).unwrap();
+        let scenario = sojourn::scenario_arg::resolve("hiccup", &[]).unwrap();
         let closed = run(Mode::Closed, 1, 900);
         assert_eq!(closed.counts.never_sent, 0);
         let outcome = DemoOutcome {

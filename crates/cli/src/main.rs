@@ -10,15 +10,12 @@ mod exit;
 mod gate;
 mod merge;
 mod panel;
-mod peer_run;
 #[cfg(test)]
 mod plan_tests;
 mod progress;
 mod report;
 mod run;
-mod scenario_arg;
 mod serve;
-mod side_by_side;
 mod sim;
 mod suite;
 mod sweep;

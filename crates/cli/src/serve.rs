@@ -87,7 +87,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn scenario(args: &ServeArgs) -> anyhow::Result<Scenario> {
-    crate::scenario_arg::resolve(&args.scenario, &args.set)
+    sojourn::scenario_arg::resolve(&args.scenario, &args.set)
 }
 
 fn truth_file(path: &PathBuf) -> anyhow::Result<Box<dyn Write + Send>> {

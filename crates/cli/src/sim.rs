@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use sojourn_core::{format_ns, nanos, End, RunResult, Schedule};
+use sojourn_core::{format_ns, nanos, End, Schedule};
 use sojourn_report::compare::{self, Column, Ratio};
 use sojourn_scenario::Scenario;
 use sojourn_sim::{Client, Impact, Plan};
@@ -185,7 +185,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
 /// `sim --sweep`: the same steps as `sojourn sweep`, each a fresh open-loop schedule in
 /// virtual time against the scenario.
 fn run_sweep(a: SimArgs) -> anyhow::Result<ExitCode> {
-    let scenario = crate::scenario_arg::resolve(&a.scenario, &a.set)?;
+    let scenario = sojourn::scenario_arg::resolve(&a.scenario, &a.set)?;
     if !matches!(a.client, ClientKind::Open | ClientKind::Both) {
         return Err(bad_input!(
             "--client: --sweep offers open-loop rates; use --client open"
@@ -199,58 +199,23 @@ fn run_sweep(a: SimArgs) -> anyhow::Result<ExitCode> {
             "--connections: --connections and --threads must be at least 1"
         ));
     }
-    let config = a.sweep_flags.validate()?;
-    let pool = ModelPool {
+    let config = sojourn::sweep::SweepSettings::from(a.sweep_flags.clone()).validate()?;
+    let pool = sojourn::model::ModelPool {
         connections: a.connections.unwrap_or(DEFAULT_OPEN_CONNECTIONS),
         threads: a.threads,
         timeout: a.timeout,
         rtt: a.rtt,
     };
-    let outcome = model_sweep(&scenario, &config, &pool)?;
+    let outcome =
+        sojourn::model::model_sweep(&scenario, &config, &pool, crate::sweep::show_step)?;
     println!("simulated sweep ({scenario})");
     let target = format!("sim:{}", a.scenario);
     crate::sweep::finish(&config, &outcome, &target, a.json.as_deref(), None)?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// The client side of a simulated sweep.
-pub struct ModelPool {
-    pub connections: usize,
-    pub threads: usize,
-    pub timeout: Duration,
-    pub rtt: Duration,
-}
-
-/// The model's sweep: the same steps as `sojourn sweep`, each a fresh open-loop schedule in
-/// virtual time against the scenario.
-pub fn model_sweep(
-    scenario: &Scenario,
-    config: &crate::sweep::Config,
-    pool: &ModelPool,
-) -> anyhow::Result<crate::sweep::Outcome> {
-    crate::sweep::drive(config, |rate| {
-        let schedule = Schedule::new(
-            sojourn_core::Arrival::Constant,
-            rate,
-            End::After(config.step),
-        )?;
-        let client = Client::Open {
-            schedule,
-            connections: pool.connections,
-            threads: pool.threads,
-        };
-        let plan = Plan {
-            timeout: pool.timeout,
-            interval: config.interval,
-            rtt: pool.rtt,
-            ..Plan::new(client)
-        };
-        Ok(sojourn_sim::run(scenario, &plan, &format!("sim sweep {} req/s", rate.get())).0)
-    })
-}
-
 fn validate(a: SimArgs) -> anyhow::Result<Validated> {
-    let scenario = crate::scenario_arg::resolve(&a.scenario, &a.set)?;
+    let scenario = sojourn::scenario_arg::resolve(&a.scenario, &a.set)?;
     let end = match (a.duration, a.requests) {
         (_, Some(0)) => return Err(bad_input!("--requests: must be at least 1, got 0")),
         (_, Some(n)) => End::Count(n),
@@ -366,37 +331,6 @@ fn closed(a: &SimArgs, end: End, schedule: &Schedule) -> anyhow::Result<Client> 
         connections: connections.unwrap_or(DEFAULT_CLOSED_CONNECTIONS),
         threads: a.threads,
     })
-}
-
-/// The simulator's prediction for an engine plan against a scenario: the same schedule,
-/// connections, threads, timeout and intervals, in virtual time (for `demo`).
-pub fn model(
-    scenario: &Scenario,
-    plan: &sojourn_engine::Plan,
-    label: &str,
-) -> anyhow::Result<RunResult> {
-    let client = match &plan.load {
-        sojourn_engine::Load::Open(schedule) => Client::Open {
-            schedule: schedule.clone(),
-            connections: plan.connections,
-            threads: plan.threads,
-        },
-        sojourn_engine::Load::Closed(end) => Client::Closed {
-            end: *end,
-            connections: plan.connections,
-            threads: plan.threads,
-        },
-        sojourn_engine::Load::Paced(schedule) => Client::Paced {
-            schedule: schedule.clone(),
-            connections: plan.connections,
-        },
-    };
-    let sim_plan = Plan {
-        timeout: plan.timeout,
-        interval: plan.interval,
-        ..Plan::new(client)
-    };
-    Ok(sojourn_sim::run(scenario, &sim_plan, label).0)
 }
 
 fn file_name(p: &Path) -> String {

@@ -14,7 +14,7 @@ use sojourn_peers::runners::{self, RunSpec, RunnerPlan};
 use sojourn_peers::PeerTool;
 use sojourn_scenario::Scenario;
 
-use crate::peer_run;
+use sojourn::peer_run;
 use sojourn::bad_input;
 use sojourn::parse as args;
 
@@ -83,7 +83,7 @@ pub fn run(a: SuiteArgs) -> anyhow::Result<ExitCode> {
     };
     for name in &a.scenarios {
         let scenario =
-            crate::scenario_arg::resolve(name, &crate::demo::fit_events(name, &[], duration))?;
+            sojourn::scenario_arg::resolve(name, &crate::demo::fit_events(name, &[], duration))?;
         let load = load_for(&scenario, rate, duration);
         let row = run_scenario(&scenario, load, &tools, &a.out)?;
         print!("{}", table(&row));
@@ -295,7 +295,7 @@ fn own_runs(
         ..sojourn::RunSpec::of(Load::Paced(schedule))
     }
     .plan();
-    let mut model = crate::sim::model(scenario, &open, "model")?;
+    let mut model = sojourn::model::model(scenario, &open, "model")?;
     model.scenario = serde_json::to_value(scenario).ok();
     runs.push((model.clone(), Vec::new()));
     for (plan, label) in [
@@ -455,13 +455,13 @@ fn write_outputs(
 ) -> anyhow::Result<()> {
     let views = runs
         .iter()
-        .map(|(r, dots)| crate::side_by_side::report_run(r, dots.clone()))
+        .map(|(r, dots)| sojourn::side_by_side::report_run(r, dots.clone()))
         .collect();
     let title = format!(
         "sojourn suite: {} — every tool against the model",
         scenario.name()
     );
-    crate::side_by_side::write_report(report, title, views)
+    sojourn::side_by_side::write_report(report, title, views)
 }
 
 /// The scenario's table: one row per run, the model first.

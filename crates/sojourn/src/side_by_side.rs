@@ -38,6 +38,6 @@ pub fn write_report(
         &sojourn_report::html::HtmlOptions { title: Some(title) },
     )?;
     std::fs::write(path, html)
-        .map_err(|e| sojourn::bad_input!("--report: cannot write {}: {e}", path.display()))?;
+        .map_err(|e| crate::bad_input!("--report: cannot write {}: {e}", path.display()))?;
     Ok(())
 }

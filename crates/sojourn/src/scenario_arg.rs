@@ -8,17 +8,17 @@ pub fn resolve(name_or_path: &str, sets: &[String]) -> anyhow::Result<Scenario> 
     for given in sets {
         let o: Override = given
             .parse()
-            .map_err(|e| sojourn::bad_input!("--set: {e}"))?;
+            .map_err(|e| crate::bad_input!("--set: {e}"))?;
         overrides.push(o);
     }
     Scenario::resolve(name_or_path, &overrides).map_err(|e| match e {
         ScenarioError::BadOverride { .. } | ScenarioError::OverrideOnFile { .. } => {
-            sojourn::bad_input!("--set: {e}")
+            crate::bad_input!("--set: {e}")
         }
-        ScenarioError::UnknownScenario { .. } => sojourn::bad_input!("--scenario: {e}"),
+        ScenarioError::UnknownScenario { .. } => crate::bad_input!("--scenario: {e}"),
         // A built-in's defaults are valid, so a field error there comes from a --set value.
-        _ if is_builtin(name_or_path) => sojourn::bad_input!("--set: {e}"),
-        _ => sojourn::bad_input!("--scenario {name_or_path}: {e}"),
+        _ if is_builtin(name_or_path) => crate::bad_input!("--set: {e}"),
+        _ => crate::bad_input!("--scenario {name_or_path}: {e}"),
     })
 }
 
