@@ -206,8 +206,7 @@ fn run_sweep(a: SimArgs) -> anyhow::Result<ExitCode> {
         timeout: a.timeout,
         rtt: a.rtt,
     };
-    let outcome =
-        sojourn::model::model_sweep(&scenario, &config, &pool, crate::sweep::show_step)?;
+    let outcome = sojourn::model::model_sweep(&scenario, &config, &pool, crate::sweep::show_step)?;
     println!("simulated sweep ({scenario})");
     let target = format!("sim:{}", a.scenario);
     crate::sweep::finish(&config, &outcome, &target, a.json.as_deref(), None)?;

@@ -50,7 +50,6 @@ pub struct SweepFlags {
     pub report: Option<PathBuf>,
 }
 
-
 impl From<SweepFlags> for SweepSettings {
     fn from(a: SweepFlags) -> Self {
         SweepSettings {

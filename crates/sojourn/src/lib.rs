@@ -75,7 +75,9 @@
 
 mod bad_input;
 mod call;
+pub mod compare;
 pub mod control;
+pub mod demo;
 pub mod embedded;
 pub mod execute;
 pub mod gate;
@@ -90,6 +92,7 @@ pub mod plan_file;
 pub mod scenario_arg;
 pub mod side_by_side;
 pub mod spec;
+pub mod suite;
 pub mod sweep;
 pub mod transport;
 

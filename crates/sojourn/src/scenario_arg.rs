@@ -6,9 +6,7 @@ use sojourn_scenario::{builtins, Override, Scenario, ScenarioError};
 pub fn resolve(name_or_path: &str, sets: &[String]) -> anyhow::Result<Scenario> {
     let mut overrides = Vec::new();
     for given in sets {
-        let o: Override = given
-            .parse()
-            .map_err(|e| crate::bad_input!("--set: {e}"))?;
+        let o: Override = given.parse().map_err(|e| crate::bad_input!("--set: {e}"))?;
         overrides.push(o);
     }
     Scenario::resolve(name_or_path, &overrides).map_err(|e| match e {

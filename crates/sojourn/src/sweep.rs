@@ -552,7 +552,7 @@ mod tests {
             ("p99>1s", "e.g. p99<200ms"),
         ] {
             let e = step_slo(text).unwrap_err();
-            assert!(e.is::<sojourn::BadInput>(), "{text}");
+            assert!(e.is::<crate::BadInput>(), "{text}");
             assert!(
                 e.to_string().starts_with("--slo: ") && e.to_string().contains(says),
                 "{text}: {e}"

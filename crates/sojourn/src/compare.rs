@@ -1,0 +1,165 @@
+//! `sojourn compare URL`: a closed loop and the open loop at once, on their own connections,
+//! against your own service; the seeds' table, a verdict and a report. Run together, both meet
+//! whatever the server does (a one-shot stall cannot fall in one loop's run and miss the
+//! other's). By default the closed loop is paced (what hey -q, bombardier -r and JMeter's
+//! constant-throughput timer run) and each loop sends half of `--rate`, so both carry the same
+//! load and the server receives `--rate`; `--closed-mode unpaced` runs the send → wait → record
+//! loop as fast as the target answers, beside the open loop at `--rate`.
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use crate::execute::Job;
+use sojourn_report::compare::Column;
+
+#[derive(Debug, Clone)]
+pub struct CompareSettings {
+    /// The target, e.g. http://127.0.0.1:8080/api
+    pub url: String,
+    /// What the server receives, in requests per second: a paced closed loop and the open loop
+    /// each send half, at once (an unpaced closed loop has no rate; the open loop beside it
+    /// sends all of it).
+    pub rate: f64,
+    /// The closed loop: paced (each connection sends at its share of --rate, or when its answer
+    /// arrives if later) or unpaced (each sends as soon as it has its answer).
+    pub closed_mode: ClosedMode,
+    /// How long the two loops run (at once).
+    pub duration: Duration,
+    /// Connections of the closed loop (a paced loop gives each rate/N of the slots).
+    pub connections: usize,
+    /// Worker threads for each loop. [default: the number of CPUs]
+    pub threads: Option<usize>,
+    /// Longest wait for one answer.
+    pub timeout: Duration,
+    /// A request header, "Name: value"; repeatable.
+    pub headers: Vec<(String, String)>,
+    /// Skip TLS certificate verification (self-signed test servers).
+    pub insecure: bool,
+    /// Trust only the CA certificates in this PEM file for https (a private CA).
+    pub cacert: Option<PathBuf>,
+    /// Where to write the HTML report.
+    pub report: PathBuf,
+    /// Also write closed.json and open.json here.
+    pub json_dir: Option<PathBuf>,
+}
+
+/// Which closed loop `compare` and `demo` put beside the open loop.
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClosedMode {
+    /// At the open loop's rate: the same sends, timed from the send and from the slot.
+    Paced,
+    /// As fast as the target answers: a different load, labelled as such.
+    Unpaced,
+}
+
+impl ClosedMode {
+    pub fn label(self) -> &'static str {
+        match self {
+            ClosedMode::Paced => "paced closed loop",
+            ClosedMode::Unpaced => "closed loop",
+        }
+    }
+}
+
+/// Each loop's rate: at once against one server, a paced loop and the open loop each send half
+/// of `--rate`, so the server receives what was asked; an unpaced loop has no rate, and the open
+/// loop beside it sends all of it.
+fn loop_rate(a: &CompareSettings) -> f64 {
+    match a.closed_mode {
+        ClosedMode::Paced => a.rate / 2.0,
+        ClosedMode::Unpaced => a.rate,
+    }
+}
+
+fn run_args(a: &CompareSettings, closed: bool) -> crate::RunSettings {
+    let paced = closed && a.closed_mode == ClosedMode::Paced;
+    crate::RunSettings {
+        rate: (!closed || paced).then_some(loop_rate(a)),
+        duration: Some(a.duration),
+        connections: closed.then_some(a.connections),
+        threads: a.threads,
+        timeout: a.timeout,
+        closed,
+        headers: a.headers.clone(),
+        insecure: a.insecure,
+        cacert: a.cacert.clone(),
+        json: a
+            .json_dir
+            .as_ref()
+            .map(|d| d.join(if closed { "closed.json" } else { "open.json" })),
+        label: Some(if paced {
+            // The label the terminal's columns and the page's views are named from.
+            "paced".into()
+        } else if closed {
+            "closed loop".into()
+        } else {
+            "open loop".into()
+        }),
+        ..crate::RunSettings::for_target(&a.url)
+    }
+}
+
+pub fn run(a: CompareSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow::Result<ExitCode> {
+    let closed = crate::validate(run_args(&a, true))?;
+    let open = crate::validate(run_args(&a, false))?;
+    if let Some(dir) = &a.json_dir {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| crate::bad_input!("--json-dir: cannot create {}: {e}", dir.display()))?;
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    // Both loops run at once, on their own connections: one after the other, a one-shot stall
+    // (a deploy, a failover, a GC) would hit one loop and not the other, and the two would be
+    // compared as if they had met the same server.
+    eprintln!(
+        "running the {} ({}) and the open loop ({} req/s) at once for {} …",
+        a.closed_mode.label(),
+        match a.closed_mode {
+            ClosedMode::Paced => format!("{} req/s", loop_rate(&a)),
+            ClosedMode::Unpaced => "unpaced".into(),
+        },
+        loop_rate(&a),
+        humantime::format_duration(a.duration)
+    );
+    let url = open.requests.shown();
+    let plans = (closed.plan(), open.plan());
+    let job = |plan, transport, label| Job {
+        plan,
+        transport,
+        progress: crate::execute::progress(plan, false),
+        label,
+        url: &url,
+        warmup: None,
+    };
+    let jobs = [
+        job(&plans.0, rt.block_on(closed.connectable())?, &closed.label),
+        job(&plans.1, rt.block_on(open.connectable())?, &open.label),
+    ];
+    let [c, o] = crate::execute::run_together(&rt, jobs, sinks)?;
+    for (v, r) in [(&closed, &c), (&open, &o)] {
+        if let Some(path) = &v.json {
+            crate::outputs::write_json(path, r)?;
+        }
+    }
+    let mut columns = crate::side_by_side::closed_columns(&c);
+    columns.push(Column::of("open loop", &o));
+    print!("{}", crate::side_by_side::table(&columns, "open loop"));
+    println!("\n{}", crate::side_by_side::verdict(&c, &o));
+    if let Some(line) = sojourn_report::text::rate_line(&o) {
+        println!("open loop {line}");
+    }
+    for r in [&c, &o] {
+        for note in &r.checks.notes {
+            println!("- {}: {note}", r.label);
+        }
+    }
+    let runs = vec![
+        crate::side_by_side::report_run(&c, Vec::new()),
+        crate::side_by_side::report_run(&o, Vec::new()),
+    ];
+    crate::side_by_side::write_report(&a.report, format!("sojourn compare: {}", a.url), runs)?;
+    println!("report: {}", a.report.display());
+    Ok(ExitCode::SUCCESS)
+}
