@@ -7,6 +7,7 @@
 //! - [`hlog`]: the HdrHistogram interval log (tagged, compressed V2 histograms);
 //! - [`samples`]: streaming per-request samples (CSV or compact binary), with uniform sampling;
 //! - [`gate`]: the SLO gate's verdict table, its HTML section and its JUnit XML;
+//! - [`openmetrics`]: OpenMetrics text, live (its pieces) and of a finished run;
 //! - [`load`]: the one loader of result documents, for every command and page that reads one;
 //! - [`html`]: `sojourn report`: result files → one HTML file with inline SVG charts;
 //! - [`sweep_plot`]: the capacity sweep's charts, offered vs achieved and latency vs offered.
@@ -23,6 +24,7 @@ pub mod hlog;
 pub mod html;
 mod javafmt;
 pub mod load;
+pub mod openmetrics;
 mod plot;
 pub mod samples;
 pub mod sweep_plot;
