@@ -4,6 +4,7 @@ use std::thread::JoinHandle;
 
 use anyhow::Context;
 use sojourn_core::{RequestSample, RunResult};
+use sojourn_report::output::{Hgrm, Hlog, Output as _};
 use sojourn_report::samples::{SampleCounts, SampleWriter, Sampling};
 
 use crate::run::Outputs;
@@ -11,15 +12,12 @@ use crate::run::Outputs;
 /// Writes `--hgrm` and `--hlog` files from a finished result.
 pub fn write_histograms(o: &Outputs, result: &RunResult) -> anyhow::Result<()> {
     if let Some(prefix) = &o.hgrm {
-        for path in sojourn_report::hgrm::write_result_files(prefix, result).context("--hgrm")? {
+        for path in Hgrm.write(result, prefix).context("--hgrm")? {
             println!("hgrm: {}", path.display());
         }
     }
     if let Some(path) = &o.hlog {
-        let start = result
-            .started_unix_ns
-            .map(|ns| std::time::UNIX_EPOCH + std::time::Duration::from_nanos(ns));
-        sojourn_report::hlog::write_file(path, result, start)
+        Hlog.write(result, path)
             .with_context(|| format!("--hlog {}", path.display()))?;
         println!("hlog: {}", path.display());
     }

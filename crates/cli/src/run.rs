@@ -891,11 +891,15 @@ async fn watch(
 }
 
 pub fn write_json(path: &std::path::Path, result: &RunResult) -> anyhow::Result<()> {
-    let file = std::fs::File::create(path)
-        .with_context(|| format!("--json: cannot create {}", path.display()))?;
-    serde_json::to_writer_pretty(std::io::BufWriter::new(file), result)
-        .with_context(|| format!("--json: cannot write {}", path.display()))?;
-    Ok(())
+    use sojourn_report::output::{Json, Output as _};
+    use sojourn_report::ReportError;
+    let (what, cause): (&str, anyhow::Error) = match Json.write(result, path) {
+        Ok(_) => return Ok(()),
+        Err(ReportError::Io { source, .. }) => ("create", source.into()),
+        Err(ReportError::Write(source)) => ("write", source.into()),
+        Err(other) => ("write", other.into()),
+    };
+    Err(cause.context(format!("--json: cannot {what} {}", path.display())))
 }
 
 /// An open loop may need thousands of sockets during a stall; lift the soft limit to the hard

@@ -1,6 +1,8 @@
 //! Everything sojourn shows people: terminal tables, HdrHistogram files, per-request samples,
 //! and a self-contained HTML report with plots.
 //!
+//! - [`output`]: every file a finished run is written as, behind one trait: the result
+//!   document, `.hgrm`, `.hlog`, HTML, JUnit and OpenMetrics;
 //! - [`compare`]: the seeds' side-by-side table of runs with ratios;
 //! - [`finding`]: what a closed loop beside an open loop shows, for the terminal and the page;
 //! - [`hgrm`]: the percentile-distribution text format, as the HdrHistogram reference writes it;
@@ -25,6 +27,7 @@ pub mod html;
 mod javafmt;
 pub mod load;
 pub mod openmetrics;
+pub mod output;
 mod plot;
 pub mod samples;
 pub mod sweep_plot;
