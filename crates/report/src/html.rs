@@ -12,7 +12,7 @@
 //! axes, so twenty tools fit the page's width and no chart is a tangle.
 //!
 //! The page's sections live beside it: the SLO gate's ([`crate::gate`]), the charts
-//! ([`crate::plot`], [`crate::sweep_plot`]) and the verdict board, the one module that also
+//! (`plot`, [`crate::sweep_plot`]) and the verdict board, the one module that also
 //! reads back into this one (see its doc); all of them escape text with one function.
 use std::fmt::Write as _;
 

@@ -1,36 +1,8 @@
 //! Every file format a finished run is written in, behind one trait, [`Output`]: the result
 //! document ([`Json`]), HdrHistogram's percentile distribution ([`Hgrm`]) and interval log
 //! ([`Hlog`]), the HTML report ([`Html`]), the SLO gate's JUnit XML ([`Junit`]) and the final
-//! figures as OpenMetrics text ([`OpenMetrics`]).
-//!
-//! An output is a format and its settings; the runs and the path come at `write`, so a list of
-//! outputs can be chosen before a run and written after it:
-//!
-//! ```
-//! use std::path::Path;
-//! use sojourn_report::output::{Hgrm, Hlog, Html, Json, OpenMetrics, Output};
-//!
-//! let result = sojourn_report::load::load_result(Path::new("tests/fixtures/hiccup-open.json"))?;
-//! let dir = tempfile::tempdir()?;
-//! let outputs: Vec<(Box<dyn Output>, &str)> = vec![
-//!     (Box::new(Json), "run.json"),
-//!     (Box::new(Hgrm), "run"), // a prefix: run.response.hgrm, run.service.hgrm, run.send_lag.hgrm
-//!     (Box::new(Hlog), "run.hlog"),
-//!     (Box::new(Html::default()), "run.html"),
-//!     (Box::new(OpenMetrics::default()), "run.prom"),
-//! ];
-//! let mut written = Vec::new();
-//! for (output, name) in &outputs {
-//!     written.extend(output.write(&result, &dir.path().join(name))?);
-//! }
-//! assert_eq!(written.len(), 7);
-//! assert!(written.iter().all(|f| f.is_file()));
-//!
-//! // Outputs of several runs take them all: one page, or one JUnit file of judged runs.
-//! let gated = sojourn_report::gate::Gated { label: &result.label, judgements: &[] };
-//! sojourn_report::output::Junit.write(&[gated][..], &dir.path().join("gate.xml"))?;
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! figures as OpenMetrics text ([`OpenMetrics`]). A new format is a module of its own and an
+//! implementation here.
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
@@ -42,8 +14,37 @@ use crate::gate::Gated;
 use crate::html::{HtmlOptions, ReportRun};
 
 /// One way to write runs down. `Runs` is what it writes: one finished run ([`RunResult`], the
-/// default, which every output takes), or several for the outputs that show runs together
-/// (`[ReportRun]` for [`Html`], `[Gated]` for [`Junit`]).
+/// default), or several for the outputs that show runs together (`[ReportRun]` for [`Html`],
+/// `[Gated]` for [`Junit`]).
+///
+/// An output is a format and its settings; the runs and the path come at `write`, so a list of
+/// outputs can be chosen before a run and written after it:
+///
+/// ```
+/// use std::path::Path;
+/// use sojourn_report::output::{Hgrm, Hlog, Html, Json, OpenMetrics, Output};
+///
+/// let result = sojourn_report::load::load_result(Path::new("tests/fixtures/hiccup-open.json"))?;
+/// let dir = tempfile::tempdir()?;
+/// let outputs: Vec<(Box<dyn Output>, &str)> = vec![
+///     (Box::new(Json), "run.json"),
+///     (Box::new(Hgrm), "run"), // a prefix: run.response.hgrm, run.service.hgrm, run.send_lag.hgrm
+///     (Box::new(Hlog), "run.hlog"),
+///     (Box::new(Html::default()), "run.html"),
+///     (Box::new(OpenMetrics::default()), "run.prom"),
+/// ];
+/// let mut written = Vec::new();
+/// for (output, name) in &outputs {
+///     written.extend(output.write(&result, &dir.path().join(name))?);
+/// }
+/// assert_eq!(written.len(), 7);
+/// assert!(written.iter().all(|f| f.is_file()));
+///
+/// // Outputs of several runs take them all: one page, or one JUnit file of judged runs.
+/// let gated = sojourn_report::gate::Gated { label: &result.label, judgements: &[] };
+/// sojourn_report::output::Junit.write(&[gated][..], &dir.path().join("gate.xml"))?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait Output<Runs: ?Sized = RunResult> {
     /// The format's name, as the flag that asks for it says it: `json`, `hgrm`, `hlog`,
     /// `html`, `junit`, `openmetrics`.
