@@ -59,7 +59,7 @@ pub fn run(a: DiffArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn load(path: &std::path::Path, which: &str) -> anyhow::Result<sojourn_core::RunResult> {
-    sojourn_report::html::load_result(path).map_err(|e| bad_input!("{which}: {e}"))
+    sojourn_report::load::load_result(path).map_err(|e| bad_input!("{which}: {e}"))
 }
 
 /// The comparison as a table, one percentile per line.

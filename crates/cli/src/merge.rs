@@ -43,7 +43,7 @@ pub fn run(a: MergeArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|path| {
             let result =
-                sojourn_report::html::load_result(path).map_err(|e| bad_input!("RESULT: {e}"))?;
+                sojourn_report::load::load_result(path).map_err(|e| bad_input!("RESULT: {e}"))?;
             Ok(Input {
                 source: path.display().to_string(),
                 result,

@@ -23,6 +23,7 @@ use hdrhistogram::Histogram;
 use crate::check::{Checks, GeneratorVerdict};
 use crate::conformance::GapRecord;
 use crate::evidence::{conformance_of, steady_state_of, Statistics};
+use crate::outcome::FailureCounts;
 use crate::placement::{
     fingerprint, key_of, plan_difference, plan_shards, schedule_of, MergeInfo, Placement,
     ShardState, ShardStatus,
@@ -30,7 +31,7 @@ use crate::placement::{
 use crate::record::new_histogram;
 use crate::result::{
     decode_base64, Counts, HistogramSet, HistogramSummary, IntervalSummary, LabelCounts,
-    RateSummary, RunResult, TargetResult, SCHEMA,
+    RateSummary, RunConfig, RunResult, TargetResult, SCHEMA,
 };
 use crate::shard::Shard;
 
@@ -67,6 +68,19 @@ pub enum MergeError {
 }
 
 /// Merges `inputs`; `force` adds results of different plans anyway (and says so).
+///
+/// The merged result is built field by field, each saying how it merges: summed, joined,
+/// equal in every shard of a plan, the first input's by definition (with the reason), or
+/// recomputed from the merged parts. No field is copied from a shard by default: the literal
+/// below, and the ones it calls, list every field without `..`, so a field added to
+/// [`RunResult`] (or to a part that merges) does not compile until it says how it merges:
+///
+/// ```compile_fail
+/// # use sojourn_core::result::Counts;
+/// // A struct literal without `..` must name every field: `not_measured` is missing.
+/// let c = Counts { scheduled: 0, completed: 0, failed: Default::default(), censored: 0,
+///                  never_sent: 0, waited_for_connection: 0 };
+/// ```
 pub fn merge(inputs: Vec<Input>, force: bool) -> Result<RunResult, MergeError> {
     let first = inputs.first().ok_or(MergeError::Empty)?;
     for i in &inputs {
@@ -79,31 +93,121 @@ pub fn merge(inputs: Vec<Input>, force: bool) -> Result<RunResult, MergeError> {
     let shards = plan_shards(&first.result);
     let held = held_shards(&inputs, shards)?;
     let statuses = statuses(&inputs, &held, shards, &first.result)?;
-    let mut merged = first.result.clone();
-    merged.histograms = histograms(&inputs)?;
-    merged.intervals = intervals(&inputs)?;
-    merged.counts = counts(&inputs, &statuses);
-    merged.statuses = status_codes(&inputs);
-    merged.targets = targets(&inputs, &held)?;
-    merged.config.connections = inputs.iter().map(|i| i.result.config.connections).sum();
-    merged.elapsed_ns = inputs
+    combine(&inputs, &held, statuses, forced)
+}
+
+/// The checked inputs as one result, field by field.
+fn combine(
+    inputs: &[Input],
+    held: &BTreeMap<u32, usize>,
+    statuses: Vec<ShardStatus>,
+    forced: bool,
+) -> Result<RunResult, MergeError> {
+    let first = &inputs[0].result;
+    let shards = plan_shards(first);
+    let config = config(inputs);
+    let histograms = histograms(inputs)?;
+    let intervals = intervals(inputs)?;
+    let counts = counts(inputs, &statuses);
+    // The longest shard: the merge lasted until its last shard ended.
+    let elapsed_ns = inputs
         .iter()
         .map(|i| i.result.elapsed_ns)
         .max()
         .unwrap_or(0);
-    merged.interrupted = inputs.iter().any(|i| i.result.interrupted);
-    merged.started_unix_ns = inputs.iter().filter_map(|i| i.result.started_unix_ns).min();
-    merged.rate = rate(&merged);
-    merged.checks = checks(&inputs);
-    merged.statistics = statistics(&inputs, &merged, shards);
-    merged.placement = Some(placement(&first.result, &statuses));
-    merged.merged = Some(MergeInfo {
-        partial: statuses.iter().any(|s| s.status != ShardState::Complete),
-        shards: statuses,
-        forced,
-    });
-    merged.schema = SCHEMA.into();
-    Ok(merged)
+    let rate = rate(&config, elapsed_ns, &counts, &histograms);
+    let statistics = statistics(inputs, &config, &intervals, &histograms, shards);
+    Ok(RunResult {
+        // Recomputed: a merge is written in this build's schema.
+        schema: SCHEMA.into(),
+        // First by definition: the shards of one plan are runs of one tool; the first names it.
+        tool: first.tool.clone(),
+        // First by definition: each shard is labelled by its own run, and the merge needs one.
+        label: first.label.clone(),
+        // Equal: the mode is part of the plan every shard was checked against.
+        mode: first.mode,
+        // Field by field: see `config`.
+        config,
+        // First by definition: every shard of a plan measures the same target, so the
+        // scenario it serves is the same one.
+        scenario: first.scenario.clone(),
+        // Recomputed from the sums, over the longest shard's time.
+        rate,
+        // Recomputed: the senders' gaps pooled, the steady state of the merged timeline.
+        statistics,
+        // Summed; the requests of missing or short shards counted from the plan.
+        counts,
+        // Summed, bucket by bucket.
+        histograms,
+        // Summed where they cover the same wall-clock window.
+        intervals,
+        // Field by field: see `checks`.
+        checks: checks(inputs),
+        elapsed_ns,
+        // Any: if one shard was stopped early, the whole is cut short.
+        interrupted: inputs.iter().any(|i| i.result.interrupted),
+        // The earliest: the merged timeline starts with the first shard to start.
+        started_unix_ns: inputs.iter().filter_map(|i| i.result.started_unix_ns).min(),
+        // First by definition: a shard is a run of sojourn's own, never an import, so this
+        // is `None` in every input.
+        import: first.import.clone(),
+        // Recomputed: the merged result stands for the whole plan.
+        placement: Some(placement(first, &statuses)),
+        // Recomputed: which shards it holds, and which are missing or short.
+        merged: Some(MergeInfo {
+            partial: statuses.iter().any(|s| s.status != ShardState::Complete),
+            shards: statuses,
+            forced,
+        }),
+        // Summed, code by code.
+        statuses: status_codes(inputs),
+        // Summed label by label.
+        targets: targets(inputs, held)?,
+    })
+}
+
+/// What was asked for, field by field. Most fields are part of the plan (see [`plan_key`]):
+/// equal in every shard, unless `--force` merged other plans, when they are the first input's.
+fn config(inputs: &[Input]) -> RunConfig {
+    let RunConfig {
+        target,
+        rate,
+        arrival,
+        ramp_to,
+        seed,
+        duration_ns,
+        requests,
+        connections: _, // summed below
+        threads,
+        timeout_ns,
+        interval_ns,
+        stages,
+        protocol,
+        streams,
+        targets,
+    } = &inputs[0].result.config;
+    RunConfig {
+        target: target.clone(),
+        rate: *rate,
+        arrival: arrival.clone(),
+        ramp_to: *ramp_to,
+        seed: *seed,
+        duration_ns: *duration_ns,
+        requests: *requests,
+        // Summed: each shard brought its own pool.
+        connections: inputs.iter().map(|i| i.result.config.connections).sum(),
+        threads: *threads,
+        timeout_ns: *timeout_ns,
+        interval_ns: *interval_ns,
+        stages: stages.clone(),
+        // First by definition: one plan speaks one protocol to one target.
+        protocol: protocol.clone(),
+        // Equal in a paced loop (its slots are cut per stream); otherwise first by
+        // definition: a limit per connection, which adding shards does not change.
+        streams: *streams,
+        // Equal but for the file's path, which may differ from node to node: the first's.
+        targets: targets.clone(),
+    }
 }
 
 /// A whole run holds all of its plan (shard 0 of 1): beside anything else, it is not a shard.
@@ -204,7 +308,7 @@ fn held_status(input: &Input, k: u32) -> ShardStatus {
         return s.clone();
     }
     let p = r.placement.as_ref().expect("checked before");
-    let accounted = measured(&r.counts).scheduled;
+    let accounted = measured(&r.counts);
     ShardStatus {
         index: k,
         status: if accounted >= p.due {
@@ -251,32 +355,61 @@ fn missing_status(first: &RunResult, k: u32, shards: u32) -> Result<ShardStatus,
     })
 }
 
-/// An input's counts as measured: without any not-measured requests a merge put in, so that
-/// a merge of merges counts each shard once.
-fn measured(c: &Counts) -> Counts {
-    Counts {
-        scheduled: c.scheduled.saturating_sub(c.not_measured),
-        not_measured: 0,
-        ..*c
-    }
+/// The requests an input's shards measured: its scheduled count without any not-measured
+/// requests a merge put in, so that a merge of merges counts each shard once.
+fn measured(c: &Counts) -> u64 {
+    c.scheduled.saturating_sub(c.not_measured)
 }
 
+/// Every count summed, except the requests nobody measured: those come from the plan's
+/// shards, not from any input, so that a shard missing from one input and held by another
+/// counts once.
 fn counts(inputs: &[Input], statuses: &[ShardStatus]) -> Counts {
-    let mut total = Counts::default();
-    for i in inputs {
-        let c = measured(&i.result.counts);
-        total.scheduled += c.scheduled;
-        total.completed += c.completed;
-        total.failed.merge(&c.failed);
-        total.censored += c.censored;
-        total.never_sent += c.never_sent;
-        total.waited_for_connection += c.waited_for_connection;
-    }
-    total.not_measured = statuses
+    let not_measured = statuses
         .iter()
         .map(|s| s.due.saturating_sub(s.accounted))
         .sum();
-    total.scheduled += total.not_measured;
+    let unmeasured = Counts {
+        scheduled: not_measured,
+        completed: 0,
+        failed: FailureCounts::default(),
+        censored: 0,
+        never_sent: 0,
+        waited_for_connection: 0,
+        not_measured,
+    };
+    inputs
+        .iter()
+        .fold(unmeasured, |total, i| add_counts(total, &i.result.counts))
+}
+
+/// One input's counts added to the total, field by field.
+fn add_counts(total: Counts, c: &Counts) -> Counts {
+    let Counts {
+        scheduled,
+        completed,
+        failed,
+        censored,
+        never_sent,
+        waited_for_connection,
+        not_measured,
+    } = *c;
+    Counts {
+        // Summed, without the input's own not-measured requests (the total has the plan's).
+        scheduled: total.scheduled + scheduled.saturating_sub(not_measured),
+        completed: total.completed + completed,
+        failed: failures(total.failed, &failed),
+        censored: total.censored + censored,
+        never_sent: total.never_sent + never_sent,
+        waited_for_connection: total.waited_for_connection + waited_for_connection,
+        // Recounted from the plan: already in the total.
+        not_measured: total.not_measured,
+    }
+}
+
+/// Failures added class by class.
+fn failures(mut total: FailureCounts, more: &FailureCounts) -> FailureCounts {
+    total.merge(more);
     total
 }
 
@@ -316,7 +449,6 @@ fn targets(inputs: &[Input], held: &BTreeMap<u32, usize>) -> Result<Vec<TargetRe
 }
 
 /// One label from its parts: histograms added, counts summed, percentiles read off the sums.
-/// The expected share is the first part's (every shard reads the same targets file).
 fn target(parts: &[(&str, &TargetResult)]) -> Result<TargetResult, MergeError> {
     let none = new_histogram();
     let whole = |pick: fn(&TargetResult) -> &HistogramSummary| {
@@ -335,17 +467,14 @@ fn target(parts: &[(&str, &TargetResult)]) -> Result<TargetResult, MergeError> {
     };
     let censored = lower_bounds(|t| t.censored.as_ref())?;
     let censored_service = lower_bounds(|t| t.censored_service.as_ref())?;
-    let mut counts = LabelCounts::default();
-    for (_, t) in parts {
-        let c = &t.counts;
-        counts.completed = counts.completed.saturating_add(c.completed);
-        counts.failed.merge(&c.failed);
-        counts.censored = counts.censored.saturating_add(c.censored);
-        counts.never_sent = counts.never_sent.saturating_add(c.never_sent);
-    }
+    let counts = parts.iter().fold(LabelCounts::default(), |total, (_, t)| {
+        add_label_counts(total, &t.counts)
+    });
     let first = parts[0].1;
     Ok(TargetResult {
+        // Equal: the parts are gathered by label.
         label: first.label.clone(),
+        // First by definition: every shard reads the same targets file, so the same weights.
         share: first.share,
         counts,
         response: HistogramSummary::of(
@@ -360,6 +489,22 @@ fn target(parts: &[(&str, &TargetResult)]) -> Result<TargetResult, MergeError> {
         censored: censored.map(|c| HistogramSummary::of(&c, &none)),
         censored_service: censored_service.map(|c| HistogramSummary::of(&c, &none)),
     })
+}
+
+/// One shard's counts of a label added to the total, field by field.
+fn add_label_counts(total: LabelCounts, c: &LabelCounts) -> LabelCounts {
+    let LabelCounts {
+        completed,
+        failed,
+        censored,
+        never_sent,
+    } = *c;
+    LabelCounts {
+        completed: total.completed.saturating_add(completed),
+        failed: failures(total.failed, &failed),
+        censored: total.censored.saturating_add(censored),
+        never_sent: total.never_sent.saturating_add(never_sent),
+    }
 }
 
 /// Adds histograms and re-encodes the sum from a fresh histogram, so its bytes depend only
@@ -401,6 +546,7 @@ fn histograms(inputs: &[Input]) -> Result<HistogramSet, MergeError> {
         summed(inputs, |h| Some(pick(h))).map(|h| h.unwrap_or_else(new_histogram))
     };
     let summary = |h: Option<Histogram<u64>>| h.map(|h| HistogramSummary::of(&h, &none));
+    // Every histogram summed; each summary's percentiles and lower bounds read off the sums.
     Ok(HistogramSet {
         response: HistogramSummary::of(&whole(|h| &h.response)?, censored_or_none),
         service: HistogramSummary::of(
@@ -411,6 +557,8 @@ fn histograms(inputs: &[Input]) -> Result<HistogramSet, MergeError> {
         dispatch_lag: summary(summed(inputs, |h| h.dispatch_lag.as_ref())?),
         censored: summary(censored),
         censored_service: summary(censored_service),
+        // None: only an unpaced closed loop estimates it, and one is never sharded (it has
+        // no schedule to share out).
         backfilled: None,
         hiccup: summary(summed(inputs, |h| h.hiccup.as_ref())?),
         control_hiccup: summary(summed(inputs, |h| h.control_hiccup.as_ref())?),
@@ -441,37 +589,50 @@ fn intervals(inputs: &[Input]) -> Result<Vec<IntervalSummary>, MergeError> {
         .collect()
 }
 
+/// One wall-clock window from the shards' intervals in it, field by field.
 fn interval(
     start_ns: u64,
     parts: &[(&str, &IntervalSummary)],
 ) -> Result<IntervalSummary, MergeError> {
-    let response = sum(&parts
-        .iter()
-        .map(|(s, i)| (*s, i.response_hdr.as_str()))
-        .collect::<Vec<_>>())?;
-    let send_lag = sum(&parts
-        .iter()
-        .map(|(s, i)| (*s, i.send_lag_hdr.as_str()))
-        .collect::<Vec<_>>())?;
+    let (mut responses, mut send_lags) = (Vec::new(), Vec::new());
+    let (mut duration, mut completed, mut failed) = (0, 0, 0);
+    for (source, part) in parts {
+        let IntervalSummary {
+            start_ns: _, // aligned on the wall clock: `start_ns` above
+            duration_ns,
+            completed: c,
+            failed: f,
+            // Read off the summed histograms by `summarise`.
+            p50: _,
+            p99: _,
+            max: _,
+            send_lag_p99: _,
+            response_hdr,
+            send_lag_hdr,
+        } = part;
+        duration = duration.max(*duration_ns);
+        completed += c;
+        failed += f;
+        responses.push((*source, response_hdr.as_str()));
+        send_lags.push((*source, send_lag_hdr.as_str()));
+    }
     Ok(IntervalSummary::summarise(
         start_ns,
-        parts.iter().map(|(_, i)| i.duration_ns).max().unwrap_or(0),
-        (
-            parts.iter().map(|(_, i)| i.completed).sum(),
-            parts.iter().map(|(_, i)| i.failed).sum(),
-        ),
-        &response,
-        &send_lag,
+        duration,
+        (completed, failed),
+        &sum(&responses)?,
+        &sum(&send_lags)?,
     ))
 }
 
-fn rate(merged: &RunResult) -> RateSummary {
-    let secs = (merged.elapsed_ns as f64 / 1e9).max(1e-9);
-    let c = &merged.counts;
+/// Recomputed from the merged counts and histograms over the merged elapsed time.
+fn rate(config: &RunConfig, elapsed_ns: u64, c: &Counts, h: &HistogramSet) -> RateSummary {
+    let secs = (elapsed_ns as f64 / 1e9).max(1e-9);
     RateSummary {
-        target: merged.config.rate,
+        // Equal: the rate is part of the plan.
+        target: config.rate,
         achieved: (c.completed + c.failed.total()) as f64 / secs,
-        sent: merged.histograms.send_lag.count as f64 / secs,
+        sent: h.send_lag.count as f64 / secs,
     }
 }
 
@@ -488,13 +649,18 @@ fn checks(inputs: &[Input]) -> Checks {
         .max_by_key(|g| rank(*g))
         .unwrap_or(GeneratorVerdict::NotApplicable);
     Checks {
+        // The worst.
         generator,
+        // Any: one shard's pool holding requests back held the plan's back.
         pool_bound: inputs.iter().any(|i| i.result.checks.pool_bound),
+        // The busiest of the busiest.
         busiest_worker: inputs
             .iter()
             .filter_map(|i| i.result.checks.busiest_worker)
             .reduce(f64::max),
+        // None: each shard's verdict judged its own share of the rate, not the plan's.
         rate: None,
+        // Joined, each marked with its shard's source.
         notes: inputs
             .iter()
             .flat_map(|i| {
@@ -510,23 +676,30 @@ fn checks(inputs: &[Input]) -> Checks {
 
 /// The senders' gap records pooled into one conformance test, and the steady-state test on
 /// the merged timeline.
-fn statistics(inputs: &[Input], merged: &RunResult, shards: u32) -> Statistics {
-    let medians: Vec<(Duration, f64)> = merged
-        .intervals
+fn statistics(
+    inputs: &[Input],
+    config: &RunConfig,
+    intervals: &[IntervalSummary],
+    histograms: &HistogramSet,
+    shards: u32,
+) -> Statistics {
+    let medians: Vec<(Duration, f64)> = intervals
         .iter()
         .filter(|i| i.answered() > 0)
         .map(|i| (Duration::from_nanos(i.start_ns), i.p50 as f64))
         .collect();
     Statistics {
-        conformance: pooled_conformance(inputs, merged, shards),
+        conformance: pooled_conformance(inputs, config, histograms, shards),
         steady_state: steady_state_of(&medians),
+        // None: a shard's warm-up trim cut its own histograms; the merge has no trim of its own.
         warmup: None,
     }
 }
 
 fn pooled_conformance(
     inputs: &[Input],
-    merged: &RunResult,
+    c: &RunConfig,
+    histograms: &HistogramSet,
     shards: u32,
 ) -> Option<crate::evidence::Conformance> {
     let mut gaps = GapRecord::new();
@@ -534,16 +707,10 @@ fn pooled_conformance(
         let doc = i.result.statistics.conformance.as_ref()?.record.as_ref()?;
         gaps.merge(&GapRecord::from_doc(doc).ok()?);
     }
-    let c = &merged.config;
     let senders = f64::from(c.threads.unwrap_or(1).max(1)) * f64::from(shards);
     let rate = c.rate?;
     let lane = Duration::from_secs_f64(senders / rate.max(1e-9));
-    let lag_p99 = merged
-        .histograms
-        .send_lag
-        .percentiles
-        .get(99.0)
-        .unwrap_or(0);
+    let lag_p99 = histograms.send_lag.percentiles.get(99.0).unwrap_or(0);
     conformance_of(c.arrival.as_deref()?, &gaps, lane, lag_p99)
 }
 
@@ -795,6 +962,40 @@ mod tests {
         }
         let labels: Vec<&str> = all.targets.iter().map(|t| t.label.as_str()).collect();
         assert_eq!(labels, LABELS, "shard 0's labels first, then shard 1's own");
+    }
+
+    /// Where the shards differ, the merge takes no field from shard 0 unless it says so: each
+    /// is summed, the worst, the longest, the earliest or any. Here shard 0 holds the value
+    /// the merge must not keep for every such field.
+    #[test]
+    fn no_field_is_shard_zeros_where_the_shards_differ() {
+        let mut inputs = shards(2);
+        let later = &mut inputs[1].result;
+        later.config.connections = 5;
+        later.counts.waited_for_connection = 7;
+        later.elapsed_ns += 500_000_000;
+        later.interrupted = true;
+        later.started_unix_ns = Some(START - 1_000);
+        later.checks.generator = GeneratorVerdict::Behind;
+        later.checks.pool_bound = true;
+        later.checks.busiest_worker = Some(0.9);
+        inputs[0].result.checks.busiest_worker = Some(0.2);
+        let m = merge(inputs, false).unwrap();
+        assert_eq!(m.config.connections, 16 + 5, "summed");
+        assert_eq!(m.counts.waited_for_connection, 7, "summed");
+        assert_eq!(m.elapsed_ns, 2_501_000_000, "the longest");
+        assert!(m.interrupted, "any");
+        assert_eq!(m.started_unix_ns, Some(START - 1_000), "the earliest");
+        assert_eq!(m.checks.generator, GeneratorVerdict::Behind, "the worst");
+        assert!(m.checks.pool_bound, "any");
+        assert_eq!(m.checks.busiest_worker, Some(0.9), "the busiest");
+        let achieved = m.counts.completed as f64 / 2.501;
+        assert!(
+            (m.rate.achieved - achieved).abs() < 1e-6,
+            "recomputed over the longest: {:?}",
+            m.rate
+        );
+        assert_eq!(m.schema, SCHEMA);
     }
 
     /// A summary with its carried histogram left out: two encodings of one histogram may

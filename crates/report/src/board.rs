@@ -1,12 +1,16 @@
 //! The page's first answer and its last details: the verdict board (every run against the
 //! model, sorted so the tools that hide the stall stand out) and the notes, grouped and folded.
+//!
+//! The one circle left among the report's modules is this one with [`crate::html`]: the board
+//! is a section of that page, drawn from the page's own run views, which the page places.
 use std::fmt::Write as _;
 
 use sojourn_core::result::{Mode, RunResult, Tool};
 use sojourn_core::verdict::{is_model, judge, verdict, Verdict};
 
 use crate::compare::{format_ratio, Clock};
-use crate::html::{clock_views, escape, latency, swatch, value_at, ClockView, RunView};
+use crate::escape::escape;
+use crate::html::{clock_views, latency, swatch, value_at, ClockView, RunView};
 
 /// The percentiles the board shows, beside the model's.
 const BOARD_PERCENTILES: [(f64, &str); 3] = [(50.0, "p50"), (99.0, "p99"), (99.9, "p99.9")];

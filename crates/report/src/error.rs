@@ -38,6 +38,9 @@ pub enum ReportError {
         found: String,
         expected: String,
     },
+    /// The gate's verdicts could not be written as JUnit XML; this is a bug in sojourn.
+    #[error("serializing the verdicts as JUnit XML failed: {0}")]
+    Junit(#[from] quick_junit::SerializeError),
     /// A chart could not be drawn; this is a bug in sojourn.
     #[error("drawing the {chart} chart failed: {reason}")]
     Plot { chart: &'static str, reason: String },

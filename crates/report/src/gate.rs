@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use sojourn_core::gate::{passes, Judgement, Verdict};
 
-use crate::html::escape;
+use crate::escape::escape;
 
 /// One result's verdicts, under the result's label.
 #[derive(Debug, Clone, Copy)]

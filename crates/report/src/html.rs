@@ -10,20 +10,24 @@
 //! Up to [`MANY_RUNS`] runs sit side by side in each table and share each chart. Beyond that
 //! the tables turn to one row per run, and the charts become grids of small multiples on shared
 //! axes, so twenty tools fit the page's width and no chart is a tangle.
+//!
+//! The page's sections live beside it: the SLO gate's ([`crate::gate`]), the charts
+//! (`plot`, [`crate::sweep_plot`]) and the verdict board, the one module that also
+//! reads back into this one (see its doc); all of them escape text with one function.
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
 
 use hdrhistogram::Histogram;
 use sojourn_core::by_stage;
 use sojourn_core::check::GeneratorVerdict;
 use sojourn_core::record::bound_at;
-use sojourn_core::result::{decode_base64, HistogramSummary, Mode, RunResult, READABLE_SCHEMAS};
+use sojourn_core::result::{decode_base64, HistogramSummary, Mode, RunResult};
 use sojourn_core::units::format_ns;
 
 use crate::compare::Clock;
 use crate::error::ReportError;
+use crate::escape::escape;
 use crate::plot::{self, Band, Curve, LineKind, Look, OverTime, Size, Span, Timeline};
-use crate::samples::{read_downsampled, Sample};
+use crate::samples::Sample;
 
 /// Sampled requests drawn per run on its timeline; more add bytes, not insight.
 pub const MAX_DOTS: usize = 2500;
@@ -31,7 +35,7 @@ pub const MAX_DOTS: usize = 2500;
 /// Runs that still share one table and one chart; more get one row each and small multiples.
 pub const MANY_RUNS: usize = 5;
 
-/// One run to report on.
+/// One run to report on ([`ReportRun::load`] reads one from its result file).
 #[derive(Debug, Clone)]
 pub struct ReportRun {
     /// Where it came from (shown in the report), e.g. the result file's name.
@@ -39,80 +43,6 @@ pub struct ReportRun {
     pub result: RunResult,
     /// Per-request samples, if recorded (already downsampled; see [`MAX_DOTS`]).
     pub samples: Vec<Sample>,
-}
-
-impl ReportRun {
-    /// Loads a result file, and its samples if a sibling samples file exists
-    /// (see [`samples_path_for`]).
-    pub fn load(path: &Path) -> Result<ReportRun, ReportError> {
-        let result = load_result(path)?;
-        let samples = match samples_path_for(path) {
-            Some(p) => read_downsampled(&p, MAX_DOTS)?,
-            None => Vec::new(),
-        };
-        let source = path.file_name().map_or_else(
-            || path.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
-        Ok(ReportRun {
-            source,
-            result,
-            samples,
-        })
-    }
-}
-
-/// Reads and checks a result file: JSON, a sojourn result, and a schema version this build reads.
-pub fn load_result(path: &Path) -> Result<RunResult, ReportError> {
-    let text = std::fs::read_to_string(path).map_err(ReportError::io(path))?;
-    parse_result(path, &text)
-}
-
-/// [`load_result`] of a file already read; `path` is the name its errors give.
-pub fn parse_result(path: &Path, text: &str) -> Result<RunResult, ReportError> {
-    let not_result = |reason: String| ReportError::NotAResult {
-        path: path.to_owned(),
-        reason,
-    };
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| not_result(format!("not JSON: {e}")))?;
-    let schema = value
-        .get("schema")
-        .and_then(|s| s.as_str())
-        .ok_or_else(|| not_result("no \"schema\" field".into()))?;
-    if !schema.starts_with("sojourn.result/") {
-        return Err(not_result(format!(
-            "schema {schema:?} is not a sojourn result"
-        )));
-    }
-    if !READABLE_SCHEMAS.contains(&schema) {
-        return Err(ReportError::Schema {
-            path: path.to_owned(),
-            found: schema.to_owned(),
-            expected: in_words(&READABLE_SCHEMAS),
-        });
-    }
-    // From the text, not the value: serde_json then names the line and column of a bad field.
-    serde_json::from_str(text).map_err(|e| not_result(e.to_string()))
-}
-
-/// `a`, `a and b`, `a, b and c`.
-fn in_words(items: &[&str]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => one.to_string(),
-        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
-    }
-}
-
-/// The samples file that goes with a result file, by convention: `X.json` → `X.samples.csv`
-/// or `X.samples.bin`, whichever exists.
-pub fn samples_path_for(result: &Path) -> Option<PathBuf> {
-    let stem = result.with_extension("");
-    ["samples.csv", "samples.bin"]
-        .iter()
-        .map(|ext| crate::hgrm::with_suffix(&stem, &format!(".{ext}")))
-        .find(|p| p.is_file())
 }
 
 #[derive(Debug, Clone, Default)]
@@ -223,22 +153,6 @@ fn sources(runs: &[ReportRun]) -> String {
         .map(|r| format!("<code>{}</code>", escape(&r.source)))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// Escapes text for HTML element content and attribute values.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
 }
 
 fn head(page: &mut String, title: &str) {

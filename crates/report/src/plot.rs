@@ -214,7 +214,7 @@ fn svg(
     }
     let attrs = format!(
         "<svg id=\"{id}\" role=\"img\" aria-label=\"{}\" ",
-        crate::html::escape(title)
+        crate::escape::escape(title)
     );
     let mut out = out.replacen("<svg ", &attrs, 1);
     let end = out.rfind("</svg>").ok_or("plotters wrote no </svg>")?;

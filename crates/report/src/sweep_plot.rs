@@ -143,6 +143,8 @@ pub fn latency(points: &[SweepPoint], cliffs: Cliffs) -> Result<String, ReportEr
     })
 }
 
+/// These tests also draw the page the charts go on ([`crate::html::sweep_page`]): only the
+/// tests reach back to the page, the charts never do.
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use sojourn_core::diff::{diff, DiffOptions};
 use sojourn_core::RunResult;
-use sojourn_report::html::{parse_result, render, HtmlOptions, ReportRun};
+use sojourn_report::html::{render, HtmlOptions, ReportRun};
+use sojourn_report::load::parse_result;
 use sojourn_report::samples::{read_downsampled, SampleReader};
 use sojourn_testkit::fuzz::{bytes, config, damaged, damaged_json, damaged_text};
 

@@ -6,7 +6,8 @@ use std::time::Duration;
 use sojourn_core::outcome::Outcome;
 use sojourn_core::record::{bound_at, Recorder, Stamps};
 use sojourn_core::result::{Mode, RunConfig, RunFacts, RunResult, READABLE_SCHEMAS};
-use sojourn_report::html::{load_result, render, scenario_windows, HtmlOptions, ReportRun, Window};
+use sojourn_report::html::{render, scenario_windows, HtmlOptions, ReportRun, Window};
+use sojourn_report::load::load_result;
 use sojourn_report::ReportError;
 
 fn run(result: RunResult) -> ReportRun {

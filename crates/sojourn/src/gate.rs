@@ -3,11 +3,12 @@
 //! sample cannot judge.
 use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
 use sojourn_core::gate::{evaluate, passes, resolve_stage, Judgement, Objective};
 use sojourn_core::result::StageConfig;
 use sojourn_core::RunResult;
-use sojourn_report::gate::{junit, table, Gated};
+use sojourn_report::gate::{table, Gated};
+use sojourn_report::output::{Junit, Output as _};
+use sojourn_report::ReportError;
 
 use crate::bad_input;
 
@@ -104,9 +105,18 @@ impl Gate {
 }
 
 fn write_junit(path: &Path, runs: &[Gated]) -> anyhow::Result<()> {
-    let xml = junit(runs).context("--junit: serializing the verdicts")?;
-    std::fs::write(path, xml)
-        .map_err(|e| bad_input!("--junit: cannot write {}: {e}", path.display()))?;
-    println!("junit: {}", path.display());
-    Ok(())
+    let failed = match Junit.write(runs, path) {
+        Ok(_) => {
+            println!("junit: {}", path.display());
+            return Ok(());
+        }
+        Err(e) => e,
+    };
+    Err(match failed {
+        ReportError::Io { source, .. } => {
+            bad_input!("--junit: cannot write {}: {source}", path.display())
+        }
+        ReportError::Junit(e) => anyhow::Error::new(e).context("--junit: serializing the verdicts"),
+        other => other.into(),
+    })
 }

@@ -23,7 +23,7 @@
 //! counts (completed, failed, censored, never called), the generator's self-check, the
 //! schedule's conformance and confidence intervals. [`write_json`], [`write_html`],
 //! [`report::hgrm`] and [`report::hlog`] write it as `sojourn report`, HdrHistogram tools
-//! and a browser read it.
+//! and a browser read it; [`report::output`] has every format behind one trait.
 //!
 //! - [`OpenLoop`]: calls due on a schedule (`.run` for async code, `.run_blocking` for
 //!   synchronous code on a pool of threads).
@@ -98,6 +98,8 @@ pub mod transport;
 
 use std::path::Path;
 
+use report::output::Output as _;
+
 pub use bad_input::{is_bad_input, BadInput};
 pub use call::CallResult;
 pub use load::{ClosedLoop, OpenLoop};
@@ -148,9 +150,7 @@ pub enum Error {
 /// # Ok::<(), sojourn::Error>(())
 /// ```
 pub fn write_json(path: &Path, result: &RunResult) -> Result<(), Error> {
-    let file = std::fs::File::create(path)?;
-    serde_json::to_writer_pretty(std::io::BufWriter::new(file), result)
-        .map_err(std::io::Error::from)?;
+    report::output::Json.write(result, path)?;
     Ok(())
 }
 
@@ -174,13 +174,11 @@ pub fn write_html(path: &Path, results: &[&RunResult], title: &str) -> Result<()
             samples: Vec::new(),
         })
         .collect();
-    let html = report::html::render(
-        &runs,
-        &report::html::HtmlOptions {
-            title: Some(title.to_string()),
-        },
-    )?;
-    std::fs::write(path, html)?;
+    let page = report::output::Html {
+        title: Some(title),
+        ..Default::default()
+    };
+    page.write(&runs[..], path)?;
     Ok(())
 }
 

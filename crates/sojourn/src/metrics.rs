@@ -7,13 +7,9 @@ use std::time::Duration;
 use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::{Method, Request, Response, StatusCode};
-use prometheus_client::encoding::text::encode;
-use prometheus_client::encoding::{EncodeMetric, MetricEncoder};
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::{Registry, Unit};
 use sojourn_core::FailureClass;
+use sojourn_report::openmetrics::{classic, counter, gauge, text, FloatGauge, Ordered};
 use tokio_util::sync::CancellationToken;
 
 use crate::live::{View, Watched};
@@ -166,69 +162,6 @@ fn accepts_openmetrics<B>(req: &Request<B>) -> bool {
         })
 }
 
-/// OpenMetrics text as the classic text format (0.0.4): a counter's family is named with its
-/// `_total`, and there are no `# UNIT` or `# EOF` lines. Nothing else we write differs.
-pub fn classic(openmetrics: &str) -> String {
-    let counters: Vec<&str> = openmetrics
-        .lines()
-        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
-        .collect();
-    let mut out = String::with_capacity(openmetrics.len());
-    for line in openmetrics.lines() {
-        if line.starts_with("# UNIT ") || line == "# EOF" {
-            continue;
-        }
-        out.push_str(&total_suffixed(line, &counters));
-        out.push('\n');
-    }
-    out
-}
-
-/// `# HELP name …` and `# TYPE name counter` of a counter family, with `name_total`.
-fn total_suffixed(line: &str, counters: &[&str]) -> String {
-    for prefix in ["# HELP ", "# TYPE "] {
-        if let Some(rest) = line.strip_prefix(prefix) {
-            let name = rest.split(' ').next().unwrap_or_default();
-            if counters.contains(&name) {
-                return format!("{prefix}{name}_total{}", &rest[name.len()..]);
-            }
-        }
-    }
-    line.to_string()
-}
-
-type Labels = Vec<(&'static str, String)>;
-
-/// A labelled family whose members are written in the order they were added, so that two
-/// scrapes of the same state are byte for byte the same (the library's own family keeps them
-/// in a hash map, in a different order on every scrape).
-#[derive(Debug)]
-struct Ordered<M>(Vec<(Labels, M)>);
-
-impl<M> Ordered<M> {
-    fn new() -> Self {
-        Ordered(Vec::new())
-    }
-
-    fn with(mut self, labels: Labels, metric: M) -> Self {
-        self.0.push((labels, metric));
-        self
-    }
-}
-
-impl<M: EncodeMetric + TypedMetric> EncodeMetric for Ordered<M> {
-    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
-        for (labels, metric) in &self.0 {
-            metric.encode(encoder.encode_family(labels)?)?;
-        }
-        Ok(())
-    }
-
-    fn metric_type(&self) -> MetricType {
-        M::TYPE
-    }
-}
-
 /// The view as OpenMetrics text. A fresh registry per scrape: values are read from the run,
 /// not accumulated here, and a scrape is rare beside a request.
 pub fn render(v: &View) -> String {
@@ -255,24 +188,8 @@ pub fn render(v: &View) -> String {
     // text format, and so promtool, does not know.
     let info = Ordered::new().with(vec![("mode", v.mode.into())], gauge(1.0));
     r.register("sojourn_run_info", "The kind of load", info);
-    let mut out = String::new();
-    encode(&mut out, &r).expect("writing to a String cannot fail");
-    out
+    text(&r)
 }
-
-fn gauge(value: f64) -> FloatGauge {
-    let g = Gauge::default();
-    g.set(value);
-    g
-}
-
-fn counter(value: u64) -> Counter {
-    let c = Counter::default();
-    c.inc_by(value);
-    c
-}
-
-type FloatGauge = Gauge<f64, std::sync::atomic::AtomicU64>;
 
 /// One gauge per percentile, in seconds. The label is `percentile`, not `quantile`: a gauge
 /// with a `quantile` label would pass for a summary's, which it is not (no count, no sum).
@@ -446,16 +363,6 @@ mod tests {
             .collect();
         assert_eq!(percentiles, ["50", "90", "99", "99.9"]);
         assert!(first.contains("sojourn_requests_finished_total{outcome=\"timeout\"} 1\n"));
-    }
-
-    #[test]
-    fn the_classic_format_names_counters_with_their_total_and_drops_openmetrics_lines() {
-        let om = "# HELP a_sent Sent.\n# TYPE a_sent counter\na_sent_total 3\n\
-                  # HELP b_seconds B.\n# TYPE b_seconds gauge\n# UNIT b_seconds seconds\n\
-                  b_seconds 0.5\n# EOF\n";
-        let want = "# HELP a_sent_total Sent.\n# TYPE a_sent_total counter\na_sent_total 3\n\
-                    # HELP b_seconds B.\n# TYPE b_seconds gauge\nb_seconds 0.5\n";
-        assert_eq!(classic(om), want);
     }
 
     /// One GET on its own connection; the whole reply.

@@ -4,31 +4,33 @@ use std::thread::JoinHandle;
 
 use anyhow::Context;
 use sojourn_core::{RequestSample, RunResult};
+use sojourn_report::output::{Hgrm, Hlog, Output as _};
 use sojourn_report::samples::{SampleCounts, SampleWriter, Sampling};
 
 use crate::spec::Outputs;
 
 /// Writes the result document (`--json`): what `report`, `diff` and `merge` read.
 pub fn write_json(path: &std::path::Path, result: &RunResult) -> anyhow::Result<()> {
-    let file = std::fs::File::create(path)
-        .with_context(|| format!("--json: cannot create {}", path.display()))?;
-    serde_json::to_writer_pretty(std::io::BufWriter::new(file), result)
-        .with_context(|| format!("--json: cannot write {}", path.display()))?;
-    Ok(())
+    use sojourn_report::output::{Json, Output as _};
+    use sojourn_report::ReportError;
+    let (what, cause): (&str, anyhow::Error) = match Json.write(result, path) {
+        Ok(_) => return Ok(()),
+        Err(ReportError::Io { source, .. }) => ("create", source.into()),
+        Err(ReportError::Write(source)) => ("write", source.into()),
+        Err(other) => ("write", other.into()),
+    };
+    Err(cause.context(format!("--json: cannot {what} {}", path.display())))
 }
 
 /// Writes `--hgrm` and `--hlog` files from a finished result.
 pub fn write_histograms(o: &Outputs, result: &RunResult) -> anyhow::Result<()> {
     if let Some(prefix) = &o.hgrm {
-        for path in sojourn_report::hgrm::write_result_files(prefix, result).context("--hgrm")? {
+        for path in Hgrm.write(result, prefix).context("--hgrm")? {
             println!("hgrm: {}", path.display());
         }
     }
     if let Some(path) = &o.hlog {
-        let start = result
-            .started_unix_ns
-            .map(|ns| std::time::UNIX_EPOCH + std::time::Duration::from_nanos(ns));
-        sojourn_report::hlog::write_file(path, result, start)
+        Hlog.write(result, path)
             .with_context(|| format!("--hlog {}", path.display()))?;
         println!("hlog: {}", path.display());
     }
