@@ -1,3 +1,4 @@
+#![cfg(test)]
 //! `run --plan FILE` from the command line: a flag given there wins over the file, and a bad
 //! key is named with the file. (The file's format is `sojourn::plan_file`.)
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use sojourn::bad_input;
 use sojourn::parse as args;
-use sojourn::sweep::{cliff_line, row, table, Config, HttpSweep, Outcome, SweepSettings};
+use sojourn::sweep::{cliff_line, finish, show_step, HttpSweep, SweepSettings};
 
 /// The flags that describe a sweep, shared by `sojourn sweep` and `sojourn sim --sweep`.
 #[derive(clap::Args, Debug, Clone)]
@@ -101,27 +101,6 @@ pub struct SweepArgs {
     /// the measured one.
     #[arg(long, value_name = "SCENARIO")]
     pub model: Option<String>,
-}
-
-/// Prints a step's row as it finishes.
-pub fn show_step(step: &sojourn::sweep::Step) {
-    eprintln!("  {}", row(step));
-}
-
-/// Prints the table, writes the files asked for, and names the page.
-pub fn finish(
-    config: &Config,
-    outcome: &Outcome,
-    target: &str,
-    json: Option<&std::path::Path>,
-    model: Option<(f64, f64)>,
-) -> anyhow::Result<()> {
-    print!("{}", table(config, outcome));
-    sojourn::sweep::write_files(config, outcome, target, json, model)?;
-    if let Some(path) = &config.report {
-        println!("report: {}", path.display());
-    }
-    Ok(())
 }
 
 pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {

@@ -492,6 +492,27 @@ pub fn write_json(
         .map_err(|e| bad_input!("--json: cannot write {}: {e}", path.display()))
 }
 
+/// Prints a step's row as it finishes.
+pub fn show_step(step: &crate::sweep::Step) {
+    eprintln!("  {}", row(step));
+}
+
+/// Prints the table, writes the files asked for, and names the page.
+pub fn finish(
+    config: &Config,
+    outcome: &Outcome,
+    target: &str,
+    json: Option<&std::path::Path>,
+    model: Option<(f64, f64)>,
+) -> anyhow::Result<()> {
+    print!("{}", table(config, outcome));
+    write_files(config, outcome, target, json, model)?;
+    if let Some(path) = &config.report {
+        println!("report: {}", path.display());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

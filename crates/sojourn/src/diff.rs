@@ -1,0 +1,111 @@
+//! `sojourn diff A.json B.json`: did the tail change, beyond what chance explains?
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use sojourn_core::diff::{diff, Diff, DiffOptions, Method};
+use sojourn_core::format_ns;
+
+use crate::bad_input;
+
+#[derive(Debug, Clone)]
+pub struct DiffSettings {
+    /// The baseline: a result file from `run`, `sim`, `suite` or an imported peer tool.
+    pub a: PathBuf,
+    /// The result to compare with it.
+    pub b: PathBuf,
+    /// Compare even when the runs asked for different loads (rate, arrival process, length,
+    /// mode). The differences are still printed.
+    pub force: bool,
+    /// Confidence level of the intervals, between 0.5 and 0.999.
+    pub level: f64,
+    /// Bootstrap replicates per percentile.
+    pub draws: usize,
+    /// Seed of the bootstrap, so that a comparison can be repeated exactly.
+    pub seed: u64,
+    /// Also write the comparison as JSON (schema sojourn.diff/1).
+    pub json: Option<PathBuf>,
+}
+
+pub fn run(a: DiffSettings) -> anyhow::Result<ExitCode> {
+    let ra = load(&a.a, "A")?;
+    let rb = load(&a.b, "B")?;
+    let options = DiffOptions {
+        level: a.level,
+        draws: a.draws,
+        seed: a.seed,
+    };
+    let d = diff(&ra, &rb, options);
+    if !d.conditions_differ.is_empty() && !a.force {
+        return Err(bad_input!(
+            "the runs asked for different loads ({}); their tails are not comparable. Compare runs \
+             of the same rate, arrival process and length, or pass --force to compare anyway",
+            d.conditions_differ.join("; ")
+        ));
+    }
+    print!("{}", render(&a, &d));
+    if let Some(path) = &a.json {
+        let text = serde_json::to_string_pretty(&d)?;
+        std::fs::write(path, text)
+            .map_err(|e| bad_input!("--json: cannot write {}: {e}", path.display()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn load(path: &std::path::Path, which: &str) -> anyhow::Result<sojourn_core::RunResult> {
+    sojourn_report::load::load_result(path).map_err(|e| bad_input!("{which}: {e}"))
+}
+
+/// The comparison as a table, one percentile per line.
+pub fn render(a: &DiffSettings, d: &Diff) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "A = {} ({})", a.a.display(), d.a);
+    let _ = writeln!(out, "B = {} ({})", a.b.display(), d.b);
+    for c in &d.conditions_differ {
+        let _ = writeln!(out, "WARNING: conditions differ (--force): {c}");
+    }
+    let level = format!("{:.0}% interval", d.level * 100.0);
+    let _ = writeln!(
+        out,
+        "\n{:<8}{:>12}{:>12}{:>12}  {:<26}verdict",
+        "", "A", "B", "B − A", level
+    );
+    for p in &d.percentiles {
+        let interval = p.interval.map_or("-".to_string(), |(lo, hi)| {
+            format!("[{}, {}]", signed(lo), signed(hi))
+        });
+        let _ = writeln!(
+            out,
+            "{:<8}{:>12}{:>12}{:>12}  {:<26}{}",
+            format!("p{}", p.percentile),
+            format_ns(p.a),
+            format_ns(p.b),
+            signed(p.delta),
+            interval,
+            p.verdict.describe()
+        );
+    }
+    let how = match (d.method, d.block) {
+        (Method::BlockBootstrap, Some(b)) => format!(
+            "moving-block bootstrap over the timelines, blocks of {b} intervals, so that \
+             correlated requests (a queue slows its neighbours) count as one piece of evidence"
+        ),
+        (Method::IidBootstrap, _) => {
+            "bootstrap of single requests (too few intervals for blocks): \
+             it assumes independent requests, so under queueing it understates the uncertainty"
+                .into()
+        }
+        _ => "none: a summary-only import carries no histogram".into(),
+    };
+    let _ = writeln!(
+        out,
+        "\nIntervals: {how}; {} draws, seed {}. Significant when the interval of B − A excludes zero.",
+        d.draws, d.seed
+    );
+    out
+}
+
+fn signed(ns: i64) -> String {
+    let sign = if ns < 0 { "−" } else { "+" };
+    format!("{sign}{}", format_ns(ns.unsigned_abs()))
+}
