@@ -7,7 +7,7 @@ use sojourn_core::RunResult;
 
 use crate::exit::{GATE_FAILED, PARTIAL};
 use sojourn::bad_input;
-use sojourn::spec::Outputs;
+use sojourn::outputs::Outputs;
 
 #[derive(clap::Args, Debug)]
 pub struct MergeArgs {

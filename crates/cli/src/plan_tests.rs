@@ -73,8 +73,8 @@ fn targets_and_http2_come_from_the_plan_beside_it() {
         "relative to the plan's directory, not the working one"
     );
     assert_eq!(a.targets_order, TargetsOrder::Random);
-    assert!(a.http2);
-    assert_eq!(a.streams, Some(64));
+    assert!(a.protocol.http2);
+    assert_eq!(a.protocol.streams, Some(64));
     assert_eq!(a.url, None);
     let absolute = std::env::temp_dir().join("elsewhere.txt");
     let text = MANY.replace("targets.txt", absolute.to_str().unwrap());
@@ -82,7 +82,7 @@ fn targets_and_http2_come_from_the_plan_beside_it() {
     assert_eq!(a.targets, Some(absolute), "an absolute path as it is");
     // Without the keys, HTTP/1.1 and one URL as before.
     let a = applied(&plan("plain", "url = \"http://127.0.0.1:1/\""), &[]).unwrap();
-    assert!(!a.http2 && a.streams.is_none() && a.targets.is_none());
+    assert!(!a.protocol.http2 && a.protocol.streams.is_none() && a.targets.is_none());
     assert_eq!(a.url.as_deref(), Some("http://127.0.0.1:1/"));
 }
 
@@ -99,13 +99,13 @@ fn flags_on_the_command_line_win_over_the_plan() {
     let a = applied(&path, &["--targets", "mine.txt"]).unwrap();
     assert_eq!(a.targets_order, TargetsOrder::Random, "the plan's order");
     let a = applied(&path, &["--http2", "--streams", "8"]).unwrap();
-    assert_eq!(a.streams, Some(8));
+    assert_eq!(a.protocol.streams, Some(8));
     // A URL on the command line sends that URL: the plan's targets and order stay out.
     let a = applied(&path, &["http://127.0.0.1:1/one"]).unwrap();
     assert_eq!(a.targets, None);
     assert_eq!(a.targets_order, TargetsOrder::RoundRobin);
     assert_eq!(a.url.as_deref(), Some("http://127.0.0.1:1/one"));
-    assert!(a.http2, "the protocol still comes from the plan");
+    assert!(a.protocol.http2, "the protocol still comes from the plan");
     // The plan's single request stays out of a run of targets from the command line.
     let one = plan(
         "one",

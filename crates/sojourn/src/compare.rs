@@ -82,8 +82,11 @@ fn run_args(a: &CompareSettings, closed: bool) -> crate::RunSettings {
         timeout: a.timeout,
         closed,
         headers: a.headers.clone(),
-        insecure: a.insecure,
-        cacert: a.cacert.clone(),
+        protocol: crate::transport::ProtocolSettings {
+            insecure: a.insecure,
+            cacert: a.cacert.clone(),
+            ..Default::default()
+        },
         json: a
             .json_dir
             .as_ref()

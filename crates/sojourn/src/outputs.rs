@@ -1,4 +1,5 @@
 //! The optional files of a run: HdrHistogram formats and per-request samples.
+use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::thread::JoinHandle;
 
@@ -7,7 +8,18 @@ use sojourn_core::{RequestSample, RunResult};
 use sojourn_report::output::{Hgrm, Hlog, Output as _};
 use sojourn_report::samples::{SampleCounts, SampleWriter, Sampling};
 
-use crate::spec::Outputs;
+/// The HdrHistogram and per-request files asked for.
+#[derive(Debug, Clone, Default)]
+pub struct Outputs {
+    /// `--hgrm PREFIX`.
+    pub hgrm: Option<PathBuf>,
+    /// `--hlog FILE`.
+    pub hlog: Option<PathBuf>,
+    /// `--samples FILE`.
+    pub samples: Option<PathBuf>,
+    /// The share of requests written to the samples file.
+    pub sample_ratio: f64,
+}
 
 /// Writes the result document (`--json`): what `report`, `diff` and `merge` read.
 pub fn write_json(path: &std::path::Path, result: &RunResult) -> anyhow::Result<()> {

@@ -252,12 +252,12 @@ fn protocol(
     given: &dyn Fn(&str) -> bool,
 ) -> Result<(), (&'static str, String)> {
     if let (false, Some(on)) = (given("http2"), p.http2) {
-        a.http2 = on;
+        a.protocol.http2 = on;
     }
     if let (false, Some(n)) = (given("streams"), p.streams) {
-        a.streams = Some(number(n, args::streams).map_err(|e| ("streams", e))?);
+        a.protocol.streams = Some(number(n, args::streams).map_err(|e| ("streams", e))?);
     }
-    if a.streams.is_some() && !a.http2 {
+    if a.protocol.streams.is_some() && !a.protocol.http2 {
         return Err((
             "streams",
             "streams are HTTP/2's: set http2 = true (or give --http2)".into(),

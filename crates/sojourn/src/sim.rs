@@ -145,7 +145,7 @@ pub fn run(args: SimSettings) -> anyhow::Result<ExitCode> {
         if let Some(path) = &v.json {
             crate::outputs::write_json(&json_path(path, label, several), result)?;
         }
-        let outputs = crate::spec::Outputs {
+        let outputs = crate::outputs::Outputs {
             hgrm: v.hgrm.as_ref().map(|p| {
                 if several {
                     p.with_file_name(format!("{}.{label}", file_name(p)))

@@ -13,8 +13,9 @@ use sojourn_engine::{HttpRequest, Load, Plan, Slack, Trust};
 use url::Url;
 
 use crate::bad_input;
+pub use crate::outputs::Outputs;
 use crate::parse::{self, ArrivalKind};
-use crate::transport::{AnyTransport, Protocol, Requests, TargetsOrder};
+use crate::transport::{AnyTransport, Protocol, ProtocolSettings, Requests, TargetsOrder};
 
 /// Every default of a run, stated once.
 pub mod defaults {
@@ -62,13 +63,8 @@ pub struct RunSettings {
     /// With --targets: take them in turn (weights interleaved), or at random by weight
     /// (seeded by --seed).
     pub targets_order: TargetsOrder,
-    /// Speak HTTP/2: ALPN h2 over TLS for https://, prior-knowledge h2c for http://. Each
-    /// connection carries up to --streams requests at once; a due request takes any free
-    /// stream on any connection, FIFO.
-    pub http2: bool,
-    /// With --http2: the most concurrent streams per connection. [default: what the server
-    /// advertises, at most 256]
-    pub streams: Option<usize>,
+    /// The protocol, its settings, and which certificates to trust.
+    pub protocol: ProtocolSettings,
     /// A TOML run file: the URL, the stages or rate, the arrival process, connections, timeout
     /// and objectives (see docs/plans.md). Flags given on the command line win over it.
     pub plan: Option<PathBuf>,
@@ -129,11 +125,6 @@ pub struct RunSettings {
     pub body: Option<String>,
     /// Request body read from a file.
     pub body_file: Option<PathBuf>,
-    /// Skip TLS certificate verification (self-signed test servers).
-    pub insecure: bool,
-    /// Trust only the CA certificates in this PEM file for https (a private CA), instead of
-    /// the public roots.
-    pub cacert: Option<PathBuf>,
     /// Write the result document (JSON, schema sojourn.result/3) here.
     pub json: Option<PathBuf>,
     /// Width of the timeline's intervals, and of the last interval the live panel and
@@ -203,8 +194,7 @@ impl Default for RunSettings {
             url: None,
             targets: None,
             targets_order: TargetsOrder::RoundRobin,
-            http2: false,
-            streams: None,
+            protocol: ProtocolSettings::default(),
             plan: None,
             shard: None,
             shard_from_env: false,
@@ -226,8 +216,6 @@ impl Default for RunSettings {
             headers: Vec::new(),
             body: None,
             body_file: None,
-            insecure: false,
-            cacert: None,
             json: None,
             interval: defaults::INTERVAL,
             label: None,
@@ -308,19 +296,6 @@ impl Default for TimerPolicy {
             meters: true,
         }
     }
-}
-
-/// The HdrHistogram and per-request files asked for.
-#[derive(Debug, Clone, Default)]
-pub struct Outputs {
-    /// `--hgrm PREFIX`.
-    pub hgrm: Option<PathBuf>,
-    /// `--hlog FILE`.
-    pub hlog: Option<PathBuf>,
-    /// `--samples FILE`.
-    pub samples: Option<PathBuf>,
-    /// The share of requests written to the samples file.
-    pub sample_ratio: f64,
 }
 
 impl RunSpec {
@@ -455,13 +430,10 @@ pub fn validate(mut a: RunSettings) -> anyhow::Result<RunSpec> {
         shard,
         start_at: a.start_at,
         requests,
-        protocol: match a.http2 {
-            true => Protocol::Http2 { streams: a.streams },
-            false => Protocol::Http1,
-        },
+        protocol: a.protocol.protocol()?,
         streams: None,
         protocol_name: None,
-        trust: trust(a.insecure, a.cacert.as_deref())?,
+        trust: a.protocol.trust()?,
         outputs: Outputs {
             hgrm: a.hgrm,
             hlog: a.hlog,
@@ -479,11 +451,7 @@ pub fn validate(mut a: RunSettings) -> anyhow::Result<RunSpec> {
 /// Flags that only mean something beside another, checked once the plan file (which may give
 /// either) has been applied.
 fn partners(a: &RunSettings) -> anyhow::Result<()> {
-    if a.streams.is_some() && !a.http2 {
-        return Err(bad_input!(
-            "--streams: only with --http2 (HTTP/1.1 carries one request per connection)"
-        ));
-    }
+    a.protocol.protocol()?;
     if a.targets_order != TargetsOrder::RoundRobin && a.targets.is_none() {
         return Err(bad_input!(
             "--targets-order: only with --targets FILE (one URL has nothing to order)"
@@ -571,15 +539,6 @@ fn check_start(start_at: Option<std::time::SystemTime>, load: &Load) -> anyhow::
     }
 }
 
-/// Which certificates an https target may present.
-fn trust(insecure: bool, cacert: Option<&std::path::Path>) -> anyhow::Result<Trust> {
-    Ok(match cacert {
-        Some(path) => Trust::from_pem_file(path).map_err(|e| bad_input!("--cacert: {e}"))?,
-        None if insecure => Trust::AnyCertificate,
-        None => Trust::PublicRoots,
-    })
-}
-
 /// The URL, method, headers and body, checked.
 fn request(a: &RunSettings) -> anyhow::Result<HttpRequest> {
     let text = a.url.as_deref().ok_or_else(|| {
@@ -637,10 +596,9 @@ fn end(a: &RunSettings) -> anyhow::Result<End> {
 /// `--connections` and `--threads`, with their defaults: a closed loop gets a thread per CPU;
 /// an open loop as many as its peak rate needs, up to one per CPU.
 fn pool(a: &RunSettings, load: &Load) -> anyhow::Result<(usize, usize)> {
-    let default_connections = match (a.closed, a.http2) {
-        (true, _) => defaults::CLOSED_CONNECTIONS,
-        (false, true) => defaults::HTTP2_CONNECTIONS,
-        (false, false) => defaults::OPEN_CONNECTIONS,
+    let default_connections = match a.closed {
+        true => defaults::CLOSED_CONNECTIONS,
+        false => a.protocol.open_connections(),
     };
     let connections = match a.connections {
         Some(0) => return Err(bad_input!("--connections: must be at least 1, got 0")),

@@ -106,8 +106,11 @@ impl HttpSweep {
             threads: self.threads,
             timeout: self.timeout,
             headers: self.headers.clone(),
-            insecure: self.insecure,
-            cacert: self.cacert.clone(),
+            protocol: crate::transport::ProtocolSettings {
+                insecure: self.insecure,
+                cacert: self.cacert.clone(),
+                ..Default::default()
+            },
             interval: config.interval,
             label: Some(format!("sweep {} req/s", rate_text(rate.get()))),
             ..crate::RunSettings::for_target(&self.url)

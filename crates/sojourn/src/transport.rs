@@ -1,5 +1,6 @@
 //! What a run sends and over which protocol: one request from the URL and flags, or many from a
 //! targets file (`--targets`), over HTTP/1.1 or HTTP/2 (`--http2`).
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -104,6 +105,56 @@ impl Requests {
         match &self.config {
             None => self.first().url.to_string(),
             Some(_) => self.first().url.origin().ascii_serialization(),
+        }
+    }
+}
+
+/// How to reach the target, as a person describes it: the protocol, its settings, and which
+/// certificates an https target may present. A new protocol's settings and checks go here,
+/// beside its registry line.
+#[derive(Debug, Clone, Default)]
+pub struct ProtocolSettings {
+    /// Speak HTTP/2: ALPN h2 over TLS for https://, prior-knowledge h2c for http://.
+    pub http2: bool,
+    /// With HTTP/2: the most concurrent streams per connection (default: what the server
+    /// advertises, up to [`sojourn_engine::http2::MAX_STREAMS`]).
+    pub streams: Option<usize>,
+    /// Skip TLS certificate verification (self-signed test servers).
+    pub insecure: bool,
+    /// Trust only the CA certificates in this PEM file, instead of the public roots.
+    pub cacert: Option<PathBuf>,
+}
+
+impl ProtocolSettings {
+    /// The protocol, checked: settings that belong to another protocol are named.
+    pub fn protocol(&self) -> anyhow::Result<Protocol> {
+        if self.streams.is_some() && !self.http2 {
+            return Err(bad_input!(
+                "--streams: only with --http2 (HTTP/1.1 carries one request per connection)"
+            ));
+        }
+        Ok(match self.http2 {
+            true => Protocol::Http2 {
+                streams: self.streams,
+            },
+            false => Protocol::Http1,
+        })
+    }
+
+    /// Which certificates an https target may present.
+    pub fn trust(&self) -> anyhow::Result<Trust> {
+        Ok(match &self.cacert {
+            Some(path) => Trust::from_pem_file(path).map_err(|e| bad_input!("--cacert: {e}"))?,
+            None if self.insecure => Trust::AnyCertificate,
+            None => Trust::PublicRoots,
+        })
+    }
+
+    /// The open loop's default pool over this protocol.
+    pub fn open_connections(&self) -> usize {
+        match self.http2 {
+            true => crate::spec::defaults::HTTP2_CONNECTIONS,
+            false => crate::spec::defaults::OPEN_CONNECTIONS,
         }
     }
 }
