@@ -68,22 +68,26 @@ fn targets_and_http2_come_from_the_plan_beside_it() {
     let path = plan("many", MANY);
     let a = applied(&path, &[]).unwrap();
     assert_eq!(
-        a.targets.as_deref(),
+        a.workload.targets.as_deref(),
         Some(path.parent().unwrap().join("targets.txt").as_path()),
         "relative to the plan's directory, not the working one"
     );
-    assert_eq!(a.targets_order, TargetsOrder::Random);
+    assert_eq!(a.workload.targets_order, TargetsOrder::Random);
     assert!(a.protocol.http2);
     assert_eq!(a.protocol.streams, Some(64));
-    assert_eq!(a.url, None);
+    assert_eq!(a.workload.url, None);
     let absolute = std::env::temp_dir().join("elsewhere.txt");
     let text = MANY.replace("targets.txt", absolute.to_str().unwrap());
     let a = applied(&plan("absolute", &text), &[]).unwrap();
-    assert_eq!(a.targets, Some(absolute), "an absolute path as it is");
+    assert_eq!(
+        a.workload.targets,
+        Some(absolute),
+        "an absolute path as it is"
+    );
     // Without the keys, HTTP/1.1 and one URL as before.
     let a = applied(&plan("plain", "url = \"http://127.0.0.1:1/\""), &[]).unwrap();
-    assert!(!a.protocol.http2 && a.protocol.streams.is_none() && a.targets.is_none());
-    assert_eq!(a.url.as_deref(), Some("http://127.0.0.1:1/"));
+    assert!(!a.protocol.http2 && a.protocol.streams.is_none() && a.workload.targets.is_none());
+    assert_eq!(a.workload.url.as_deref(), Some("http://127.0.0.1:1/"));
 }
 
 #[test]
@@ -94,17 +98,25 @@ fn flags_on_the_command_line_win_over_the_plan() {
         &["--targets", "mine.txt", "--targets-order", "round-robin"],
     )
     .unwrap();
-    assert_eq!(a.targets, Some(PathBuf::from("mine.txt")), "as typed");
-    assert_eq!(a.targets_order, TargetsOrder::RoundRobin);
+    assert_eq!(
+        a.workload.targets,
+        Some(PathBuf::from("mine.txt")),
+        "as typed"
+    );
+    assert_eq!(a.workload.targets_order, TargetsOrder::RoundRobin);
     let a = applied(&path, &["--targets", "mine.txt"]).unwrap();
-    assert_eq!(a.targets_order, TargetsOrder::Random, "the plan's order");
+    assert_eq!(
+        a.workload.targets_order,
+        TargetsOrder::Random,
+        "the plan's order"
+    );
     let a = applied(&path, &["--http2", "--streams", "8"]).unwrap();
     assert_eq!(a.protocol.streams, Some(8));
     // A URL on the command line sends that URL: the plan's targets and order stay out.
     let a = applied(&path, &["http://127.0.0.1:1/one"]).unwrap();
-    assert_eq!(a.targets, None);
-    assert_eq!(a.targets_order, TargetsOrder::RoundRobin);
-    assert_eq!(a.url.as_deref(), Some("http://127.0.0.1:1/one"));
+    assert_eq!(a.workload.targets, None);
+    assert_eq!(a.workload.targets_order, TargetsOrder::RoundRobin);
+    assert_eq!(a.workload.url.as_deref(), Some("http://127.0.0.1:1/one"));
     assert!(a.protocol.http2, "the protocol still comes from the plan");
     // The plan's single request stays out of a run of targets from the command line.
     let one = plan(
@@ -112,7 +124,10 @@ fn flags_on_the_command_line_win_over_the_plan() {
         "url = \"http://127.0.0.1:1/\"\nmethod = \"POST\"\nbody = \"x\"",
     );
     let a = applied(&one, &["--targets", "mine.txt"]).unwrap();
-    assert_eq!((a.url, a.method, a.body), (None, None, None));
+    assert_eq!(
+        (a.workload.url, a.workload.method, a.workload.body),
+        (None, None, None)
+    );
 }
 
 #[test]

@@ -197,9 +197,15 @@ pub struct RunArgs {
 impl From<RunArgs> for sojourn::RunSettings {
     fn from(a: RunArgs) -> Self {
         sojourn::RunSettings {
-            url: a.url,
-            targets: a.targets,
-            targets_order: a.targets_order,
+            workload: sojourn::transport::WorkloadSettings {
+                url: a.url,
+                targets: a.targets,
+                targets_order: a.targets_order,
+                method: a.method,
+                headers: a.headers,
+                body: a.body,
+                body_file: a.body_file,
+            },
             protocol: sojourn::transport::ProtocolSettings {
                 http2: a.http2,
                 streams: a.streams,
@@ -223,10 +229,6 @@ impl From<RunArgs> for sojourn::RunSettings {
             threads: a.threads,
             timeout: a.timeout,
             closed: a.closed,
-            method: a.method,
-            headers: a.headers,
-            body: a.body,
-            body_file: a.body_file,
             json: a.json,
             interval: a.interval,
             label: a.label,

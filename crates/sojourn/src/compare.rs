@@ -81,7 +81,11 @@ fn run_args(a: &CompareSettings, closed: bool) -> crate::RunSettings {
         threads: a.threads,
         timeout: a.timeout,
         closed,
-        headers: a.headers.clone(),
+        workload: crate::transport::WorkloadSettings {
+            url: Some(a.url.clone()),
+            headers: a.headers.clone(),
+            ..Default::default()
+        },
         protocol: crate::transport::ProtocolSettings {
             insecure: a.insecure,
             cacert: a.cacert.clone(),
@@ -99,7 +103,7 @@ fn run_args(a: &CompareSettings, closed: bool) -> crate::RunSettings {
         } else {
             "open loop".into()
         }),
-        ..crate::RunSettings::for_target(&a.url)
+        ..crate::RunSettings::default()
     }
 }
 

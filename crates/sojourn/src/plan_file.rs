@@ -105,18 +105,19 @@ pub fn apply(a: &mut RunSettings, path: &Path) -> anyhow::Result<PlanFile> {
     let key = |k: &str, e: String| bad_input!("--plan: {}: {k}: {e}", path.display());
     requests(a, &p, path, &given).map_err(|(k, e)| key(k, e))?;
     // A targets file gives each request its own method, headers and body.
-    let one_request = a.targets.is_none();
+    let one_request = a.workload.targets.is_none();
     if let (false, true, Some(m)) = (given("method"), one_request, &p.method) {
-        a.method = Some(m.clone());
+        a.workload.method = Some(m.clone());
     }
     if !given("headers") && one_request {
         for h in &p.headers {
-            a.headers
+            a.workload
+                .headers
                 .push(args::header(h).map_err(|e| key("headers", e))?);
         }
     }
     if let (false, true, Some(b)) = (given("body") || given("body_file"), one_request, &p.body) {
-        a.body = Some(b.clone());
+        a.workload.body = Some(b.clone());
     }
     let load_given = ["rate", "duration", "requests", "stages", "ramp_to"]
         .iter()
@@ -215,22 +216,22 @@ fn requests(
     // Either one on the command line says what to send; the file's choice then stays out.
     if !given("url") && !given("targets") {
         if let Some(t) = &p.targets {
-            a.targets = Some(beside(path, t));
+            a.workload.targets = Some(beside(path, t));
         } else if p.url.is_some() {
-            a.url = p.url.clone();
+            a.workload.url = p.url.clone();
         }
     }
     if let (false, Some(order)) = (given("targets_order"), &p.targets_order) {
         let order = targets_order(order)?;
-        if p.targets.is_none() && a.targets.is_none() {
+        if p.targets.is_none() && a.workload.targets.is_none() {
             return Err(("targets_order", "only with targets (or --targets)".into()));
         }
         // A URL on the command line leaves the plan's targets, and their order, behind.
-        if a.targets.is_some() {
-            a.targets_order = order;
+        if a.workload.targets.is_some() {
+            a.workload.targets_order = order;
         }
     }
-    if a.targets.is_some() {
+    if a.workload.targets.is_some() {
         let line = ["method", "headers", "body", "body_file"];
         if let Some(flag) = line.iter().find(|f| given(f)) {
             return Err((

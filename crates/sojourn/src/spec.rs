@@ -9,13 +9,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use sojourn_core::{End, Shard};
-use sojourn_engine::{HttpRequest, Load, Plan, Slack, Trust};
-use url::Url;
+use sojourn_engine::{Load, Plan, Slack, Trust};
 
 use crate::bad_input;
 pub use crate::outputs::Outputs;
 use crate::parse::{self, ArrivalKind};
-use crate::transport::{AnyTransport, Protocol, ProtocolSettings, Requests, TargetsOrder};
+use crate::transport::{
+    AnyTransport, Protocol, ProtocolSettings, Requests, TargetsOrder, WorkloadSettings,
+};
 
 /// Every default of a run, stated once.
 pub mod defaults {
@@ -52,17 +53,8 @@ pub mod defaults {
 /// into a [`RunSpec`].
 #[derive(Debug, Clone)]
 pub struct RunSettings {
-    /// The target, e.g. http://127.0.0.1:8080/api (or `url` in the --plan file).
-    pub url: Option<String>,
-    /// Many different requests instead of one URL: a file in vegeta's HTTP format (a
-    /// `METHOD URL` line, header lines, an optional `@body-file`, a blank line between
-    /// targets) or JSON Lines ({"method", "url", "header", "body" (base64), "label",
-    /// "weight"}). Request i sends a target chosen from i alone, and each label gets its own
-    /// histograms (see docs/targets.md).
-    pub targets: Option<PathBuf>,
-    /// With --targets: take them in turn (weights interleaved), or at random by weight
-    /// (seeded by --seed).
-    pub targets_order: TargetsOrder,
+    /// What to send: one request, or a targets file.
+    pub workload: WorkloadSettings,
     /// The protocol, its settings, and which certificates to trust.
     pub protocol: ProtocolSettings,
     /// A TOML run file: the URL, the stages or rate, the arrival process, connections, timeout
@@ -117,14 +109,6 @@ pub struct RunSettings {
     /// paced closed loop: each connection owns rate/N of the slots and sends at its next slot
     /// or when its answer arrives, whichever is later (hey -q, bombardier -r, fortio -qps).
     pub closed: bool,
-    /// HTTP method. [default: GET]
-    pub method: Option<String>,
-    /// A request header, "Name: value"; repeatable.
-    pub headers: Vec<(String, String)>,
-    /// Request body.
-    pub body: Option<String>,
-    /// Request body read from a file.
-    pub body_file: Option<PathBuf>,
     /// Write the result document (JSON, schema sojourn.result/3) here.
     pub json: Option<PathBuf>,
     /// Width of the timeline's intervals, and of the last interval the live panel and
@@ -182,7 +166,10 @@ impl RunSettings {
     /// start from before setting their own.
     pub fn for_target(url: &str) -> RunSettings {
         RunSettings {
-            url: Some(url.to_string()),
+            workload: WorkloadSettings {
+                url: Some(url.to_string()),
+                ..WorkloadSettings::default()
+            },
             ..RunSettings::default()
         }
     }
@@ -191,9 +178,7 @@ impl RunSettings {
 impl Default for RunSettings {
     fn default() -> RunSettings {
         RunSettings {
-            url: None,
-            targets: None,
-            targets_order: TargetsOrder::RoundRobin,
+            workload: WorkloadSettings::default(),
             protocol: ProtocolSettings::default(),
             plan: None,
             shard: None,
@@ -212,10 +197,6 @@ impl Default for RunSettings {
             threads: None,
             timeout: defaults::TIMEOUT,
             closed: false,
-            method: None,
-            headers: Vec::new(),
-            body: None,
-            body_file: None,
             json: None,
             interval: defaults::INTERVAL,
             label: None,
@@ -392,10 +373,7 @@ pub fn validate(mut a: RunSettings) -> anyhow::Result<RunSpec> {
     }
     let gate = crate::gate::Gate::parse(a.gate.clone())?;
     partners(&a)?;
-    let requests = match &a.targets {
-        Some(path) => Requests::from_file(path, a.targets_order, a.seed)?,
-        None => Requests::one(request(&a)?),
-    };
+    let requests = a.workload.requests(a.seed)?;
     let end = end(&a)?;
     let load = if a.closed {
         closed_load(&a, end)?
@@ -452,11 +430,7 @@ pub fn validate(mut a: RunSettings) -> anyhow::Result<RunSpec> {
 /// either) has been applied.
 fn partners(a: &RunSettings) -> anyhow::Result<()> {
     a.protocol.protocol()?;
-    if a.targets_order != TargetsOrder::RoundRobin && a.targets.is_none() {
-        return Err(bad_input!(
-            "--targets-order: only with --targets FILE (one URL has nothing to order)"
-        ));
-    }
+    a.workload.check()?;
     Ok(())
 }
 
@@ -539,50 +513,6 @@ fn check_start(start_at: Option<std::time::SystemTime>, load: &Load) -> anyhow::
     }
 }
 
-/// The URL, method, headers and body, checked.
-fn request(a: &RunSettings) -> anyhow::Result<HttpRequest> {
-    let text = a.url.as_deref().ok_or_else(|| {
-        bad_input!(
-            "URL: required; give it on the command line or as url = \"…\" in the --plan file"
-        )
-    })?;
-    if let Some(guess) = sojourn_core::targets::with_http_scheme(text) {
-        return Err(bad_input!(
-            "URL: {text:?} has no scheme; write {guess} (or https:// for TLS)"
-        ));
-    }
-    let url = Url::parse(text).map_err(|e| {
-        bad_input!(
-            "URL: {text:?} is not a valid URL ({e}); expected e.g. http://127.0.0.1:8080/api"
-        )
-    })?;
-    if url.scheme() != "http" && url.scheme() != "https" {
-        return Err(bad_input!(
-            "URL: scheme {:?} is not supported; use http:// or https://",
-            url.scheme()
-        ));
-    }
-    let given = a.method.as_deref().unwrap_or("GET");
-    let method = given.to_ascii_uppercase();
-    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
-        return Err(bad_input!(
-            "--method: {given:?} is not an HTTP method; expected e.g. GET or POST"
-        ));
-    }
-    let body = match (&a.body, &a.body_file) {
-        (Some(b), _) => b.clone().into_bytes(),
-        (None, Some(path)) => std::fs::read(path)
-            .map_err(|e| bad_input!("--body-file: cannot read {}: {e}", path.display()))?,
-        (None, None) => Vec::new(),
-    };
-    Ok(HttpRequest {
-        url,
-        method,
-        headers: a.headers.clone(),
-        body,
-    })
-}
-
 /// `--duration` or `--requests`.
 fn end(a: &RunSettings) -> anyhow::Result<End> {
     Ok(match (a.duration, a.requests) {
@@ -624,7 +554,8 @@ fn pool(a: &RunSettings, load: &Load) -> anyhow::Result<(usize, usize)> {
 /// `--seed` as the arrival process sees it: random target order takes it too, so it is not
 /// a mistake there without Poisson arrivals.
 fn arrival_seed(a: &RunSettings) -> Option<u64> {
-    let for_targets = a.targets.is_some() && a.targets_order == TargetsOrder::Random;
+    let w = &a.workload;
+    let for_targets = w.targets.is_some() && w.targets_order == TargetsOrder::Random;
     a.seed
         .filter(|_| a.arrival == ArrivalKind::Poisson || !for_targets)
 }

@@ -105,7 +105,11 @@ impl HttpSweep {
             connections: Some(self.connections),
             threads: self.threads,
             timeout: self.timeout,
-            headers: self.headers.clone(),
+            workload: crate::transport::WorkloadSettings {
+                url: Some(self.url.clone()),
+                headers: self.headers.clone(),
+                ..Default::default()
+            },
             protocol: crate::transport::ProtocolSettings {
                 insecure: self.insecure,
                 cacert: self.cacert.clone(),
@@ -113,7 +117,7 @@ impl HttpSweep {
             },
             interval: config.interval,
             label: Some(format!("sweep {} req/s", rate_text(rate.get()))),
-            ..crate::RunSettings::for_target(&self.url)
+            ..crate::RunSettings::default()
         }
     }
 

@@ -11,6 +11,8 @@ use sojourn_engine::{
     Transport, Trust,
 };
 
+use url::Url;
+
 use crate::bad_input;
 
 /// How `--targets` are taken in turn.
@@ -106,6 +108,94 @@ impl Requests {
             None => self.first().url.to_string(),
             Some(_) => self.first().url.origin().ascii_serialization(),
         }
+    }
+}
+
+/// What a run sends, as a person describes it: one request (a URL with its method, headers and
+/// body) or a targets file. A new kind of workload (what request i sends) adds its settings and
+/// its reader here.
+#[derive(Debug, Clone, Default)]
+pub struct WorkloadSettings {
+    /// The target, e.g. http://127.0.0.1:8080/api (or `url` in the --plan file).
+    pub url: Option<String>,
+    /// Many different requests instead of one URL: a file in vegeta's HTTP format or JSON
+    /// Lines (see docs/targets.md). Request i sends a target chosen from i alone, and each
+    /// label gets its own histograms.
+    pub targets: Option<PathBuf>,
+    /// With targets: take them in turn (weights interleaved), or at random by weight.
+    pub targets_order: TargetsOrder,
+    /// HTTP method (default: GET).
+    pub method: Option<String>,
+    /// Request headers, `("Name", "value")`.
+    pub headers: Vec<(String, String)>,
+    /// Request body.
+    pub body: Option<String>,
+    /// Request body read from a file.
+    pub body_file: Option<PathBuf>,
+}
+
+impl WorkloadSettings {
+    /// Settings that only mean something beside another.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.targets_order != TargetsOrder::RoundRobin && self.targets.is_none() {
+            return Err(bad_input!(
+                "--targets-order: only with --targets FILE (one URL has nothing to order)"
+            ));
+        }
+        Ok(())
+    }
+
+    /// What is sent, read and checked; `seed` orders random targets.
+    pub fn requests(&self, seed: Option<u64>) -> anyhow::Result<Requests> {
+        match &self.targets {
+            Some(path) => Requests::from_file(path, self.targets_order, seed),
+            None => Ok(Requests::one(self.request()?)),
+        }
+    }
+
+    /// The URL, method, headers and body, checked.
+    fn request(&self) -> anyhow::Result<HttpRequest> {
+        let a = self;
+        let text = a.url.as_deref().ok_or_else(|| {
+            bad_input!(
+                "URL: required; give it on the command line or as url = \"…\" in the --plan file"
+            )
+        })?;
+        if let Some(guess) = sojourn_core::targets::with_http_scheme(text) {
+            return Err(bad_input!(
+                "URL: {text:?} has no scheme; write {guess} (or https:// for TLS)"
+            ));
+        }
+        let url = Url::parse(text).map_err(|e| {
+            bad_input!(
+                "URL: {text:?} is not a valid URL ({e}); expected e.g. http://127.0.0.1:8080/api"
+            )
+        })?;
+        if url.scheme() != "http" && url.scheme() != "https" {
+            return Err(bad_input!(
+                "URL: scheme {:?} is not supported; use http:// or https://",
+                url.scheme()
+            ));
+        }
+        let given = a.method.as_deref().unwrap_or("GET");
+        let method = given.to_ascii_uppercase();
+        if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
+            return Err(bad_input!(
+                "--method: {given:?} is not an HTTP method; expected e.g. GET or POST"
+            ));
+        }
+        let body = match (&a.body, &a.body_file) {
+            (Some(b), _) => b.clone().into_bytes(),
+            (None, Some(path)) => std::fs::read(path)
+                .map_err(|e| bad_input!("--body-file: cannot read {}: {e}", path.display()))?,
+            (None, None) => Vec::new(),
+        };
+        Ok(HttpRequest {
+            url,
+            method,
+            headers: a.headers.clone(),
+            body,
+        })
     }
 }
 
