@@ -59,7 +59,7 @@ pub fn run(a: MergeArgs) -> anyhow::Result<ExitCode> {
         hlog: a.hlog.clone(),
         ..Outputs::default()
     };
-    sojourn::outputs::write_histograms(&outputs, &merged)?;
+    sojourn::outputs::write_files(&outputs, &merged)?;
     println!("merged: {}", a.output.display());
     let gate_passed = gate.check(&merged)?;
     Ok(match verdict(&merged, a.allow_partial) {

@@ -272,7 +272,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &v.json {
         sojourn::outputs::write_json(path, &result)?;
     }
-    sojourn::outputs::write_histograms(&v.outputs, &result)?;
+    sojourn::outputs::write_files(&v.outputs, &result)?;
     if let (Some(counts), Some(path)) = (written, &v.outputs.samples) {
         println!(
             "samples: {} of {} finished requests written to {}",

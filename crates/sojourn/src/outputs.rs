@@ -35,7 +35,7 @@ pub fn write_json(path: &std::path::Path, result: &RunResult) -> anyhow::Result<
 }
 
 /// Writes `--hgrm` and `--hlog` files from a finished result.
-pub fn write_histograms(o: &Outputs, result: &RunResult) -> anyhow::Result<()> {
+pub fn write_files(o: &Outputs, result: &RunResult) -> anyhow::Result<()> {
     if let Some(prefix) = &o.hgrm {
         for path in Hgrm.write(result, prefix).context("--hgrm")? {
             println!("hgrm: {}", path.display());

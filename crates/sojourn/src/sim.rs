@@ -156,7 +156,7 @@ pub fn run(args: SimSettings) -> anyhow::Result<ExitCode> {
             hlog: v.hlog.as_ref().map(|p| json_path(p, label, several)),
             ..Default::default()
         };
-        crate::outputs::write_histograms(&outputs, result)?;
+        crate::outputs::write_files(&outputs, result)?;
     }
     Ok(ExitCode::SUCCESS)
 }
