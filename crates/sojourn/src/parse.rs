@@ -116,20 +116,33 @@ pub fn positive_duration(text: &str) -> Result<Duration, String> {
 
 /// A rate in requests per second: above zero, at most [`MAX_RATE`].
 pub fn rate(text: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(r) if r > 0.0 && r <= MAX_RATE => Ok(r),
-        _ => Err(format!(
-            "expected requests per second above 0 and at most {MAX_RATE:e}, e.g. 1000 or 0.5"
-        )),
+    rate_value(text.trim().parse::<f64>().unwrap_or(f64::NAN))
+}
+
+/// [`rate`] for a number already typed (a plan file's `rate = 1000`).
+pub fn rate_value(r: f64) -> Result<f64, String> {
+    if r > 0.0 && r <= MAX_RATE {
+        return Ok(r);
+    }
+    Err(format!(
+        "expected requests per second above 0 and at most {MAX_RATE:e}, e.g. 1000 or 0.5"
+    ))
+}
+
+/// A whole number in `min..=max`, from text.
+fn whole<T: TryFrom<u64>>(text: &str, min: u64, max: u64) -> Result<T, String> {
+    match text.trim().parse::<u64>() {
+        Ok(n) => whole_value(n, min, max),
+        Err(_) => Err(format!("expected a whole number from {min} to {max}")),
     }
 }
 
-/// A whole number in `min..=max`.
-fn whole<T: TryFrom<u64>>(text: &str, min: u64, max: u64) -> Result<T, String> {
+/// A whole number already typed, in `min..=max`.
+fn whole_value<T: TryFrom<u64>>(n: u64, min: u64, max: u64) -> Result<T, String> {
     let accepted = || format!("expected a whole number from {min} to {max}");
-    match text.trim().parse::<u64>() {
-        Ok(n) if (min..=max).contains(&n) => T::try_from(n).map_err(|_| accepted()),
-        _ => Err(accepted()),
+    match (min..=max).contains(&n) {
+        true => T::try_from(n).map_err(|_| accepted()),
+        false => Err(accepted()),
     }
 }
 
@@ -138,9 +151,19 @@ pub fn requests(text: &str) -> Result<u64, String> {
     whole(text, 1, MAX_REQUESTS)
 }
 
+/// [`requests`] for a number already typed.
+pub fn requests_value(n: u64) -> Result<u64, String> {
+    whole_value(n, 1, MAX_REQUESTS)
+}
+
 /// A number of connections, at least 1.
 pub fn connections(text: &str) -> Result<usize, String> {
     whole(text, 1, MAX_CONNECTIONS)
+}
+
+/// [`connections`] for a number already typed.
+pub fn connections_value(n: usize) -> Result<usize, String> {
+    whole_value(n as u64, 1, MAX_CONNECTIONS)
 }
 
 /// HTTP/2 streams per connection: 1 to [`sojourn_engine::http2::MAX_STREAMS`].
@@ -148,9 +171,19 @@ pub fn streams(text: &str) -> Result<usize, String> {
     whole(text, 1, sojourn_engine::http2::MAX_STREAMS as u64)
 }
 
+/// [`streams`] for a number already typed.
+pub fn streams_value(n: usize) -> Result<usize, String> {
+    whole_value(n as u64, 1, sojourn_engine::http2::MAX_STREAMS as u64)
+}
+
 /// A number of worker threads, at least 1.
 pub fn threads(text: &str) -> Result<usize, String> {
     whole(text, 1, MAX_THREADS)
+}
+
+/// [`threads`] for a number already typed.
+pub fn threads_value(n: usize) -> Result<usize, String> {
+    whole_value(n as u64, 1, MAX_THREADS)
 }
 
 /// A number of shards: 1 to [`sojourn_core::shard::MAX_SHARDS`].

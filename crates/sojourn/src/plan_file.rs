@@ -125,7 +125,7 @@ pub fn apply(a: &mut RunSettings, path: &Path) -> anyhow::Result<PlanFile> {
     if !load_given {
         a.rate = p
             .rate
-            .map(|r| number(r, args::rate))
+            .map(args::rate_value)
             .transpose()
             .map_err(|e| key("rate", e))?;
         a.duration = p
@@ -136,7 +136,7 @@ pub fn apply(a: &mut RunSettings, path: &Path) -> anyhow::Result<PlanFile> {
             .map_err(|e| key("duration", e))?;
         a.requests = p
             .requests
-            .map(|n| number(n, args::requests))
+            .map(args::requests_value)
             .transpose()
             .map_err(|e| key("requests", e))?;
         a.stages = stages(&p).map_err(|e| key("stage", e))?;
@@ -159,14 +159,14 @@ pub fn apply(a: &mut RunSettings, path: &Path) -> anyhow::Result<PlanFile> {
     if !given("connections") && p.connections.is_some() {
         a.connections = p
             .connections
-            .map(|n| number(n, args::connections))
+            .map(args::connections_value)
             .transpose()
             .map_err(|e| key("connections", e))?;
     }
     if !given("threads") && p.threads.is_some() {
         a.threads = p
             .threads
-            .map(|n| number(n, args::threads))
+            .map(args::threads_value)
             .transpose()
             .map_err(|e| key("threads", e))?;
     }
@@ -256,7 +256,7 @@ fn protocol(
         a.protocol.http2 = on;
     }
     if let (false, Some(n)) = (given("streams"), p.streams) {
-        a.protocol.streams = Some(number(n, args::streams).map_err(|e| ("streams", e))?);
+        a.protocol.streams = Some(args::streams_value(n).map_err(|e| ("streams", e))?);
     }
     if a.protocol.streams.is_some() && !a.protocol.http2 {
         return Err((
@@ -288,11 +288,7 @@ fn targets_order(text: &str) -> Result<TargetsOrder, (&'static str, String)> {
     }
 }
 
-/// A number from the file through the flag's own parser, so both accept exactly the same.
-fn number<T: ToString, U>(value: T, parse: fn(&str) -> Result<U, String>) -> Result<U, String> {
-    parse(&value.to_string())
-}
-
+/// `constant`, `poisson` or `ramp`, as `--arrival` takes them.
 fn arrival_kind(text: &str) -> Result<ArrivalKind, String> {
     match text {
         "constant" => Ok(ArrivalKind::Constant),
