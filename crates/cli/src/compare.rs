@@ -31,15 +31,8 @@ pub struct CompareArgs {
     /// Longest wait for one answer.
     #[arg(long, value_parser = args::positive_duration, default_value = "10s")]
     pub timeout: Duration,
-    /// A request header, "Name: value"; repeatable.
-    #[arg(long = "header", short = 'H', value_parser = args::header)]
-    pub headers: Vec<(String, String)>,
-    /// Skip TLS certificate verification (self-signed test servers).
-    #[arg(long, conflicts_with = "cacert")]
-    pub insecure: bool,
-    /// Trust only the CA certificates in this PEM file for https (a private CA).
-    #[arg(long, value_name = "FILE")]
-    pub cacert: Option<PathBuf>,
+    #[command(flatten)]
+    pub reach: crate::run::ReachArgs,
     /// Where to write the HTML report.
     #[arg(long, default_value = "compare.html")]
     pub report: PathBuf,
@@ -58,9 +51,9 @@ impl From<CompareArgs> for sojourn::compare::CompareSettings {
             connections: a.connections,
             threads: a.threads,
             timeout: a.timeout,
-            headers: a.headers,
-            insecure: a.insecure,
-            cacert: a.cacert,
+            headers: a.reach.headers,
+            insecure: a.reach.insecure,
+            cacert: a.reach.cacert,
             report: a.report,
             json_dir: a.json_dir,
         }

@@ -112,22 +112,14 @@ pub struct RunArgs {
     /// HTTP method. [default: GET]
     #[arg(long, short = 'X')]
     pub method: Option<String>,
-    /// A request header, "Name: value"; repeatable.
-    #[arg(long = "header", short = 'H', value_parser = args::header)]
-    pub headers: Vec<(String, String)>,
+    #[command(flatten)]
+    pub reach: ReachArgs,
     /// Request body.
     #[arg(long, conflicts_with = "body_file")]
     pub body: Option<String>,
     /// Request body read from a file.
     #[arg(long)]
     pub body_file: Option<PathBuf>,
-    /// Skip TLS certificate verification (self-signed test servers).
-    #[arg(long, conflicts_with = "cacert")]
-    pub insecure: bool,
-    /// Trust only the CA certificates in this PEM file for https (a private CA), instead of
-    /// the public roots.
-    #[arg(long, value_name = "FILE")]
-    pub cacert: Option<PathBuf>,
     /// Write the result document (JSON, schema sojourn.result/3) here.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -194,6 +186,21 @@ pub struct RunArgs {
     pub gate: crate::gate::GateArgs,
 }
 
+/// How to reach an HTTP target: the flags `run`, `compare` and `sweep` share.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ReachArgs {
+    /// A request header, "Name: value"; repeatable.
+    #[arg(long = "header", short = 'H', value_parser = args::header)]
+    pub headers: Vec<(String, String)>,
+    /// Skip TLS certificate verification (self-signed test servers).
+    #[arg(long, conflicts_with = "cacert")]
+    pub insecure: bool,
+    /// Trust only the CA certificates in this PEM file for https (a private CA), instead of
+    /// the public roots.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+}
+
 impl From<RunArgs> for sojourn::RunSettings {
     fn from(a: RunArgs) -> Self {
         sojourn::RunSettings {
@@ -202,15 +209,15 @@ impl From<RunArgs> for sojourn::RunSettings {
                 targets: a.targets,
                 targets_order: a.targets_order,
                 method: a.method,
-                headers: a.headers,
+                headers: a.reach.headers,
                 body: a.body,
                 body_file: a.body_file,
             },
             protocol: sojourn::transport::ProtocolSettings {
                 http2: a.http2,
                 streams: a.streams,
-                insecure: a.insecure,
-                cacert: a.cacert,
+                insecure: a.reach.insecure,
+                cacert: a.reach.cacert,
             },
             plan: a.plan,
             shard: a.shard,

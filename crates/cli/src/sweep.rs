@@ -84,15 +84,8 @@ pub struct SweepArgs {
     /// then are censored, which marks the step saturated.
     #[arg(long, value_parser = args::positive_duration, default_value = "5s")]
     pub timeout: Duration,
-    /// A request header, "Name: value"; repeatable.
-    #[arg(long = "header", short = 'H', value_parser = args::header)]
-    pub headers: Vec<(String, String)>,
-    /// Skip TLS certificate verification (self-signed test servers).
-    #[arg(long, conflicts_with = "cacert")]
-    pub insecure: bool,
-    /// Trust only the CA certificates in this PEM file for https (a private CA).
-    #[arg(long, value_name = "FILE")]
-    pub cacert: Option<PathBuf>,
+    #[command(flatten)]
+    pub reach: crate::run::ReachArgs,
     /// Write the sweep (every step's figures, verdict and whole result) as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -116,9 +109,9 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
         connections: a.connections,
         threads: a.threads,
         timeout: a.timeout,
-        headers: a.headers.clone(),
-        insecure: a.insecure,
-        cacert: a.cacert.clone(),
+        headers: a.reach.headers.clone(),
+        insecure: a.reach.insecure,
+        cacert: a.reach.cacert.clone(),
     };
     eprintln!(
         "sweeping {}: {} per step, the first {} settling",
