@@ -84,6 +84,7 @@ pub mod execute;
 pub mod gate;
 pub mod live;
 mod load;
+mod merge;
 pub mod metrics;
 pub mod model;
 pub mod outputs;
@@ -106,6 +107,7 @@ use report::output::Output as _;
 pub use bad_input::{is_bad_input, BadInput};
 pub use call::CallResult;
 pub use load::{ClosedLoop, OpenLoop};
+pub use merge::merge_files;
 pub use sojourn_core::{FailureClass, Mode, Rate, RunResult};
 pub use sojourn_report as report;
 pub use spec::{validate, RunSettings, RunSpec};
@@ -133,6 +135,9 @@ pub enum Error {
     /// The schedule cannot be built (a ramp needs a duration, not a count).
     #[error("schedule: {0}")]
     Schedule(#[from] sojourn_core::schedule::ScheduleError),
+    /// The shard is not one of the schedule's: give an index from 0 to count − 1.
+    #[error("shard: {0}")]
+    Shard(#[from] sojourn_core::shard::ShardError),
     /// The operating system refused threads, timers or files.
     #[error("{0}")]
     Io(#[from] std::io::Error),
