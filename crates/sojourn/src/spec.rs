@@ -9,12 +9,16 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use sojourn_core::{End, Shard};
-use sojourn_engine::{HttpRequest, Load, Plan, Slack, Trust};
+use sojourn_engine::{HttpRequest, Plan, Slack, Trust};
 use url::Url;
 
 use crate::bad_input;
 use crate::parse::{self, ArrivalKind};
 use crate::transport::{AnyTransport, Protocol, Requests, TargetsOrder};
+
+/// What a spec offers ([`RunSpec::load`]): an open schedule, a paced closed loop, or a closed
+/// loop's end.
+pub use sojourn_engine::Load;
 
 /// Every default of a run, stated once.
 pub mod defaults {
