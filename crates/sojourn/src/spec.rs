@@ -5,6 +5,9 @@
 //! is the only maker of an engine plan ([`RunSpec::plan`]): `run`, `compare`, `sweep` steps,
 //! `demo`, `suite` and the library's [`crate::OpenLoop`]/[`crate::ClosedLoop`] all go through it.
 //! An error names the flag (or the plan file and key) as a [`BadInput`].
+//!
+//! [`defaults`]: crate::spec::defaults
+//! [`BadInput`]: crate::BadInput
 use std::path::PathBuf;
 use std::time::Duration;
 

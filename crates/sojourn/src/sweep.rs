@@ -3,6 +3,10 @@
 //! POOL-BOUND, and any objectives); the table, the sweep document (`sojourn.sweep/1`) and the
 //! page. The judging itself ([`evaluate`], [`Search`], [`StepRules`]) is the core's, re-exported
 //! here.
+//!
+//! [`evaluate`]: crate::sweep::evaluate
+//! [`Search`]: crate::sweep::Search
+//! [`StepRules`]: crate::sweep::StepRules
 use std::path::PathBuf;
 use std::time::Duration;
 
