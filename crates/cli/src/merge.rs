@@ -2,11 +2,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use sojourn_core::merge::{merge, Input, MergeError};
 use sojourn_core::RunResult;
 
 use crate::exit::{GATE_FAILED, PARTIAL};
-use sojourn::bad_input;
 use sojourn::outputs::Outputs;
 
 #[derive(clap::Args, Debug)]
@@ -38,19 +36,7 @@ pub struct MergeArgs {
 
 pub fn run(a: MergeArgs) -> anyhow::Result<ExitCode> {
     let gate = sojourn::gate::Gate::parse(a.gate.clone().into())?;
-    let inputs = a
-        .inputs
-        .iter()
-        .map(|path| {
-            let result =
-                sojourn_report::load::load_result(path).map_err(|e| bad_input!("RESULT: {e}"))?;
-            Ok(Input {
-                source: path.display().to_string(),
-                result,
-            })
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let merged = merge(inputs, a.force).map_err(|e: MergeError| bad_input!("RESULT: {e}"))?;
+    let merged = sojourn::merge_files(&a.inputs, a.force)?;
     print!("{}", sojourn_report::text::summary(&merged));
     print!("{}", sojourn_report::text::shard_table(&merged));
     sojourn::outputs::write_json(&a.output, &merged)?;

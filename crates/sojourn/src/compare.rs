@@ -10,8 +10,12 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::execute::Job;
+use crate::RunSpec;
+use sojourn_core::RunResult;
 use sojourn_report::compare::Column;
 
+/// A comparison as a person describes it (`sojourn compare`'s flags): the target, the load
+/// the two loops share, and where the page and the result documents go.
 #[derive(Debug, Clone)]
 pub struct CompareSettings {
     /// The target, e.g. http://127.0.0.1:8080/api
@@ -54,6 +58,7 @@ pub enum ClosedMode {
 }
 
 impl ClosedMode {
+    /// What the progress line and the verdict call this closed loop.
     pub fn label(self) -> &'static str {
         match self {
             ClosedMode::Paced => "paced closed loop",
@@ -107,19 +112,56 @@ fn run_args(a: &CompareSettings, closed: bool) -> crate::RunSettings {
     }
 }
 
+/// Both loops at once against `a.url`, with `sinks` watching: the closed loop's result, then
+/// the open loop's, each accounting for every request it scheduled. Writes no file and prints
+/// nothing (`json_dir` and `report` are [`run`]'s).
+///
+/// ```
+/// use std::time::Duration;
+/// use sojourn::compare::{measure, ClosedMode, CompareSettings};
+/// use sojourn::embedded::EmbeddedServer;
+///
+/// let server = EmbeddedServer::start(sojourn::scenario_arg::resolve("healthy", &[])?)?;
+/// let settings = CompareSettings {
+///     url: server.url(),
+///     rate: 200.0, // the paced closed loop and the open loop send 100 req/s each
+///     closed_mode: ClosedMode::Paced,
+///     duration: Duration::from_millis(500),
+///     connections: 4,
+///     threads: Some(1),
+///     timeout: Duration::from_secs(2),
+///     headers: Vec::new(),
+///     insecure: false,
+///     cacert: None,
+///     report: "compare.html".into(),
+///     json_dir: None,
+/// };
+/// let [closed, open] = measure(&settings, &mut sojourn::execute::NoSinks)?;
+/// assert_eq!((closed.label.as_str(), open.label.as_str()), ("paced", "open loop"));
+/// for r in [&closed, &open] {
+///     let c = &r.counts;
+///     assert_eq!(c.scheduled, 50, "{}: half a second at 100 req/s", r.label);
+///     assert_eq!(c.completed + c.failed.total() + c.censored + c.never_sent, c.scheduled);
+///     assert_eq!(c.completed, c.scheduled, "{}: a healthy server answers every one", r.label);
+/// }
+/// # Ok::<(), anyhow::Error>(())
+/// ```
+pub fn measure(
+    a: &CompareSettings,
+    sinks: &mut dyn crate::execute::Sinks,
+) -> anyhow::Result<[RunResult; 2]> {
+    let (closed, open) = loops(a)?;
+    run_loops(&closed, &open, sinks)
+}
+
+/// Runs both loops at once, prints the seeds' table, the verdict and each loop's notes, and
+/// writes the page (and `closed.json` and `open.json`, given `json_dir`).
 pub fn run(a: CompareSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow::Result<ExitCode> {
-    let closed = crate::validate(run_args(&a, true))?;
-    let open = crate::validate(run_args(&a, false))?;
+    let (closed, open) = loops(&a)?;
     if let Some(dir) = &a.json_dir {
         std::fs::create_dir_all(dir)
             .map_err(|e| crate::bad_input!("--json-dir: cannot create {}: {e}", dir.display()))?;
     }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    // Both loops run at once, on their own connections: one after the other, a one-shot stall
-    // (a deploy, a failover, a GC) would hit one loop and not the other, and the two would be
-    // compared as if they had met the same server.
     eprintln!(
         "running the {} ({}) and the open loop ({} req/s) at once for {} …",
         a.closed_mode.label(),
@@ -130,6 +172,41 @@ pub fn run(a: CompareSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow:
         loop_rate(&a),
         humantime::format_duration(a.duration)
     );
+    let [c, o] = run_loops(&closed, &open, sinks)?;
+    for (v, r) in [(&closed, &c), (&open, &o)] {
+        if let Some(path) = &v.json {
+            crate::outputs::write_json(path, r)?;
+        }
+    }
+    print_outcome(&c, &o);
+    let runs = vec![
+        crate::side_by_side::report_run(&c, Vec::new()),
+        crate::side_by_side::report_run(&o, Vec::new()),
+    ];
+    crate::side_by_side::write_report(&a.report, format!("sojourn compare: {}", a.url), runs)?;
+    println!("report: {}", a.report.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The two loops' specs, checked before anything runs: (closed, open).
+fn loops(a: &CompareSettings) -> anyhow::Result<(RunSpec, RunSpec)> {
+    Ok((
+        crate::validate(run_args(a, true))?,
+        crate::validate(run_args(a, false))?,
+    ))
+}
+
+/// Both loops at once, on their own connections: one after the other, a one-shot stall (a
+/// deploy, a failover, a GC) would hit one loop and not the other, and the two would be
+/// compared as if they had met the same server.
+fn run_loops(
+    closed: &RunSpec,
+    open: &RunSpec,
+    sinks: &mut dyn crate::execute::Sinks,
+) -> anyhow::Result<[RunResult; 2]> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let url = open.requests.shown();
     let plans = (closed.plan(), open.plan());
     let job = |plan, transport, label| Job {
@@ -144,29 +221,21 @@ pub fn run(a: CompareSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow:
         job(&plans.0, rt.block_on(closed.connectable())?, &closed.label),
         job(&plans.1, rt.block_on(open.connectable())?, &open.label),
     ];
-    let [c, o] = crate::execute::run_together(&rt, jobs, sinks)?;
-    for (v, r) in [(&closed, &c), (&open, &o)] {
-        if let Some(path) = &v.json {
-            crate::outputs::write_json(path, r)?;
-        }
-    }
-    let mut columns = crate::side_by_side::closed_columns(&c);
-    columns.push(Column::of("open loop", &o));
+    crate::execute::run_together(&rt, jobs, sinks)
+}
+
+/// The seeds' table of both loops, the verdict, the open loop's rate line and each loop's notes.
+fn print_outcome(c: &RunResult, o: &RunResult) {
+    let mut columns = crate::side_by_side::closed_columns(c);
+    columns.push(Column::of("open loop", o));
     print!("{}", crate::side_by_side::table(&columns, "open loop"));
-    println!("\n{}", crate::side_by_side::verdict(&c, &o));
-    if let Some(line) = sojourn_report::text::rate_line(&o) {
+    println!("\n{}", crate::side_by_side::verdict(c, o));
+    if let Some(line) = sojourn_report::text::rate_line(o) {
         println!("open loop {line}");
     }
-    for r in [&c, &o] {
+    for r in [c, o] {
         for note in &r.checks.notes {
             println!("- {}: {note}", r.label);
         }
     }
-    let runs = vec![
-        crate::side_by_side::report_run(&c, Vec::new()),
-        crate::side_by_side::report_run(&o, Vec::new()),
-    ];
-    crate::side_by_side::write_report(&a.report, format!("sojourn compare: {}", a.url), runs)?;
-    println!("report: {}", a.report.display());
-    Ok(ExitCode::SUCCESS)
 }

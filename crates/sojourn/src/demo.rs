@@ -24,6 +24,8 @@ use crate::embedded::EmbeddedServer;
 use sojourn_report::compare::Column;
 use sojourn_report::finding::UNDERSTATES;
 
+/// A demo as a person describes it (`sojourn demo`'s flags): the pathology, the load of each
+/// loop, and where the page and the result documents go.
 #[derive(Debug, Clone)]
 pub struct DemoSettings {
     /// The pathology to demonstrate: a built-in (hiccup, healthy, gc-pauses, ramp, saturation,
@@ -52,23 +54,33 @@ pub struct DemoSettings {
 
 /// The demo's results, for printing and for tests.
 pub struct DemoOutcome {
+    /// The closed loop (paced or unpaced, as asked), against its own fresh server.
     pub closed: RunResult,
+    /// The open loop at the same rate, measured from each request's due time.
     pub open: RunResult,
+    /// The simulator's answer for the open loop's schedule against the same scenario.
     pub model: RunResult,
     /// Requests the server received inside the scenario's stalls: (closed loop, open loop).
     pub sent_during_stalls: Option<(u64, u64)>,
-    /// Downsampled requests of each loop, drawn as dots on the report's timelines.
+    /// The closed loop's requests, downsampled, drawn as dots on the report's timeline.
     pub closed_dots: Vec<Sample>,
+    /// The open loop's requests, likewise.
     pub open_dots: Vec<Sample>,
 }
 
 /// One loop's measurement: its result, the server's truth log, and dots for the timeline.
 pub struct Measured {
+    /// What the loop measured.
     pub result: RunResult,
+    /// What the server saw of each request (arrival, start of service, departure), on its
+    /// own clock: how many requests a stall really met.
     pub truth: Vec<TruthRecord>,
+    /// The loop's requests, downsampled for the timeline's dots.
     pub dots: Vec<Sample>,
 }
 
+/// Runs the demo with `sinks` watching each loop, prints the side-by-side table and what it
+/// shows, and writes the page (and the result documents, given `json_dir`).
 pub fn run(a: DemoSettings, sinks: &mut dyn Sinks) -> anyhow::Result<ExitCode> {
     let scenario = crate::scenario_arg::resolve(&a.scenario, &fitted_sets(&a))?;
     let connections = match a.connections {
@@ -131,6 +143,8 @@ pub fn fit_events(scenario: &str, user_sets: &[String], duration: Duration) -> V
     sets
 }
 
+/// The open loop's rate when none is given: 1,000 req/s, or the seed's own rate for the
+/// one-worker scenarios that cannot take that (every-nth 450, bimodal 20).
 pub fn default_rate(scenario: &str) -> f64 {
     match scenario {
         "every-nth" => 450.0,

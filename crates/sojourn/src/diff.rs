@@ -8,6 +8,7 @@ use sojourn_core::format_ns;
 
 use crate::bad_input;
 
+/// A comparison of two result documents as a person describes it (`sojourn diff`'s flags).
 #[derive(Debug, Clone)]
 pub struct DiffSettings {
     /// The baseline: a result file from `run`, `sim`, `suite` or an imported peer tool.
@@ -27,6 +28,8 @@ pub struct DiffSettings {
     pub json: Option<PathBuf>,
 }
 
+/// Loads both results, refuses runs of different loads unless forced, prints each
+/// percentile's change with its bootstrap interval, and writes the comparison given `json`.
 pub fn run(a: DiffSettings) -> anyhow::Result<ExitCode> {
     let ra = load(&a.a, "A")?;
     let rb = load(&a.b, "B")?;

@@ -1,5 +1,6 @@
-//! A pathology server inside this process, on its own thread and runtime, for `demo`.
-//! It records its ground truth in memory so the demo can say what each loop actually sent.
+//! A pathology server inside this process, on its own thread and runtime, for `demo`, `suite`
+//! and anything else that needs a target to run against. It records its ground truth in memory
+//! so the demo can say what each loop actually sent.
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -77,7 +78,7 @@ impl EmbeddedServer {
         })
     }
 
-    /// `http://ADDR/`.
+    /// `http://ADDR/api`: the scenario's endpoint, where every request is served and logged.
     pub fn url(&self) -> String {
         format!("http://{}/api", self.addr)
     }

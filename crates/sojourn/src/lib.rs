@@ -26,11 +26,61 @@
 //! and a browser read it; [`report::output`] has every format behind one trait.
 //!
 //! - [`OpenLoop`]: calls due on a schedule (`.run` for async code, `.run_blocking` for
-//!   synchronous code on a pool of threads).
+//!   synchronous code on a pool of threads; `.shard` for one share of it).
 //! - [`ClosedLoop`]: the labelled closed loop, for comparison, unpaced or paced.
-//! - [`sweep`]: judge a run at its rate, and search for the rate where the code falls behind.
+//! - [`sweep`]: judge a run at its rate, search for the rate where the code falls behind, and
+//!   sweep an HTTP target step by step ([`sweep::HttpSweep`]).
+//! - [`report::output`]: every format a result is written in, behind one trait.
+//! - [`merge_files`]: the shards of one plan, run apart, as one result.
+//!
+//! What `sojourn` does to an HTTP service is here too, as functions of typed settings:
+//!
+//! - [`compare`]: the closed and the open loop at once against one target
+//!   ([`compare::measure`] returns both results).
+//! - [`spec`] and [`plan_file`]: a run described as [`RunSettings`] (or a TOML plan file),
+//!   checked by [`validate`] into a [`RunSpec`]; [`execute::run_spec`] runs it with
+//!   [`execute::Sinks`] watching.
+//! - [`embedded`]: a pathology server inside this process on a free loopback port (its
+//!   scenario by name from [`scenario_arg`]), a target for tests and examples.
+//! - [`demo`], [`suite`], [`sim`], [`serve`], [`diff`]: the other commands, each a `run`
+//!   function of its settings.
 //!
 //! `docs/library.md` says when to use the library rather than `sojourn run`.
+//!
+//! # Writing the result
+//!
+//! Each format is an [`Output`](report::output::Output): choose them before a run, write each
+//! after it. `sojourn report`, `diff` and `merge` read the JSON document; HdrHistogram's tools
+//! read the `.hgrm` files.
+//!
+//! ```
+//! use std::path::PathBuf;
+//! use std::time::Duration;
+//! use sojourn::report::output::{Hgrm, Json, Output};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let outputs: Vec<(Box<dyn Output>, PathBuf)> = vec![
+//!     (Box::new(Json), dir.path().join("run.json")),
+//!     (Box::new(Hgrm), dir.path().join("run")), // a prefix: one file per histogram
+//! ];
+//! let result = sojourn::OpenLoop::at(500.0)
+//!     .for_duration(Duration::from_millis(200))
+//!     .run(|| async {})?;
+//! let mut written = Vec::new();
+//! for (output, path) in &outputs {
+//!     written.extend(output.write(&result, path)?);
+//! }
+//! let names: Vec<_> = written.iter().map(|p| p.file_name().unwrap().to_owned()).collect();
+//! assert_eq!(names, ["run.json", "run.response.hgrm", "run.service.hgrm", "run.send_lag.hgrm"]);
+//! // The document reads back as the run itself, every call accounted for.
+//! let back = sojourn::report::load::load_result(&written[0])?;
+//! assert_eq!((back.counts.scheduled, back.counts.completed), (100, 100));
+//! // The response histogram holds every call.
+//! let hgrm = std::fs::read_to_string(&written[1])?;
+//! let max = hgrm.lines().find(|l| l.starts_with("#[Max")).expect("the footer");
+//! assert_eq!(max.trim_end_matches(']').rsplit('=').next().map(str::trim), Some("100"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! # Searching for the rate
 //!
@@ -73,30 +123,77 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+// Each module's line is its summary in the crate's index; the empty `///` after it keeps the
+// module's own documentation a paragraph of its own rather than part of that summary.
 mod bad_input;
 mod call;
+/// Both loops at once against one HTTP target ([`compare::measure`]): `sojourn compare`.
+///
 pub mod compare;
+/// The program a run starts as its control hiccup meter, to measure the machine's lateness.
+///
 pub mod control;
+/// A closed loop, an open loop and the model against a pathology server: `sojourn demo`.
+///
 pub mod demo;
+/// Whether the tail changed between two result documents, beyond chance: `sojourn diff`.
+///
 pub mod diff;
+/// A pathology server inside this process on a free loopback port, to run against.
+///
 pub mod embedded;
+/// Runs a spec while live sinks watch it; Ctrl-C and SIGTERM stop it, losing nothing.
+///
 pub mod execute;
+/// Results judged against objectives (`--slo`): the verdict table and JUnit XML.
+///
 pub mod gate;
+/// A running run as its watchers see it: live counters and the last interval.
+///
 pub mod live;
 mod load;
+mod merge;
+/// A run's live figures as OpenMetrics text for Prometheus (`--metrics-listen`).
+///
 pub mod metrics;
+/// The simulator's answer for an engine plan against a scenario, and the model's sweep.
+///
 pub mod model;
+/// The CLI's extra files of a run; a library writes through [`report::output`].
+///
 pub mod outputs;
+/// The value parsers every front door shares: one line naming what is accepted.
+///
 pub mod parse;
+/// Another load tool run against an embedded server, and its output imported.
+///
 pub mod peer_run;
+/// A run described in a TOML plan file, applied onto [`RunSettings`].
+///
 pub mod plan_file;
+/// A built-in scenario by name, or a scenario file, with `NAME.PARAM=VALUE` overrides.
+///
 pub mod scenario_arg;
+/// A scenario served over HTTP for any tool to measure: `sojourn serve`.
+///
 pub mod serve;
+/// The seeds' side-by-side table of a closed and an open loop, and its verdict.
+///
 pub mod side_by_side;
+/// Clients against a scenario in virtual time, with the same outputs as a run: `sojourn sim`.
+///
 pub mod sim;
+/// The typed run spec: [`RunSettings`] checked by [`validate`] into a [`RunSpec`].
+///
 pub mod spec;
+/// Every scenario against sojourn, the model and each installed peer tool: `sojourn suite`.
+///
 pub mod suite;
+/// Judge a run at its rate, search for where the code falls behind, sweep HTTP targets.
+///
 pub mod sweep;
+/// What a run sends (one URL or a targets file) and over which protocol.
+///
 pub mod transport;
 
 use std::path::Path;
@@ -106,6 +203,7 @@ use report::output::Output as _;
 pub use bad_input::{is_bad_input, BadInput};
 pub use call::CallResult;
 pub use load::{ClosedLoop, OpenLoop};
+pub use merge::merge_files;
 pub use sojourn_core::{FailureClass, Mode, Rate, RunResult};
 pub use sojourn_report as report;
 pub use spec::{validate, RunSettings, RunSpec};
@@ -133,6 +231,9 @@ pub enum Error {
     /// The schedule cannot be built (a ramp needs a duration, not a count).
     #[error("schedule: {0}")]
     Schedule(#[from] sojourn_core::schedule::ScheduleError),
+    /// The shard is not one of the schedule's: give an index from 0 to count − 1.
+    #[error("shard: {0}")]
+    Shard(#[from] sojourn_core::shard::ShardError),
     /// The operating system refused threads, timers or files.
     #[error("{0}")]
     Io(#[from] std::io::Error),

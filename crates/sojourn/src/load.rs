@@ -4,7 +4,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sojourn_core::{Arrival, End, Rate, RunResult, Schedule};
+use sojourn_core::{Arrival, End, Rate, RunResult, Schedule, Shard};
 use sojourn_engine::{Load, Plan, Progress, Slack, Transport};
 use tokio_util::sync::CancellationToken;
 
@@ -34,8 +34,15 @@ impl Common {
         }
     }
 
-    /// The engine's plan; `what` names the count of `connections` for an error message.
-    fn plan(&self, load: Load, connections: usize, what: &'static str) -> Result<Plan, Error> {
+    /// The engine's plan for `shard` of the schedule; `what` names the count of `connections`
+    /// for an error message.
+    fn plan(
+        &self,
+        load: Load,
+        shard: Shard,
+        connections: usize,
+        what: &'static str,
+    ) -> Result<Plan, Error> {
         if connections == 0 {
             return Err(Error::Zero(what));
         }
@@ -55,6 +62,7 @@ impl Common {
                 slack: self.slack,
                 ..Default::default()
             },
+            shard,
             ..crate::RunSpec::of(load)
         };
         Ok(spec.plan())
@@ -106,6 +114,8 @@ pub struct OpenLoop {
     arrival: Arrival,
     ramp_to: Option<f64>,
     concurrency: usize,
+    /// (index, count) as given; checked when the run starts.
+    shard: (u32, u32),
     common: Common,
 }
 
@@ -117,6 +127,7 @@ impl OpenLoop {
             arrival: Arrival::Constant,
             ramp_to: None,
             concurrency: 1024,
+            shard: (0, 1),
             common: Common::new("open loop"),
         }
     }
@@ -185,6 +196,26 @@ impl OpenLoop {
         self
     }
 
+    /// Runs only shard `index` (from 0) of `count` of the schedule, as `sojourn run --shard
+    /// index/count` does: every count-th call, so that processes (or machines) running the
+    /// other shards at the same time offer the whole rate between them. Their results merge
+    /// back into one with [`crate::merge_files`].
+    ///
+    /// ```
+    /// let third = sojourn::OpenLoop::at(300.0).for_calls(30).shard(1, 3).run(|| async {})?;
+    /// assert_eq!(third.counts.scheduled, 10);
+    /// let none = sojourn::OpenLoop::at(300.0).shard(3, 3).run(|| async {});
+    /// assert_eq!(
+    ///     none.unwrap_err().to_string(),
+    ///     "shard: shard 3 of 3: shards are numbered from 0 to 2"
+    /// );
+    /// # Ok::<(), sojourn::Error>(())
+    /// ```
+    pub fn shard(mut self, index: u32, count: u32) -> OpenLoop {
+        self.shard = (index, count);
+        self
+    }
+
     fn load(&self) -> Result<Load, Error> {
         if self.common.end == End::Count(0) {
             return Err(Error::Zero("calls"));
@@ -200,6 +231,10 @@ impl OpenLoop {
         )?))
     }
 
+    fn slice(&self) -> Result<Shard, Error> {
+        Ok(Shard::new(self.shard.0, self.shard.1)?)
+    }
+
     /// Drives the async function `f`: each due call runs `f()` to completion on the
     /// dispatcher's runtime. Blocks until the run is over.
     pub fn run<F, Fut, R>(&self, f: F) -> Result<RunResult, Error>
@@ -208,9 +243,9 @@ impl OpenLoop {
         Fut: Future<Output = R> + 'static,
         R: CallResult,
     {
-        let plan = self
-            .common
-            .plan(self.load()?, self.concurrency, "concurrency")?;
+        let plan =
+            self.common
+                .plan(self.load()?, self.slice()?, self.concurrency, "concurrency")?;
         execute(&plan, AsyncCalls { call: f }, &self.common.label)
     }
 
@@ -237,7 +272,9 @@ impl OpenLoop {
         F: Fn() -> R + Send + Sync + 'static,
         R: CallResult,
     {
-        let plan = self.common.plan(self.load()?, threads, "threads")?;
+        let plan = self
+            .common
+            .plan(self.load()?, self.slice()?, threads, "threads")?;
         execute(
             &plan,
             BlockingCalls { call: Arc::new(f) },
@@ -353,7 +390,9 @@ impl ClosedLoop {
         Fut: Future<Output = R> + 'static,
         R: CallResult,
     {
-        let plan = self.common.plan(self.load()?, self.callers, "callers")?;
+        let plan = self
+            .common
+            .plan(self.load()?, Shard::WHOLE, self.callers, "callers")?;
         execute(&plan, AsyncCalls { call: f }, &self.common.label)
     }
 
@@ -373,7 +412,9 @@ impl ClosedLoop {
         F: Fn() -> R + Send + Sync + 'static,
         R: CallResult,
     {
-        let plan = self.common.plan(self.load()?, self.callers, "callers")?;
+        let plan = self
+            .common
+            .plan(self.load()?, Shard::WHOLE, self.callers, "callers")?;
         execute(
             &plan,
             BlockingCalls { call: Arc::new(f) },

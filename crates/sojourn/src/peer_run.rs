@@ -1,5 +1,7 @@
 //! Running one peer tool as a child process against an embedded server, then importing what it
 //! wrote. Bounded: a tool that outlives its run by [`GRACE`] is killed.
+//!
+//! [`GRACE`]: crate::peer_run::GRACE
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

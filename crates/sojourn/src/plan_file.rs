@@ -97,7 +97,45 @@ impl PlanFile {
 }
 
 /// Fills every setting of `a` that was not given on the command line (`a.explicit` names the
-/// flags that were) from the plan in `path`.
+/// flags that were) from the plan in `path`. ([`crate::validate`] does this itself when
+/// `a.plan` names the file.)
+///
+/// ```
+/// use std::time::Duration;
+/// use sojourn::spec::Load;
+/// use sojourn::{plan_file, RunSettings};
+///
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("soak.toml");
+/// std::fs::write(
+///     &path,
+///     r#"
+/// url = "http://127.0.0.1:8080/api"
+/// rate = 250
+/// duration = "2s"
+/// connections = 64
+/// label = "soak"
+/// "#,
+/// )?;
+/// let mut settings = RunSettings::default();
+/// plan_file::apply(&mut settings, &path)?;
+/// let spec = sojourn::validate(settings)?;
+/// let Load::Open(schedule) = &spec.load else { panic!("an open loop") };
+/// assert_eq!(schedule.rate.get(), 250.0);
+/// assert_eq!(schedule.planned_count(), Some(500)); // 2 s at 250 req/s
+/// assert_eq!((spec.connections, spec.label.as_str()), (64, "soak"));
+/// assert_eq!(spec.requests.shown(), "http://127.0.0.1:8080/api");
+///
+/// // A bad value names the file and the key, as `--plan` does on the command line.
+/// std::fs::write(&path, "rate = -5")?;
+/// let bad = plan_file::apply(&mut RunSettings::default(), &path).unwrap_err();
+/// assert!(sojourn::is_bad_input(&bad));
+/// assert!(
+///     bad.to_string().starts_with(&format!("--plan: {}: rate: ", path.display())),
+///     "{bad}"
+/// );
+/// # Ok::<(), anyhow::Error>(())
+/// ```
 pub fn apply(a: &mut RunSettings, path: &Path) -> anyhow::Result<PlanFile> {
     let p = PlanFile::read(path)?;
     let explicit = std::mem::take(&mut a.explicit);

@@ -20,6 +20,7 @@ pub fn resolve(name_or_path: &str, sets: &[String]) -> anyhow::Result<Scenario> 
     })
 }
 
+/// Whether `name` is one of the built-in scenarios rather than the path of a file.
 pub fn is_builtin(name: &str) -> bool {
     builtins().iter().any(|b| b.name == name)
 }

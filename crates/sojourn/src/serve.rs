@@ -10,6 +10,7 @@ use anyhow::Context;
 use sojourn_scenario::{builtins, Scenario};
 use sojourn_server::{serve, AbuseNote, ServeOptions};
 
+/// A pathology server as a person describes it (`sojourn serve`'s flags).
 #[derive(Debug, Clone)]
 pub struct ServeSettings {
     /// A built-in scenario (healthy, hiccup, ramp, gc-pauses, saturation, every-nth, bimodal,
@@ -42,6 +43,8 @@ pub struct ServeSettings {
     pub print: bool,
 }
 
+/// Serves the scenario until Ctrl-C or SIGTERM (or lists or prints scenarios, when asked),
+/// announcing the address it listens on.
 pub fn run(args: ServeSettings) -> anyhow::Result<ExitCode> {
     if args.list {
         print_builtins();

@@ -18,6 +18,8 @@ use crate::bad_input;
 use crate::parse as args;
 use crate::parse::ArrivalKind;
 
+/// A simulation as a person describes it (`sojourn sim`'s flags): the scenario, the client
+/// model and its load, in virtual time.
 #[derive(Debug, Clone)]
 pub struct SimSettings {
     /// A built-in scenario (healthy, hiccup, ramp, gc-pauses, saturation, every-nth, bimodal,
@@ -71,23 +73,45 @@ pub struct SimSettings {
     /// Sweep the offered rate like `sojourn sweep` (open loop, one step per rate): the model's
     /// capacity cliff, for comparison with a real sweep. --json writes the sweep document.
     pub sweep: bool,
+    /// With `sweep`: the rates and steps, as `sojourn sweep` takes them.
     pub sweep_flags: crate::sweep::SweepSettings,
 }
 
+/// Which client model meets the scenario (`--client`).
+///
+/// The flag's own help describes every value, so the values carry no help of their own
+/// (`help = None`) and `sojourn sim --help` lists them once.
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClientKind {
+    /// The open loop: requests due on a schedule, queued FIFO for a free connection.
+    #[cfg_attr(feature = "clap", value(help = None::<&str>))]
     Open,
+    /// N connections, each sending as soon as it has its previous answer.
+    #[cfg_attr(feature = "clap", value(help = None::<&str>))]
     Closed,
+    /// The closed loop and the open loop side by side, against the same scenario.
+    #[cfg_attr(feature = "clap", value(help = None::<&str>))]
     Both,
+    /// One request at a time, measured from its slot (seeds 000 and 004).
+    #[cfg_attr(feature = "clap", value(help = None::<&str>))]
     Tracking,
+    /// N connections, each on its share of the schedule's slots (hey -q, bombardier -r).
+    #[cfg_attr(feature = "clap", value(help = None::<&str>))]
     Paced,
 }
 
+/// When a simulated closed loop stops (`--closed-until`); its values, like [`ClientKind`]'s,
+/// are described by the flag's help.
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClosedUntil {
+    /// At the run's duration, however many requests it sent.
+    #[cfg_attr(feature = "clap", value(help = None::<&str>))]
     Duration,
+    /// After as many requests as the open schedule has (rate × duration), as the seeds'
+    /// iteration-counted tools run.
+    #[cfg_attr(feature = "clap", value(help = None::<&str>))]
     Count,
 }
 
@@ -105,6 +129,9 @@ struct Validated {
     hlog: Option<PathBuf>,
 }
 
+/// Simulates each client against the scenario and prints its summary, the side-by-side table
+/// and what each stall delayed, then writes the files asked for (or runs the model's sweep,
+/// given `sweep`).
 pub fn run(args: SimSettings) -> anyhow::Result<ExitCode> {
     if args.sweep {
         return run_sweep(args);

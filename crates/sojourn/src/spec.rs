@@ -5,11 +5,14 @@
 //! is the only maker of an engine plan ([`RunSpec::plan`]): `run`, `compare`, `sweep` steps,
 //! `demo`, `suite` and the library's [`crate::OpenLoop`]/[`crate::ClosedLoop`] all go through it.
 //! An error names the flag (or the plan file and key) as a [`BadInput`].
+//!
+//! [`defaults`]: crate::spec::defaults
+//! [`BadInput`]: crate::BadInput
 use std::path::PathBuf;
 use std::time::Duration;
 
 use sojourn_core::{End, Shard};
-use sojourn_engine::{Load, Plan, Slack, Trust};
+use sojourn_engine::{Plan, Slack, Trust};
 
 use crate::bad_input;
 pub use crate::outputs::Outputs;
@@ -17,6 +20,10 @@ use crate::parse::{self, ArrivalKind};
 use crate::transport::{
     AnyTransport, Protocol, ProtocolSettings, Requests, TargetsOrder, WorkloadSettings,
 };
+
+/// What a spec offers ([`RunSpec::load`]): an open schedule, a paced closed loop, or a closed
+/// loop's end.
+pub use sojourn_engine::Load;
 
 /// Every default of a run, stated once.
 pub mod defaults {

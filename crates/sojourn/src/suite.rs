@@ -17,11 +17,13 @@ use sojourn_scenario::Scenario;
 use crate::bad_input;
 use crate::peer_run;
 
+/// The schema name of `suite.json`, the summary of every scenario a suite ran.
 pub const SUITE_SCHEMA: &str = "sojourn.suite/1";
 
 /// Seed 001's five scenarios, then every-nth and bimodal.
 pub const DEFAULT_SCENARIOS: &str = "healthy,hiccup,ramp,gc-pauses,saturation,every-nth,bimodal";
 
+/// How long and how hard each run of a suite is (`--profile`).
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Profile {
@@ -31,6 +33,8 @@ pub enum Profile {
     Full,
 }
 
+/// A suite as a person describes it (`sojourn suite`'s flags): which scenarios, which peer
+/// tools, how long and how hard, and where everything goes.
 #[derive(Debug, Clone)]
 pub struct SuiteSettings {
     /// Scenarios to run, comma-separated (built-ins or scenario TOML files).
@@ -65,6 +69,9 @@ struct Load1 {
     paced: u32,
 }
 
+/// Runs every scenario: the model, sojourn's own loops and each installed peer tool, each
+/// against a fresh server; prints each scenario's table and keeps `suite.json` up to date
+/// under `out` after every scenario.
 pub fn run(a: SuiteSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow::Result<ExitCode> {
     let tools = select_tools(&a.tools)?;
     let (rate, duration) = profile(&a);
@@ -154,14 +161,20 @@ fn select_tools(asked: &[String]) -> anyhow::Result<Vec<(PeerTool, Option<PathBu
 /// One row of the summary table: a run and how it compares with the model.
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
+    /// The run's label, as its result and the page name it.
     pub label: String,
+    /// The tool that measured it: sojourn, the model, or a peer tool.
     pub tool: String,
+    /// Open, closed, paced or tracking: which clock its percentiles are on.
     pub mode: Mode,
     /// `exact` (the model), `per_request`, or `summary` (only the tool's printed percentiles).
     pub detail: String,
+    /// Its response-time percentiles in ns (p50, p90, p99, p99.9, max), absent where the tool
+    /// reported none.
     pub percentiles: Vec<(String, Option<u64>)>,
     /// This run's p99 over the model's.
     pub p99_vs_model: Option<f64>,
+    /// What that ratio says about the tool: honest, hides the stall, overstates, ...
     pub verdict: Verdict,
     /// Requests the schedule wanted but the tool never sent (k6's dropped iterations).
     pub never_sent: u64,
@@ -173,27 +186,39 @@ pub struct Row {
     /// fortio -qps report (its row's percentiles are timed from the slot).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub p99_from_send: Option<u64>,
+    /// What the importer noted about the tool's output (back-filled samples, a summary only).
     pub notes: Vec<String>,
+    /// The run's result document, when it could be written.
     pub result: Option<String>,
 }
 
 /// One scenario's outcome.
 #[derive(Debug, Clone, Serialize)]
 pub struct ScenarioRows {
+    /// The scenario's name.
     pub scenario: String,
+    /// The rate every run of it offered, in requests per second.
     pub rate: f64,
+    /// How long each run lasted.
     pub duration_ns: u64,
+    /// The closed loops' connections.
     pub closed_connections: u32,
+    /// One row per run: the model, sojourn's loops, then each peer tool's.
     pub rows: Vec<Row>,
     /// Tools not run, and why.
     pub skipped: Vec<(String, String)>,
+    /// The scenario's page, every run's spectrum and timeline side by side.
     pub report: String,
 }
 
+/// `suite.json`: what a suite ran and found, scenario by scenario.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
+    /// [`SUITE_SCHEMA`].
     pub schema: String,
+    /// `short` or `full`.
     pub profile: String,
+    /// Every scenario run so far, in order.
     pub scenarios: Vec<ScenarioRows>,
 }
 

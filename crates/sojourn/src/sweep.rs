@@ -3,6 +3,10 @@
 //! POOL-BOUND, and any objectives); the table, the sweep document (`sojourn.sweep/1`) and the
 //! page. The judging itself ([`evaluate`], [`Search`], [`StepRules`]) is the core's, re-exported
 //! here.
+//!
+//! [`evaluate`]: crate::sweep::evaluate
+//! [`Search`]: crate::sweep::Search
+//! [`StepRules`]: crate::sweep::StepRules
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -15,19 +19,26 @@ use crate::bad_input;
 
 /// What to offer: a list of rates, or a search.
 pub enum Offer {
+    /// Each rate once, in the order given.
     Rates(Vec<Rate>),
+    /// Rates chosen one after another to bracket the highest rate the target holds.
     Search(sweep::Search),
 }
 
 /// A validated sweep.
 pub struct Config {
+    /// The rates to offer.
     pub offer: Offer,
+    /// How long each step offers its rate, settle included.
     pub step: Duration,
+    /// The start of each step left out of its percentiles and verdict.
     pub settle: Duration,
     /// The timeline's interval: fine enough that the kept part of a step has a dozen points
     /// for the trend test.
     pub interval: Duration,
+    /// Response-time objectives every step must also meet to pass.
     pub slos: Vec<Slo>,
+    /// Where to write the HTML page.
     pub report: Option<PathBuf>,
 }
 
@@ -78,6 +89,53 @@ pub struct SweepSettings {
 }
 
 /// A sweep of an HTTP target: one run per step, each on a fresh schedule.
+///
+/// Two one-second steps against the pathology server run in this process:
+///
+/// ```
+/// use std::time::Duration;
+/// use sojourn::embedded::EmbeddedServer;
+/// use sojourn::sweep::{HttpSweep, Status, SweepSettings};
+///
+/// let server = EmbeddedServer::start(sojourn::scenario_arg::resolve("healthy", &[])?)?;
+/// let config = SweepSettings {
+///     rates: Some(vec![50.0, 100.0]),
+///     from: None,
+///     to: None,
+///     steps: None,
+///     step: Duration::from_secs(1),
+///     settle: Some(Duration::ZERO), // the server has nothing to warm up
+///     slo: vec!["p99<500ms".into()],
+///     search: false,
+///     resolution: 10.0,
+///     max_probes: 8,
+///     report: None,
+/// }
+/// .validate()?;
+/// let sweep = HttpSweep {
+///     url: server.url(),
+///     connections: 16,
+///     threads: Some(1),
+///     timeout: Duration::from_secs(2),
+///     headers: Vec::new(),
+///     insecure: false,
+///     cacert: None,
+/// };
+/// let (outcome, _threads) = sweep.run(&config, &mut sojourn::execute::NoSinks, |_| {})?;
+/// let offered: Vec<f64> = outcome.steps.iter().map(|(step, _)| step.target).collect();
+/// assert_eq!(offered, [50.0, 100.0]);
+/// for (step, result) in &outcome.steps {
+///     // Every request of a step answered: a second at its rate.
+///     assert_eq!(result.counts.scheduled, step.target as u64);
+///     assert_eq!(result.counts.completed, result.counts.scheduled);
+///     // The healthy server holds both rates: a loaded machine may hold the generator back
+///     // (GENERATOR-BOUND), but the target is never the one that fell behind.
+///     assert_ne!(step.status, Status::Saturated, "{}", sojourn::sweep::row(step));
+///     assert!(step.slos.iter().all(|c| c.met), "{}", sojourn::sweep::row(step));
+/// }
+/// assert_eq!(outcome.bracket.failing, None);
+/// # Ok::<(), anyhow::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct HttpSweep {
     /// The target URL.
@@ -231,8 +289,11 @@ impl SweepSettings {
 
 /// Every step run, and where the cliff lies.
 pub struct Outcome {
+    /// Each step's verdict and whole result, in the order run.
     pub steps: Vec<(Step, RunResult)>,
+    /// The highest rate that passed and the lowest that failed.
     pub bracket: Bracket,
+    /// The search's probes and why it stopped, when it was a search.
     pub search: Option<SearchOutcome>,
 }
 
