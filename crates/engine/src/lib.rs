@@ -33,6 +33,7 @@ pub use http::{ConnectError, HttpRequest, HttpTransport, TargetError, Trust};
 pub use http2::{Http2Settings, Http2Transport};
 pub use live::{IntervalSnapshot, Live};
 pub use progress::{Progress, ProgressSnapshot};
-pub use run::{execute, Load, Plan, RunReport, Slack, HICCUP_TICK};
+pub use run::{execute, Load, Plan, RunReport, HICCUP_TICK};
+pub use sleeper::Slack;
 pub use sojourn_timer::{serve_control, ControlCommand, DEFAULT_MAX_SPIN};
 pub use transport::{Connection, Exchange, ExchangeError, FnTransport, Transport};
