@@ -283,8 +283,8 @@ impl<T: Transport, S: Source> Worker<T, S> {
         }
         let done = self.now();
         let mut recorder = self.recorder.borrow_mut();
-        if let Some(status) = slot.ex.status() {
-            recorder.record_status(status);
+        if let Some(code) = slot.ex.code() {
+            recorder.record_status(code);
         }
         let label = self.picks().label_of(job.target);
         match slot.ex.sent() {
