@@ -53,81 +53,95 @@ struct Graph {
 fn lex(src: &str) -> Vec<Token> {
     let c: Vec<char> = src.chars().collect();
     let (mut i, mut line, mut out) = (0, 1, Vec::new());
-    let at = |k: usize| c.get(k).copied().unwrap_or('\0');
-    let ident_char = |ch: char| ch.is_alphanumeric() || ch == '_';
     while i < c.len() {
-        let ch = c[i];
-        if ch == '\n' {
-            line += 1;
-            i += 1;
-        } else if ch.is_whitespace() {
-            i += 1;
-        } else if ch == '/' && at(i + 1) == '/' {
-            while i < c.len() && c[i] != '\n' {
-                i += 1;
+        let (ch, next) = (c[i], at(&c, i + 1));
+        let mut push = |tok, width| {
+            out.push(Token { tok, line });
+            i + width
+        };
+        i = match ch {
+            '\n' => {
+                line += 1;
+                i + 1
             }
-        } else if ch == '/' && at(i + 1) == '*' {
-            let mut depth = 0;
-            loop {
-                match (at(i), at(i + 1)) {
-                    ('/', '*') => (depth, i) = (depth + 1, i + 2),
-                    ('*', '/') => (depth, i) = (depth - 1, i + 2),
-                    ('\0', _) => break,
-                    (n, _) => (line, i) = (line + usize::from(n == '\n'), i + 1),
-                }
-                if depth == 0 {
-                    break;
-                }
+            _ if ch.is_whitespace() => i + 1,
+            '/' if next == '/' => (i..c.len()).find(|&k| c[k] == '\n').unwrap_or(c.len()),
+            '/' if next == '*' => skip_block_comment(&c, i, &mut line),
+            '"' => skip_string(&c, i + 1, None, &mut line),
+            '\'' => skip_quote(&c, i),
+            ':' if next == ':' => push(Tok::Sep, 2),
+            _ if ident_char(ch) || (ch == '$' && ident_char(next)) => {
+                word(&c, i, &mut line, &mut out)
             }
-        } else if ch == '"' {
-            i = skip_string(&c, i + 1, None, &mut line);
-        } else if ch == '\'' {
-            // A char literal ('x', '\n', '\u{..}'), or a lifetime, which is skipped alike.
-            i = if at(i + 1) == '\\' {
-                (i + 3..c.len()).find(|&k| c[k] == '\'').unwrap_or(c.len()) + 1
-            } else if at(i + 2) == '\'' {
-                i + 3
-            } else {
-                (i + 1..c.len())
-                    .find(|&k| !ident_char(c[k]))
-                    .unwrap_or(c.len())
-            };
-        } else if ident_char(ch) || (ch == '$' && ident_char(at(i + 1))) {
-            let start = i;
-            i += 1;
-            while ident_char(at(i)) {
-                i += 1;
-            }
-            let word: String = c[start..i].iter().collect();
-            let raw = matches!(word.as_str(), "r" | "br" | "cr");
-            let hashes = (i..c.len()).take_while(|&k| c[k] == '#').count();
-            if raw && at(i + hashes) == '"' {
-                i = skip_string(&c, i + hashes + 1, Some(hashes), &mut line);
-            } else if matches!(word.as_str(), "b" | "c") && at(i) == '"' {
-                i = skip_string(&c, i + 1, None, &mut line);
-            } else if word == "r" && hashes == 1 {
-                i += 1; // a raw identifier: r#name is name
-            } else if !ch.is_ascii_digit() {
-                out.push(Token {
-                    tok: Tok::Ident(word),
-                    line,
-                });
-            }
-        } else if ch == ':' && at(i + 1) == ':' {
-            out.push(Token {
-                tok: Tok::Sep,
-                line,
-            });
-            i += 2;
-        } else {
-            out.push(Token {
-                tok: Tok::Punct(ch),
-                line,
-            });
-            i += 1;
-        }
+            _ => push(Tok::Punct(ch), 1),
+        };
     }
     out
+}
+
+fn at(c: &[char], k: usize) -> char {
+    c.get(k).copied().unwrap_or('\0')
+}
+
+fn ident_char(ch: char) -> bool {
+    ch.is_alphanumeric() || ch == '_'
+}
+
+/// The index just past the (nested) block comment at `i`.
+fn skip_block_comment(c: &[char], mut i: usize, line: &mut usize) -> usize {
+    let mut depth = 0;
+    loop {
+        match (at(c, i), at(c, i + 1)) {
+            ('/', '*') => (depth, i) = (depth + 1, i + 2),
+            ('*', '/') => (depth, i) = (depth - 1, i + 2),
+            ('\0', _) => return i,
+            (n, _) => (*line, i) = (*line + usize::from(n == '\n'), i + 1),
+        }
+        if depth == 0 {
+            return i;
+        }
+    }
+}
+
+/// The index just past the char literal ('x', '\n', '\u{..}') or lifetime at `i`.
+fn skip_quote(c: &[char], i: usize) -> usize {
+    if at(c, i + 1) == '\\' {
+        (i + 3..c.len()).find(|&k| c[k] == '\'').unwrap_or(c.len()) + 1
+    } else if at(c, i + 2) == '\'' {
+        i + 3
+    } else {
+        (i + 1..c.len())
+            .find(|&k| !ident_char(c[k]))
+            .unwrap_or(c.len())
+    }
+}
+
+/// The word at `i`: an identifier (kept), a number (dropped), or the prefix of a raw or byte
+/// string (the string is skipped). Returns the index past it.
+fn word(c: &[char], start: usize, line: &mut usize, out: &mut Vec<Token>) -> usize {
+    let mut i = start + 1;
+    while ident_char(at(c, i)) {
+        i += 1;
+    }
+    let word: String = c[start..i].iter().collect();
+    let hashes = (i..c.len()).take_while(|&k| c[k] == '#').count();
+    match word.as_str() {
+        "r" | "br" | "cr" if at(c, i + hashes) == '"' => {
+            skip_string(c, i + hashes + 1, Some(hashes), line)
+        }
+        "b" | "c" if at(c, i) == '"' => skip_string(c, i + 1, None, line),
+        // A raw identifier: r#name is name.
+        "r" if hashes == 1 => i + 1,
+        _ => {
+            if !c[start].is_ascii_digit() {
+                out.push(Token {
+                    tok: Tok::Ident(word),
+                    line: *line,
+                });
+            }
+            i
+        }
+    }
 }
 
 /// The index just past a string literal whose body starts at `i`: raw with `hashes` hashes
