@@ -19,7 +19,7 @@ use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 use url::Url;
 
-use crate::transport::{Connection, Exchange, ExchangeError, Transport};
+use crate::transport::{Answer, Connection, Exchange, ExchangeError, Transport};
 
 /// The longest response head (status line and header fields) read before the answer is
 /// called malformed. Real servers send a few hundred bytes; 64 KiB is hyper's and nginx's
@@ -29,6 +29,16 @@ pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 pub const MAX_HEADERS: usize = 128;
 /// The longest chunk-size line, extensions included.
 pub const MAX_CHUNK_LINE: usize = 4 * 1024;
+
+/// An HTTP answer in the engine's terms, over HTTP/1.1 and HTTP/2 alike: a 2xx status is a
+/// success, any other final status a failure of its class (`http_4xx`, `http_5xx`,
+/// `http_other`), and the status is counted per code in the result.
+pub fn answer(status: u16) -> Answer {
+    Answer {
+        outcome: Outcome::of_status(status),
+        code: status,
+    }
+}
 
 /// Which server certificates to trust over https.
 #[derive(Debug, Clone, Default)]
@@ -358,7 +368,7 @@ impl Connection for HttpConnection {
             Ok(head) => {
                 self.served += 1;
                 self.keep_alive = head.keep_alive;
-                Ok(ex.answered(head.status))
+                Ok(ex.answered(answer(head.status)))
             }
             Err(e) => {
                 self.keep_alive = false;
@@ -680,6 +690,32 @@ mod tests {
             );
         }
         out
+    }
+
+    #[test]
+    fn a_status_answers_with_its_class_and_keeps_its_code() {
+        let table = [
+            (200, Outcome::Ok),
+            (204, Outcome::Ok),
+            (299, Outcome::Ok),
+            (404, Outcome::Failed(FailureClass::Http4xx)),
+            (429, Outcome::Failed(FailureClass::Http4xx)),
+            (500, Outcome::Failed(FailureClass::Http5xx)),
+            (503, Outcome::Failed(FailureClass::Http5xx)),
+            // A redirect is not followed: it is a final answer, and not a success.
+            (302, Outcome::Failed(FailureClass::HttpOther)),
+            (101, Outcome::Failed(FailureClass::HttpOther)),
+        ];
+        for (status, outcome) in table {
+            assert_eq!(
+                answer(status),
+                Answer {
+                    outcome,
+                    code: status
+                },
+                "{status}"
+            );
+        }
     }
 
     #[tokio::test]

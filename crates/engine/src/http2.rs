@@ -298,7 +298,7 @@ impl Connection for Http2Stream {
             Err(e) => Err((e, false)),
         };
         match result {
-            Ok(status) => Ok(ex.answered(status)),
+            Ok(status) => Ok(ex.answered(crate::http::answer(status))),
             Err((e, queued)) => {
                 // The connection is going away or broken: no new slot may join it, and a
                 // request retried on a fresh connection must not land on it again.

@@ -10,14 +10,69 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use sojourn_core::schedule::Slice;
+use sojourn_core::Recorder;
 use tokio::time::Instant;
 
 use crate::backlog::Backlog;
 use crate::pool;
-use crate::run::Slack;
-use crate::sleeper::Sleeper;
+use crate::sleeper::{Slack, Sleeper};
 use crate::transport::Transport;
-use crate::worker::{Job, Source, Worker, WorkerConfig, WorkerReport};
+use crate::worker::{Job, Next, Picks, Source, Worker, WorkerConfig, WorkerReport};
+
+/// The open loop's waiting line: the requests due and not yet sent, as a range of the
+/// schedule.
+struct Line {
+    backlog: RefCell<Backlog>,
+    /// Since when (on the schedule's clock) every connection has been busy with requests
+    /// still due: requests due from then on waited for a connection. Cleared when a
+    /// connection goes idle.
+    full_since: Cell<Option<Duration>>,
+}
+
+impl Line {
+    /// Whether a request due at `at` waited for a connection rather than for the generator.
+    fn waited(&self, at: Duration) -> bool {
+        self.full_since.get().is_some_and(|since| at >= since)
+    }
+}
+
+impl Source for Line {
+    /// A free connection takes the oldest due request itself, or parks until the pacer hands
+    /// it one.
+    fn next(&self, _lane: usize, now: Duration, _woke: bool, picks: Picks) -> Next {
+        let Some(due) = self.backlog.borrow_mut().take_due(now) else {
+            return Next::Park;
+        };
+        // Due while every connection was busy: it waited for this one. The generator had it
+        // in hand from its due time, so none of the wait is the generator's.
+        let waited = self.waited(due.at);
+        Next::Job(Job {
+            intended: due.at,
+            dispatched: if waited { due.at } else { now },
+            waited,
+            target: picks.target_of(due.index),
+        })
+    }
+
+    fn on_idle(&self) {
+        self.full_since.set(None);
+    }
+
+    /// What is due and unsent at the end was never sent, counted from the line's range.
+    fn close(&self, recorder: &mut Recorder, end: Duration, picks: Picks) -> u64 {
+        let mut backlog = self.backlog.borrow_mut();
+        for due in backlog.take_all_due(end) {
+            // Waiting for a connection, the generator had it in hand on time; otherwise it
+            // never got to it before the end.
+            let dispatched = if self.waited(due.at) { due.at } else { end };
+            recorder.record_never_sent(due.at, dispatched, end);
+            if let Some(l) = recorder.label(picks.label_of_index(due.index)) {
+                l.record_unfinished(due.at, None, end);
+            }
+        }
+        backlog.taken()
+    }
+}
 
 /// Runs one worker's slice of the schedule to its end, drains, and accounts for what is left.
 /// Must run inside a `LocalSet`.
@@ -28,7 +83,7 @@ pub async fn run<T: Transport>(
     schedule_end: Duration,
     sleeper: &mut impl Sleeper,
 ) -> WorkerReport {
-    let source = Source::Open {
+    let source = Line {
         backlog: RefCell::new(Backlog::new(slice)),
         full_since: Cell::new(None),
     };
@@ -48,10 +103,10 @@ pub async fn run<T: Transport>(
 }
 
 /// Hands out requests as they fall due, until the schedule is used up or the run is cancelled.
-async fn pace<T: Transport>(worker: &Rc<Worker<T>>, sleeper: &mut impl Sleeper) {
+async fn pace<T: Transport>(worker: &Rc<Worker<T, Line>>, sleeper: &mut impl Sleeper) {
     let mut last_wake = worker.t0();
     loop {
-        let Some(oldest) = backlog(worker).borrow_mut().oldest() else {
+        let Some(oldest) = worker.source.backlog.borrow_mut().oldest() else {
             return;
         };
         // Requests due within the slack of the last wake-up wait for the next one.
@@ -92,14 +147,11 @@ async fn pace<T: Transport>(worker: &Rc<Worker<T>>, sleeper: &mut impl Sleeper) 
 
 /// Gives every due request to an idle connection, or to a new one while the pool has room.
 /// Returns whether requests are left waiting because every connection is busy.
-fn dispatch<T: Transport>(worker: &Rc<Worker<T>>) -> bool {
-    let Source::Open {
+fn dispatch<T: Transport>(worker: &Rc<Worker<T, Line>>) -> bool {
+    let Line {
         backlog,
         full_since,
-    } = &worker.source
-    else {
-        unreachable!("only an open loop is paced")
-    };
+    } = &worker.source;
     let now = worker.now();
     while backlog.borrow_mut().has_due(now) {
         let idle = worker.idle.borrow_mut().pop();
@@ -123,7 +175,7 @@ fn dispatch<T: Transport>(worker: &Rc<Worker<T>>) -> bool {
             intended: due.at,
             dispatched: now,
             waited: false,
-            target: worker.target_of(due.index),
+            target: worker.picks().target_of(due.index),
         };
         worker.assign(&slot, job);
         if woken {
@@ -134,17 +186,8 @@ fn dispatch<T: Transport>(worker: &Rc<Worker<T>>) -> bool {
 }
 
 /// Waits until no request is in flight.
-async fn settle<T: Transport>(worker: &Worker<T>) {
+async fn settle<T: Transport>(worker: &Worker<T, Line>) {
     while worker.is_busy() {
         worker.quiet.notified().await;
-    }
-}
-
-fn backlog<T: Transport>(worker: &Worker<T>) -> &RefCell<Backlog> {
-    match &worker.source {
-        Source::Open { backlog, .. } => backlog,
-        Source::Closed(_) | Source::Paced(_) => {
-            unreachable!("only an open loop has a waiting line")
-        }
     }
 }

@@ -15,10 +15,10 @@ use sojourn_core::{End, Recorder, Schedule, Shard};
 use crate::backlog::Backlog;
 use crate::pool;
 use crate::transport::Transport;
-use crate::worker::{Job, Next, Source, Worker, WorkerConfig, WorkerReport};
+use crate::worker::{Job, Next, Picks, Source, Worker, WorkerConfig, WorkerReport};
 
 /// Every connection's own slots, by the connection's number in its worker.
-pub(crate) struct Lanes {
+struct Lanes {
     lanes: Vec<RefCell<Backlog>>,
     /// A connection that gets round to a slot at or after this stops: the run's duration.
     stop: Option<Duration>,
@@ -27,13 +27,7 @@ pub(crate) struct Lanes {
 impl Lanes {
     /// Connection `first + k` of `total` in the whole run gets the schedule's share `first + k`
     /// of `total` (of this process's shard): the same slots whichever worker thread it runs on.
-    pub(crate) fn new(
-        schedule: &Schedule,
-        shard: Shard,
-        first: usize,
-        count: usize,
-        total: usize,
-    ) -> Lanes {
+    fn new(schedule: &Schedule, shard: Shard, first: usize, count: usize, total: usize) -> Lanes {
         Lanes {
             lanes: (first..first + count)
                 .map(|c| {
@@ -47,18 +41,16 @@ impl Lanes {
             },
         }
     }
+}
+
+impl Source for Lanes {
+    const OWN_SLOTS: bool = true;
 
     /// Connection `lane`'s next request at `now`. A slot already past is sent at once: the
     /// connection was busy with the previous one, so the wait is the connection's (`waited`),
     /// not the generator's. A slot still ahead is slept to; once woken for it, any lateness
     /// is the timer's, the generator's own.
-    pub(crate) fn next(
-        &self,
-        lane: usize,
-        now: Duration,
-        woke: bool,
-        target_of: impl Fn(u64) -> u32,
-    ) -> Next {
+    fn next(&self, lane: usize, now: Duration, woke: bool, picks: Picks) -> Next {
         if self.stop.is_some_and(|d| now >= d) {
             return Next::Stop;
         }
@@ -75,24 +67,19 @@ impl Lanes {
             intended: slot.at,
             dispatched: if waited { slot.at } else { now },
             waited,
-            target: target_of(slot.index),
+            target: picks.target_of(slot.index),
         })
     }
 
     /// The run is over at `end`: every slot due by then that no connection got round to was
     /// never sent. Returns how many slots the connections took or owed.
-    pub(crate) fn close(
-        &self,
-        recorder: &mut Recorder,
-        end: Duration,
-        label_of: impl Fn(u64) -> usize,
-    ) -> u64 {
+    fn close(&self, recorder: &mut Recorder, end: Duration, picks: Picks) -> u64 {
         let mut scheduled = 0;
         for lane in &self.lanes {
             let mut backlog = lane.borrow_mut();
             for slot in backlog.take_all_due(end) {
                 recorder.record_never_sent(slot.at, slot.at, end);
-                if let Some(l) = recorder.label(label_of(slot.index)) {
+                if let Some(l) = recorder.label(picks.label_of_index(slot.index)) {
                     l.record_unfinished(slot.at, None, end);
                 }
             }
@@ -115,6 +102,6 @@ pub async fn run<T: Transport>(
 ) -> WorkerReport {
     let connections = cfg.connections.max(1);
     let lanes = Lanes::new(schedule, shard, first, connections, total);
-    let worker = Worker::new(transport, cfg, Source::Paced(lanes));
+    let worker = Worker::new(transport, cfg, lanes);
     pool::run_all(&worker, schedule.end).await
 }

@@ -10,14 +10,14 @@ use sojourn_core::{FailureClass, Outcome};
 use tokio::time::{Instant, Sleep};
 
 use crate::transport::{Connection, ExchangeError, Transport};
-use crate::worker::{Next, Slot, Worker};
+use crate::worker::{Next, Slot, Source, Worker, WorkerReport};
 
 /// After a failed connect, a closed loop waits this long before its next request, so a refused
 /// port does not turn into a busy loop of failures. (An open loop has its schedule for pacing.)
 const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
 
 /// Opens a new connection task with `slot` (which may already carry its first request).
-pub(crate) fn open<T: Transport>(worker: &Rc<Worker<T>>) -> Rc<Slot> {
+pub(crate) fn open<T: Transport, S: Source + 'static>(worker: &Rc<Worker<T, S>>) -> Rc<Slot> {
     let lane = worker.slots.borrow().len();
     let slot = Rc::new(Slot {
         lane,
@@ -33,10 +33,10 @@ pub(crate) fn open<T: Transport>(worker: &Rc<Worker<T>>) -> Rc<Slot> {
 /// and loops until the worker's source has nothing more for it, the run is cancelled, or the
 /// hard stop (a duration-bounded loop's end plus one timeout for the last answers; a
 /// count-bounded loop has no clock bound of its own). Then what is left is accounted for.
-pub(crate) async fn run_all<T: Transport>(
-    worker: &Rc<Worker<T>>,
+pub(crate) async fn run_all<T: Transport, S: Source + 'static>(
+    worker: &Rc<Worker<T, S>>,
     end: sojourn_core::End,
-) -> crate::worker::WorkerReport {
+) -> WorkerReport {
     // Like the open loop's first request, the first requests leave at the start of the run.
     tokio::time::sleep_until(worker.t0()).await;
     for _ in 0..worker.cfg.connections.max(1) {
@@ -61,7 +61,7 @@ pub(crate) async fn run_all<T: Transport>(
 
 /// One connection's life: pull, exchange, record, until the run has nothing more for it.
 /// `lane` is the connection's number in its worker (a paced connection's share of the slots).
-async fn run<T: Transport>(worker: Rc<Worker<T>>, slot: Rc<Slot>, lane: usize) {
+async fn run<T: Transport, S: Source>(worker: Rc<Worker<T, S>>, slot: Rc<Slot>, lane: usize) {
     let mut conn: Option<T::Conn> = None;
     let deadline = tokio::time::sleep(Duration::ZERO);
     tokio::pin!(deadline);
@@ -108,8 +108,8 @@ async fn run<T: Transport>(worker: Rc<Worker<T>>, slot: Rc<Slot>, lane: usize) {
 }
 
 /// One request, bounded by the timeout from the moment the connection took it up.
-async fn attempt<T: Transport>(
-    worker: &Worker<T>,
+async fn attempt<T: Transport, S: Source>(
+    worker: &Worker<T, S>,
     conn: &mut Option<T::Conn>,
     slot: &Slot,
     mut deadline: Pin<&mut Sleep>,
@@ -131,8 +131,8 @@ async fn attempt<T: Transport>(
 }
 
 /// Sends on the connection (opening one if there is none) and reads the answer.
-async fn exchange<T: Transport>(
-    worker: &Worker<T>,
+async fn exchange<T: Transport, S: Source>(
+    worker: &Worker<T, S>,
     conn: &mut Option<T::Conn>,
     slot: &Slot,
 ) -> Outcome {
@@ -159,8 +159,8 @@ async fn exchange<T: Transport>(
 /// The server did not process the request (it had closed an idle keep-alive connection, or
 /// refused the stream on its way out). Send it once more on a fresh connection; its send stamp
 /// stays the first attempt's, so the reconnect counts against the request, not in its favour.
-async fn retry_fresh<T: Transport>(
-    worker: &Worker<T>,
+async fn retry_fresh<T: Transport, S: Source>(
+    worker: &Worker<T, S>,
     conn: &mut Option<T::Conn>,
     slot: &Slot,
 ) -> Outcome {

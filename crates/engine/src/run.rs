@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::progress::Progress;
+pub use crate::sleeper::Slack;
 use crate::transport::Transport;
 use crate::worker::{Arrivals, WorkerConfig, WorkerReport};
 
@@ -68,19 +69,6 @@ pub struct Plan {
     /// HTTP/2: streams per connection, and `connections` counts stream slots (connections ×
     /// streams). `None` for HTTP/1.1 and in-process calls, where a slot is a connection.
     pub streams: Option<usize>,
-}
-
-/// The least time between two wake-ups of the pacer. Requests due closer together than this
-/// leave together, in one wake-up, each up to this late: fewer wake-ups, at the price of send
-/// lag (which is measured and counted in response time, like any other).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Slack {
-    /// As late as the pacer's own wake-ups have been coming: a request due sooner after a
-    /// wake-up than a wake-up takes could not leave earlier on a wake-up of its own. Requests
-    /// due further apart each get their own, on time.
-    Auto,
-    /// At least this long between wake-ups; zero wakes for every due time.
-    Fixed(Duration),
 }
 
 /// The hiccup meter's tick, as jHiccup's: fine enough for a millisecond-scale floor, and a

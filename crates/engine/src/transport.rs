@@ -2,9 +2,12 @@
 //! one request on it. HTTP/1.1 is one transport; an in-process async function is another, so
 //! code can be driven open-loop without a network (and tests can drive the engine in virtual
 //! time).
+//!
+//! Nothing here knows a protocol. A transport turns its protocol's answer into an [`Answer`]:
+//! the outcome the engine counts, and the protocol's own status code, which the result counts
+//! per code. HTTP's mapping lives with the HTTP transports ([`crate::http::answer`]).
 use std::cell::Cell;
 use std::future::Future;
-use std::rc::Rc;
 
 use sojourn_core::{FailureClass, Outcome};
 use tokio::time::Instant;
@@ -30,13 +33,21 @@ pub trait Transport: Clone + Send + 'static {
     fn connect(&self) -> impl Future<Output = Result<Self::Conn, FailureClass>>;
 }
 
+/// A protocol's answer in the engine's terms: a success or a failure of its class, and the
+/// protocol's own status code (an HTTP status), which the result counts per code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Answer {
+    pub outcome: Outcome,
+    pub code: u16,
+}
+
 /// One request being exchanged: which of the transport's requests to send, and the stamps the
 /// connection sets on it.
 #[derive(Debug, Default)]
 pub struct Exchange {
     target: Cell<usize>,
     sent: Cell<Option<Instant>>,
-    status: Cell<Option<u16>>,
+    code: Cell<Option<u16>>,
 }
 
 impl Exchange {
@@ -60,21 +71,23 @@ impl Exchange {
         self.sent.get()
     }
 
-    /// The final answer's status: recorded, and turned into the request's outcome.
-    pub fn answered(&self, status: u16) -> Outcome {
-        self.status.set(Some(status));
-        Outcome::of_status(status)
+    /// The protocol answered: its code is kept for the result's per-code counts, and its
+    /// outcome is the request's.
+    pub fn answered(&self, answer: Answer) -> Outcome {
+        self.code.set(Some(answer.code));
+        answer.outcome
     }
 
-    pub fn status(&self) -> Option<u16> {
-        self.status.get()
+    /// The answer's status code, once the protocol answered.
+    pub fn code(&self) -> Option<u16> {
+        self.code.get()
     }
 
     /// Ready for a new request: no stamps yet.
     pub(crate) fn begin(&self, target: usize) {
         self.target.set(target);
         self.sent.set(None);
-        self.status.set(None);
+        self.code.set(None);
     }
 
     /// Keeps the first attempt's send stamp across a retry: the reconnect counts against the
@@ -90,61 +103,9 @@ impl Exchange {
 pub trait Connection: 'static {
     /// Sends request `ex.target()` and reads its whole answer. Must call `ex.mark_sent()` the
     /// moment the first byte is handed to the socket (or to the function), before any await
-    /// that could stall, and `ex.answered(status)` for an HTTP answer.
+    /// that could stall, and `ex.answered(answer)` when the protocol answered.
     fn exchange(&mut self, ex: &Exchange) -> impl Future<Output = Result<Outcome, ExchangeError>>;
 
     /// Whether the connection can carry another exchange (keep-alive).
     fn reusable(&self) -> bool;
-}
-
-/// An async function as a transport: each call is one request. Returns an HTTP-like status.
-#[derive(Clone)]
-pub struct FnTransport<F> {
-    call: F,
-}
-
-impl<F, Fut> FnTransport<F>
-where
-    F: Fn() -> Fut + Clone + Send + 'static,
-    Fut: Future<Output = Result<u16, FailureClass>> + 'static,
-{
-    pub fn new(call: F) -> Self {
-        FnTransport { call }
-    }
-}
-
-impl<F, Fut> Transport for FnTransport<F>
-where
-    F: Fn() -> Fut + Clone + Send + 'static,
-    Fut: Future<Output = Result<u16, FailureClass>> + 'static,
-{
-    type Conn = FnConnection<F>;
-
-    async fn connect(&self) -> Result<Self::Conn, FailureClass> {
-        Ok(FnConnection {
-            call: Rc::new(self.call.clone()),
-        })
-    }
-}
-
-pub struct FnConnection<F> {
-    call: Rc<F>,
-}
-
-impl<F, Fut> Connection for FnConnection<F>
-where
-    F: Fn() -> Fut + 'static,
-    Fut: Future<Output = Result<u16, FailureClass>> + 'static,
-{
-    async fn exchange(&mut self, ex: &Exchange) -> Result<Outcome, ExchangeError> {
-        ex.mark_sent();
-        match (self.call)().await {
-            Ok(status) => Ok(ex.answered(status)),
-            Err(class) => Err(ExchangeError::Failed(class)),
-        }
-    }
-
-    fn reusable(&self) -> bool {
-        true
-    }
 }

@@ -5,6 +5,9 @@
 //! Nothing here is allocated per request. A request in the waiting line is an index range of
 //! the schedule (`Backlog`); a request in flight is a few words in its connection's `Slot`;
 //! a finished request is a handful of histogram counters.
+//!
+//! The worker does not know which loop it runs: each loop module (`open`, `closed`, `paced`)
+//! implements [`Source`], and the worker and its connections (`pool`) drive that.
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -16,8 +19,8 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::backlog::Backlog;
 use crate::progress::{Progress, WorkerCounters};
+use crate::sleeper::Slack;
 use crate::transport::{Exchange, Transport};
 
 /// Settings every worker needs.
@@ -37,7 +40,7 @@ pub struct WorkerConfig {
     /// Open loop: the most connections this worker opens. Closed loop: how many loop.
     pub connections: usize,
     /// Open loop: the least time between two wake-ups of the pacer.
-    pub slack: crate::run::Slack,
+    pub slack: Slack,
     /// Many requests (`--targets`): which one each scheduled index sends and which label it is
     /// counted under. `None`: the transport's one request.
     pub targets: Option<Arc<Targets>>,
@@ -112,24 +115,53 @@ pub(crate) enum Next {
     Stop,
 }
 
-/// The open loop's waiting line, or the closed loop's tickets.
-pub(crate) enum Source {
-    Open {
-        backlog: RefCell<Backlog>,
-        /// Since when (on the schedule's clock) every connection has been busy with requests
-        /// still due: requests due from then on waited for a connection. Cleared when a
-        /// connection goes idle.
-        full_since: Cell<Option<Duration>>,
-    },
-    Closed(crate::closed::Tickets),
-    /// Paced closed loop: each connection's own share of the schedule, by connection number.
-    Paced(crate::paced::Lanes),
+/// Where a worker's requests come from: the open loop's waiting line, the closed loop's
+/// tickets, the paced loop's per-connection slots. Each loop module implements it, so the
+/// worker and its connections drive a loop without naming it.
+pub(crate) trait Source {
+    /// Requests are measured from their send: a closed loop has no schedule.
+    const CLOSED_LOOP: bool = false;
+    /// Each connection sleeps to slots of its own ([`Next::WaitUntil`]) on a timer of its own.
+    const OWN_SLOTS: bool = false;
+
+    /// The next request for connection `lane` at `now` (from the start of the run), which has
+    /// just become free (`woke`: or has just woken up for its next slot).
+    fn next(&self, lane: usize, now: Duration, woke: bool, picks: Picks) -> Next;
+
+    /// A connection has gone idle: not every connection is busy any more.
+    fn on_idle(&self) {}
+
+    /// The run is over at `end`: records what was due and never sent, and returns how many
+    /// requests this source scheduled (open, paced) or started (closed).
+    fn close(&self, recorder: &mut Recorder, end: Duration, picks: Picks) -> u64;
 }
 
-pub struct Worker<T: Transport> {
+/// Which of the transport's requests a scheduled index sends, and which label it is counted
+/// under (`--targets`): pure functions of the index, so shards and the simulator agree.
+#[derive(Clone, Copy)]
+pub(crate) struct Picks<'a>(Option<&'a Targets>);
+
+impl Picks<'_> {
+    /// The request scheduled index `index` sends (0 with one request).
+    pub(crate) fn target_of(self, index: u64) -> u32 {
+        self.0.map_or(0, |t| t.pick(index) as u32)
+    }
+
+    /// The label a request of `target` is counted under.
+    pub(crate) fn label_of(self, target: u32) -> usize {
+        self.0.map_or(0, |t| t.label_of(target as usize))
+    }
+
+    /// The label scheduled index `index` is counted under.
+    pub(crate) fn label_of_index(self, index: u64) -> usize {
+        self.label_of(self.target_of(index))
+    }
+}
+
+pub(crate) struct Worker<T: Transport, S: Source> {
     transport: T,
     pub(crate) cfg: WorkerConfig,
-    pub(crate) source: Source,
+    pub(crate) source: S,
     recorder: RefCell<Recorder>,
     /// Every connection's slot, so the end of the run can see what is still in flight.
     pub(crate) slots: RefCell<Vec<Rc<Slot>>>,
@@ -145,8 +177,8 @@ pub struct Worker<T: Transport> {
     closed: Cell<bool>,
 }
 
-impl<T: Transport> Worker<T> {
-    pub(crate) fn new(transport: T, cfg: WorkerConfig, source: Source) -> Rc<Self> {
+impl<T: Transport, S: Source> Worker<T, S> {
+    pub(crate) fn new(transport: T, cfg: WorkerConfig, source: S) -> Rc<Self> {
         let connections = cfg.connections.max(1);
         cfg.progress.worker(cfg.worker).track(connections);
         Rc::new(Worker {
@@ -189,11 +221,11 @@ impl<T: Transport> Worker<T> {
     }
 
     pub(crate) fn is_closed_loop(&self) -> bool {
-        matches!(self.source, Source::Closed(_))
+        S::CLOSED_LOOP
     }
 
     pub(crate) fn is_paced(&self) -> bool {
-        matches!(self.source, Source::Paced(_))
+        S::OWN_SLOTS
     }
 
     pub(crate) fn is_busy(&self) -> bool {
@@ -211,64 +243,18 @@ impl<T: Transport> Worker<T> {
     /// The next request for connection `lane`, which has just become free (`woke`: or has just
     /// woken up for its next slot).
     pub(crate) fn next(&self, lane: usize, woke: bool) -> Next {
-        match &self.source {
-            Source::Open {
-                backlog,
-                full_since,
-            } => {
-                let now = self.now();
-                let Some(due) = backlog.borrow_mut().take_due(now) else {
-                    return Next::Park;
-                };
-                // Due while every connection was busy: it waited for this one. The generator
-                // had it in hand from its due time, so none of the wait is the generator's.
-                let waited = full_since.get().is_some_and(|since| due.at >= since);
-                Next::Job(Job {
-                    intended: due.at,
-                    dispatched: if waited { due.at } else { now },
-                    waited,
-                    target: self.target_of(due.index),
-                })
-            }
-            Source::Closed(tickets) => match tickets.take(self.cfg.t0) {
-                Some(n) => {
-                    let now = self.now();
-                    Next::Job(Job {
-                        intended: now,
-                        dispatched: now,
-                        waited: false,
-                        target: self.target_of(n),
-                    })
-                }
-                None => Next::Stop,
-            },
-            Source::Paced(lanes) => lanes.next(lane, self.now(), woke, |i| self.target_of(i)),
-        }
+        self.source.next(lane, self.now(), woke, self.picks())
     }
 
-    /// Which request scheduled index `index` sends: a pure function of the index, so shards
-    /// and the simulator agree.
-    pub(crate) fn target_of(&self, index: u64) -> u32 {
-        self.cfg
-            .targets
-            .as_ref()
-            .map_or(0, |t| t.pick(index) as u32)
-    }
-
-    /// The label a request of `target` is counted under.
-    fn label_of(&self, target: u32) -> usize {
-        self.cfg
-            .targets
-            .as_ref()
-            .map_or(0, |t| t.label_of(target as usize))
+    /// Which request each scheduled index sends, and the label it is counted under.
+    pub(crate) fn picks(&self) -> Picks<'_> {
+        Picks(self.cfg.targets.as_deref())
     }
 
     /// A connection has nothing to do: it waits in the idle list until handed a request.
     pub(crate) fn park(&self, slot: &Rc<Slot>) {
         self.idle.borrow_mut().push(slot.clone());
-        if let Source::Open { full_since, .. } = &self.source {
-            full_since.set(None);
-        }
+        self.source.on_idle();
         self.quiet.notify_one();
     }
 
@@ -297,10 +283,10 @@ impl<T: Transport> Worker<T> {
         }
         let done = self.now();
         let mut recorder = self.recorder.borrow_mut();
-        if let Some(status) = slot.ex.status() {
-            recorder.record_status(status);
+        if let Some(code) = slot.ex.code() {
+            recorder.record_status(code);
         }
-        let label = self.label_of(job.target);
+        let label = self.picks().label_of(job.target);
         match slot.ex.sent() {
             Some(sent) => {
                 let stamps = self.stamps(&job, self.offset(sent));
@@ -374,35 +360,11 @@ impl<T: Transport> Worker<T> {
                 Some(sent) => recorder.record_in_flight(&self.stamps(&job, sent), end),
                 None => recorder.record_never_sent(job.intended, job.dispatched, end),
             }
-            if let Some(l) = recorder.label(self.label_of(job.target)) {
+            if let Some(l) = recorder.label(self.picks().label_of(job.target)) {
                 l.record_unfinished(job.intended, sent, end);
             }
         }
-        let scheduled = match &self.source {
-            Source::Open {
-                backlog,
-                full_since,
-            } => {
-                let mut backlog = backlog.borrow_mut();
-                let since = full_since.get();
-                for due in backlog.take_all_due(end) {
-                    // Waiting for a connection, the generator had it in hand on time;
-                    // otherwise it never got to it before the end.
-                    let waited = since.is_some_and(|s| due.at >= s);
-                    let dispatched = if waited { due.at } else { end };
-                    recorder.record_never_sent(due.at, dispatched, end);
-                    let label = self.label_of(self.target_of(due.index));
-                    if let Some(l) = recorder.label(label) {
-                        l.record_unfinished(due.at, None, end);
-                    }
-                }
-                backlog.taken()
-            }
-            Source::Closed(tickets) => tickets.started(),
-            Source::Paced(lanes) => lanes.close(&mut recorder, end, |index| {
-                self.label_of(self.target_of(index))
-            }),
-        };
+        let scheduled = self.source.close(&mut recorder, end, self.picks());
         self.idle.borrow_mut().clear();
         WorkerReport {
             recorder,

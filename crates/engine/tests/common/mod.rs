@@ -23,7 +23,21 @@ pub enum Behaviour {
     /// Answers each request after this long: a slow target, one request at a time per
     /// connection.
     Slow(Duration),
+    /// Answers at once, with the statuses of [`STATUS_CYCLE`] in turn across all connections
+    /// (the server's n-th request gets the n-th).
+    Statuses,
 }
+
+/// What [`Behaviour::Statuses`] answers, in turn: a success, and one final status of each
+/// failing class (`http_4xx`, `http_5xx`, `http_other`).
+pub const STATUS_CYCLE: [u16; 4] = [200, 404, 503, 302];
+
+const STATUS_ANSWERS: [&[u8]; 4] = [
+    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbusy",
+    b"HTTP/1.1 302 Found\r\nLocation: /\r\nContent-Length: 0\r\n\r\n",
+];
 
 /// A server on 127.0.0.1:0, one thread per connection, fixed buffers: it allocates nothing per
 /// request, so tests can count the client's allocations.
@@ -100,10 +114,16 @@ fn serve(mut stream: TcpStream, behaviour: Behaviour, count: &AtomicU64, halt: &
                 continue;
             }
             matched = 0;
-            count.fetch_add(1, Ordering::Relaxed);
+            let nth = count.fetch_add(1, Ordering::Relaxed);
             match behaviour {
                 Behaviour::Answer => {
                     if stream.write_all(ANSWER).is_err() {
+                        return;
+                    }
+                }
+                Behaviour::Statuses => {
+                    let answer = STATUS_ANSWERS[(nth % STATUS_ANSWERS.len() as u64) as usize];
+                    if stream.write_all(answer).is_err() {
                         return;
                     }
                 }
