@@ -105,7 +105,7 @@ impl Panel {
 
 /// A few lines of stderr below the cursor, cleared, when both stdout and stderr are terminals.
 fn inline_terminal() -> Option<Terminal<CrosstermBackend<Stderr>>> {
-    if !(crate::run::interactive() && std::io::stdout().is_terminal()) {
+    if !(crate::progress::interactive() && std::io::stdout().is_terminal()) {
         return None;
     }
     let options = TerminalOptions {
@@ -249,7 +249,7 @@ pub struct TerminalSinks {
 
 impl Sinks for TerminalSinks {
     fn live(&self) -> bool {
-        self.metrics.is_some() || crate::run::interactive()
+        self.metrics.is_some() || crate::progress::interactive()
     }
 
     fn make(

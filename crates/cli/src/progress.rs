@@ -1,5 +1,6 @@
 //! The live progress line: elapsed, rate, in flight, errors. Drawn on stderr only when it is a
 //! terminal, so pipes and CI logs stay clean.
+use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,7 +15,7 @@ pub struct Bar {
 
 impl Bar {
     pub fn new(plan: &Plan, progress: Arc<Progress>) -> Bar {
-        let bar = if crate::run::interactive() {
+        let bar = if interactive() {
             ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(5))
         } else {
             ProgressBar::hidden()
@@ -55,4 +56,9 @@ impl Bar {
     pub fn finish(&self) {
         self.bar.finish_and_clear();
     }
+}
+
+/// Whether the terminal shows the live panel (or progress line).
+pub fn interactive() -> bool {
+    std::io::stderr().is_terminal()
 }

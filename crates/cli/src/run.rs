@@ -1,5 +1,4 @@
 //! `sojourn run URL`: drive HTTP load, open loop by default.
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -395,11 +394,6 @@ fn exit_code(interrupted: bool, check_failed: bool, gate_passed: bool) -> u8 {
     } else {
         0
     }
-}
-
-/// Whether the terminal shows the live panel (or progress line).
-pub fn interactive() -> bool {
-    std::io::stderr().is_terminal()
 }
 
 #[cfg(test)]

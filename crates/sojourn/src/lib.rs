@@ -133,6 +133,9 @@ pub mod compare;
 /// The program a run starts as its control hiccup meter, to measure the machine's lateness.
 ///
 pub mod control;
+/// Every default of a run, stated once.
+///
+pub mod defaults;
 /// A closed loop, an open loop and the model against a pathology server: `sojourn demo`.
 ///
 pub mod demo;
@@ -177,6 +180,9 @@ pub mod scenario_arg;
 /// A scenario served over HTTP for any tool to measure: `sojourn serve`.
 ///
 pub mod serve;
+/// A run as a person describes it, before it is checked ([`validate`]).
+///
+pub mod settings;
 /// The seeds' side-by-side table of a closed and an open loop, and its verdict.
 ///
 pub mod side_by_side;

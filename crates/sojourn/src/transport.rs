@@ -243,8 +243,8 @@ impl ProtocolSettings {
     /// The open loop's default pool over this protocol.
     pub fn open_connections(&self) -> usize {
         match self.http2 {
-            true => crate::spec::defaults::HTTP2_CONNECTIONS,
-            false => crate::spec::defaults::OPEN_CONNECTIONS,
+            true => crate::defaults::HTTP2_CONNECTIONS,
+            false => crate::defaults::OPEN_CONNECTIONS,
         }
     }
 }

@@ -1,0 +1,29 @@
+//! Every default of a run, stated once: the flags' help shows these, and `RunSettings`,
+//! `RunSpec::of` and the library's loops start from them.
+use std::time::Duration;
+
+/// How long a run lasts when neither a duration nor a count is given.
+pub const DURATION: Duration = Duration::from_secs(10);
+/// The open loop's pool (HTTP/1.1): room for a stall's worth of requests in flight.
+pub const OPEN_CONNECTIONS: usize = 2048;
+/// HTTP/2: 16 connections of up to 128 streams (nginx's limit) hold as many requests at
+/// once as the HTTP/1.1 default pool.
+pub const HTTP2_CONNECTIONS: usize = 16;
+/// The closed loop's callers.
+pub const CLOSED_CONNECTIONS: usize = 10;
+/// How long one request may take before it counts as timed out.
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+/// `TIMEOUT` as the flag's help shows it.
+pub const TIMEOUT_TEXT: &str = "10s";
+/// The interval of the timeline.
+pub const INTERVAL: Duration = Duration::from_secs(1);
+/// `INTERVAL` as the flag's help shows it.
+pub const INTERVAL_TEXT: &str = "1s";
+/// How long the pacer may spin before a due time rather than sleep.
+pub const TIMER_SPIN: Duration = sojourn_engine::DEFAULT_MAX_SPIN;
+/// `TIMER_SPIN` as the flag's help shows it.
+pub const TIMER_SPIN_TEXT: &str = "100us";
+/// One open-loop worker thread paces this many requests a second on one core (measured in
+/// docs/benchmarks.md); more threads only add wake-ups, and wake-ups are what an open loop
+/// pays for.
+pub const OPEN_RATE_PER_THREAD: f64 = 50_000.0;
