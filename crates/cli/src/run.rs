@@ -270,7 +270,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let samples = sojourn::outputs::SampleThread::start(&v.outputs)?;
     let mut plan = v.plan();
     plan.samples = samples.as_ref().map(|s| s.sender());
-    let result = watched_run(&rt, &plan, transport, &v, metrics).map(|r| v.describe(r));
+    let result = watched_run(&rt, &plan, transport, &v, metrics);
     drop(plan);
     let written = samples.map(|s| s.finish()).transpose()?;
     let result = result?;
@@ -309,14 +309,11 @@ fn watched_run(
     metrics: Option<std::net::TcpListener>,
 ) -> anyhow::Result<sojourn_core::RunResult> {
     let mut sinks = crate::panel::TerminalSinks { metrics };
-    let url = v.requests.shown();
     let job = Job {
         plan,
         transport,
         progress: sojourn::execute::progress(plan, sojourn::execute::Sinks::live(&sinks)),
-        label: &v.label,
-        url: &url,
-        warmup: v.warmup,
+        about: v.about(),
     };
     sojourn::execute::run(rt, job, &mut sinks)
 }

@@ -13,11 +13,40 @@ use sojourn_core::{Arrival, Measurements, Schedule, Shard};
 
 use crate::run::{Load, Plan, RunReport};
 
+/// What a result says of itself beyond its plan: its label, the target it names, the protocol
+/// it spoke and the targets file it sent, and the warm-up to trim. Given whole to [`build`], so
+/// that nothing is patched into a result after it is built.
+#[derive(Debug, Clone, Default)]
+pub struct About {
+    /// The run's label in every output.
+    pub label: String,
+    /// The target as the result shows it (a URL, or a targets file's origin).
+    pub target: Option<String>,
+    /// `h2` or `h2c` over HTTP/2; none for HTTP/1.1 and in-process calls.
+    pub protocol: Option<String>,
+    /// The targets file sent, if any.
+    pub targets: Option<sojourn_core::TargetsConfig>,
+    /// The warm-up to trim.
+    pub warmup: Option<WarmupRequest>,
+}
+
+impl About {
+    /// A result labelled `label`, naming no target.
+    pub fn labelled(label: &str) -> About {
+        About {
+            label: label.to_string(),
+            ..About::default()
+        }
+    }
+}
+
 /// Describes the plan in the result's terms.
-pub fn config(plan: &Plan, target: Option<String>) -> RunConfig {
+pub fn config(plan: &Plan, about: &About) -> RunConfig {
     let streams = plan.streams.unwrap_or(1).max(1);
     let mut c = RunConfig {
-        target,
+        target: about.target.clone(),
+        protocol: about.protocol.clone(),
+        targets: about.targets.clone(),
         connections: (plan.connections / streams) as u32,
         streams: plan.streams.map(|s| s as u32),
         threads: Some(plan.worker_count() as u32),
@@ -45,13 +74,7 @@ fn pool(plan: &Plan) -> Pool {
 
 /// Builds the result document, with the self-check for open loops and the back-filled
 /// estimate for closed ones.
-pub fn build(
-    plan: &Plan,
-    report: &RunReport,
-    label: &str,
-    target: Option<String>,
-    warmup: Option<WarmupRequest>,
-) -> RunResult {
+pub fn build(plan: &Plan, report: &RunReport, about: &About) -> RunResult {
     let m = &report.measurements;
     let (mode, checks, backfill_interval) = match plan.load {
         Load::Open(_) => {
@@ -84,16 +107,16 @@ pub fn build(
         ),
     };
     let facts = RunFacts {
-        label: label.to_string(),
+        label: about.label.clone(),
         mode,
-        config: config(plan, target),
+        config: config(plan, about),
         scheduled: report.scheduled,
         elapsed: report.elapsed,
         interrupted: report.interrupted,
         checks,
         backfill_interval,
     };
-    let mut result = RunResult::build_with_warmup(m, facts, warmup);
+    let mut result = RunResult::build_with_warmup(m, facts, about.warmup);
     let summary =
         |h: &Histogram<u64>| HistogramSummary::of(h, &sojourn_core::record::new_histogram());
     result.histograms.hiccup = report.hiccup.as_ref().map(summary);

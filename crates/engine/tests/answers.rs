@@ -92,7 +92,11 @@ fn http_statuses_are_counted_per_code_and_per_class() {
     }
     assert_eq!(m.tally.failed.total(), 300);
     // The result document names them as it always has: statuses by code, failures by class.
-    let result = sojourn_engine::result::build(&plan, &report, "statuses", None, None);
+    let result = sojourn_engine::result::build(
+        &plan,
+        &report,
+        &sojourn_engine::result::About::labelled("statuses"),
+    );
     let doc = serde_json::to_value(&result).unwrap();
     assert_eq!(
         doc["statuses"],

@@ -85,7 +85,11 @@ fn judged_step<T: Transport>(
         sojourn_engine::Progress::new(plan.worker_count()),
     )
     .unwrap();
-    let result = sojourn_engine::result::build(&plan, &report, "step", None, None);
+    let result = sojourn_engine::result::build(
+        &plan,
+        &report,
+        &sojourn_engine::result::About::labelled("step"),
+    );
     let rules = StepRules::new(Duration::from_millis(500), STEP);
     let judged = sweep::evaluate(&result, rate, &rules, &[]).unwrap();
     eprintln!(

@@ -62,7 +62,11 @@ fn burning_run(cpu: usize) -> RunResult {
         for b in burners {
             b.join().unwrap();
         }
-        sojourn_engine::result::build(&plan, &report, "burning", None, None)
+        sojourn_engine::result::build(
+            &plan,
+            &report,
+            &sojourn_engine::result::About::labelled("burning"),
+        )
     })
     .join()
     .unwrap()

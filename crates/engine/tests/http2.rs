@@ -177,7 +177,11 @@ fn stream_slots_share_connections_and_waits_for_them_are_counted() {
         p50 > ms(60).as_nanos() as u64,
         "the wait for a stream slot is in the response time (p50 {p50} ns)"
     );
-    let r = sojourn_engine::result::build(&plan, &report, "h2", None, None);
+    let r = sojourn_engine::result::build(
+        &plan,
+        &report,
+        &sojourn_engine::result::About::labelled("h2"),
+    );
     assert_eq!((r.config.connections, r.config.streams), (2, Some(8)));
     assert!(
         r.checks

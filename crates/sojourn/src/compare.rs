@@ -12,6 +12,7 @@ use std::time::Duration;
 use crate::execute::Job;
 use crate::RunSpec;
 use sojourn_core::RunResult;
+use sojourn_engine::result::About;
 use sojourn_report::compare::Column;
 
 /// A comparison as a person describes it (`sojourn compare`'s flags): the target, the load
@@ -209,13 +210,14 @@ fn run_loops(
         .build()?;
     let url = open.requests.shown();
     let plans = (closed.plan(), open.plan());
-    let job = |plan, transport, label| Job {
+    let job = |plan, transport, label: &str| Job {
         plan,
         transport,
         progress: crate::execute::progress(plan, false),
-        label,
-        url: &url,
-        warmup: None,
+        about: About {
+            target: Some(url.clone()),
+            ..About::labelled(label)
+        },
     };
     let jobs = [
         job(&plans.0, rt.block_on(closed.connectable())?, &closed.label),

@@ -243,9 +243,10 @@ pub fn against_fresh_server(
         plan: &plan,
         transport: transport.into(),
         progress: crate::execute::progress(&plan, false),
-        label,
-        url: &url,
-        warmup: None,
+        about: sojourn_engine::result::About {
+            target: Some(url.clone()),
+            ..sojourn_engine::result::About::labelled(label)
+        },
     };
     let result = crate::execute::run(rt, job, sinks);
     drop(plan);

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use sojourn_core::result::WarmupRequest;
 use sojourn_core::RunResult;
+use sojourn_engine::result::About;
 use sojourn_engine::{Plan, Progress};
 use tokio_util::sync::CancellationToken;
 
@@ -80,12 +80,8 @@ pub struct Job<'a> {
     pub transport: AnyTransport,
     /// The live counters the watchers read (from [`progress`]).
     pub progress: Arc<Progress>,
-    /// The result's label.
-    pub label: &'a str,
-    /// The target as the result shows it.
-    pub url: &'a str,
-    /// The warm-up to trim from the result.
-    pub warmup: Option<WarmupRequest>,
+    /// What the result says of itself beyond the plan: label, target, protocol, warm-up.
+    pub about: About,
 }
 
 /// Runs `job` on worker threads while this thread calls `watchers` and listens for Ctrl-C and
@@ -108,16 +104,13 @@ pub fn run_spec(
     let transport = rt.block_on(spec.connectable())?;
     spec.fit_pool(&transport);
     let plan = spec.plan();
-    let url = spec.requests.shown();
     let job = Job {
         progress: progress(&plan, sinks.live()),
         plan: &plan,
         transport,
-        label: &spec.label,
-        url: &url,
-        warmup: spec.warmup,
+        about: spec.about(),
     };
-    Ok(spec.describe(run(rt, job, sinks)?))
+    run(rt, job, sinks)
 }
 
 /// Runs plans at once (`compare`: both loops against one target, so that whatever the server
@@ -158,13 +151,8 @@ pub fn run_together<const N: usize>(
         .iter()
         .zip(reports)
         .map(|(job, report)| -> anyhow::Result<RunResult> {
-            Ok(sojourn_engine::result::build(
-                job.plan,
-                &report.context("running the load")?,
-                job.label,
-                Some(job.url.to_string()),
-                job.warmup,
-            ))
+            let report = report.context("running the load")?;
+            Ok(sojourn_engine::result::build(job.plan, &report, &job.about))
         })
         .collect::<anyhow::Result<_>>()?;
     Ok(built

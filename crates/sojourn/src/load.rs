@@ -77,13 +77,11 @@ fn execute<T: Transport>(plan: &Plan, transport: T, label: &str) -> Result<RunRe
         CancellationToken::new(),
         Progress::new(plan.worker_count()),
     )?;
-    Ok(sojourn_engine::result::build(
-        plan,
-        &report,
-        label,
-        Some("in-process".into()),
-        None,
-    ))
+    let about = sojourn_engine::result::About {
+        target: Some("in-process".into()),
+        ..sojourn_engine::result::About::labelled(label)
+    };
+    Ok(sojourn_engine::result::build(plan, &report, &about))
 }
 
 fn rate(per_second: f64) -> Result<Rate, Error> {

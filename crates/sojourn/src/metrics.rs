@@ -474,9 +474,10 @@ mod tests {
             plan: &plan,
             transport: transport.into(),
             progress: crate::execute::progress(&plan, true),
-            label: "t",
-            url,
-            warmup: None,
+            about: sojourn_engine::result::About {
+                target: Some(url.to_string()),
+                ..sojourn_engine::result::About::labelled("t")
+            },
         };
         let result = crate::execute::run(&rt, job, &mut Endpoint(Some(listener))).unwrap();
         assert_eq!(result.counts.scheduled, 300);

@@ -150,23 +150,23 @@ impl RunSpec {
         self.streams = Some(transport.streams());
     }
 
-    /// What the result says about the protocol and the requests.
-    pub fn describe(&self, mut r: sojourn_core::RunResult) -> sojourn_core::RunResult {
-        r.config.protocol = self.protocol_name.clone();
-        r.config.targets = self.requests.config.clone();
-        // The plan's fingerprint covers what was just added (targets, streams).
-        if let Some(p) = &mut r.placement {
-            p.fingerprint = sojourn_engine::result::plan_fingerprint(&self.plan(), &r.config);
+    /// What the result says of itself beyond the plan: the label, the target, the protocol
+    /// spoken (once connected) and the targets file, and the warm-up to trim.
+    pub fn about(&self) -> sojourn_engine::result::About {
+        sojourn_engine::result::About {
+            label: self.label.clone(),
+            target: (!self.requests.list.is_empty()).then(|| self.requests.shown()),
+            protocol: self.protocol_name.clone(),
+            targets: self.requests.config.clone(),
+            warmup: self.warmup,
         }
-        r
     }
 
-    /// The fingerprint of the plan this process runs a shard of, before it runs: the one
-    /// [`RunSpec::describe`] gives its result.
+    /// The fingerprint of the plan this process runs a shard of, before it runs: the one its
+    /// result will carry.
     pub fn fingerprint(&self) -> String {
         let plan = self.plan();
-        let mut config = sojourn_engine::result::config(&plan, Some(self.requests.shown()));
-        config.targets = self.requests.config.clone();
+        let config = sojourn_engine::result::config(&plan, &self.about());
         sojourn_engine::result::plan_fingerprint(&plan, &config)
     }
 
