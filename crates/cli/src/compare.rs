@@ -61,5 +61,6 @@ impl From<CompareArgs> for sojourn::compare::CompareSettings {
 }
 
 pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
-    sojourn::compare::run(a.into(), &mut crate::panel::TerminalSinks::default())
+    sojourn::compare::run(a.into(), &mut crate::panel::TerminalSinks::default())?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -56,5 +56,6 @@ impl From<DemoArgs> for sojourn::demo::DemoSettings {
 }
 
 pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
-    sojourn::demo::run(a.into(), &mut crate::panel::TerminalSinks::default())
+    sojourn::demo::run(a.into(), &mut crate::panel::TerminalSinks::default())?;
+    Ok(ExitCode::SUCCESS)
 }

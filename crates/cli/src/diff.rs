@@ -43,5 +43,6 @@ impl From<DiffArgs> for sojourn::diff::DiffSettings {
 }
 
 pub fn run(a: DiffArgs) -> anyhow::Result<ExitCode> {
-    sojourn::diff::run(a.into())
+    sojourn::diff::run(a.into())?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -58,5 +58,6 @@ impl From<ServeArgs> for sojourn::serve::ServeSettings {
 }
 
 pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
-    sojourn::serve::run(a.into())
+    sojourn::serve::run(a.into())?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -115,5 +115,6 @@ impl From<SimArgs> for sojourn::sim::SimSettings {
 }
 
 pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
-    sojourn::sim::run(a.into())
+    sojourn::sim::run(a.into())?;
+    Ok(ExitCode::SUCCESS)
 }

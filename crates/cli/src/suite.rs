@@ -44,5 +44,6 @@ impl From<SuiteArgs> for sojourn::suite::SuiteSettings {
 }
 
 pub fn run(a: SuiteArgs) -> anyhow::Result<ExitCode> {
-    sojourn::suite::run(a.into(), &mut crate::panel::TerminalSinks::default())
+    sojourn::suite::run(a.into(), &mut crate::panel::TerminalSinks::default())?;
+    Ok(ExitCode::SUCCESS)
 }

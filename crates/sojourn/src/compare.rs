@@ -6,7 +6,6 @@
 //! load and the server receives `--rate`; `--closed-mode unpaced` runs the send → wait → record
 //! loop as fast as the target answers, beside the open loop at `--rate`.
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::execute::Job;
@@ -157,7 +156,7 @@ pub fn measure(
 
 /// Runs both loops at once, prints the seeds' table, the verdict and each loop's notes, and
 /// writes the page (and `closed.json` and `open.json`, given `json_dir`).
-pub fn run(a: CompareSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow::Result<ExitCode> {
+pub fn run(a: CompareSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow::Result<()> {
     let (closed, open) = loops(&a)?;
     if let Some(dir) = &a.json_dir {
         std::fs::create_dir_all(dir)
@@ -186,7 +185,7 @@ pub fn run(a: CompareSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow:
     ];
     crate::side_by_side::write_report(&a.report, format!("sojourn compare: {}", a.url), runs)?;
     println!("report: {}", a.report.display());
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// The two loops' specs, checked before anything runs: (closed, open).

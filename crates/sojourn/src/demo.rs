@@ -3,7 +3,6 @@
 //! side-by-side table, and an HTML report. The closed loop is paced at the open loop's rate by
 //! default, as most real load tests are: the same sends, timed from the send and from the slot.
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use crate::execute::Sinks;
 use std::time::Duration;
@@ -81,7 +80,7 @@ pub struct Measured {
 
 /// Runs the demo with `sinks` watching each loop, prints the side-by-side table and what it
 /// shows, and writes the page (and the result documents, given `json_dir`).
-pub fn run(a: DemoSettings, sinks: &mut dyn Sinks) -> anyhow::Result<ExitCode> {
+pub fn run(a: DemoSettings, sinks: &mut dyn Sinks) -> anyhow::Result<()> {
     let scenario = crate::scenario_arg::resolve(&a.scenario, &fitted_sets(&a))?;
     let connections = match a.connections {
         Some(0) => return Err(bad_input!("--connections: must be at least 1, got 0")),
@@ -118,7 +117,7 @@ pub fn run(a: DemoSettings, sinks: &mut dyn Sinks) -> anyhow::Result<ExitCode> {
     println!();
     println!("{}", explain(&scenario, &outcome, connections));
     write_outputs(&a, &outcome)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 fn fitted_sets(a: &DemoSettings) -> Vec<String> {

@@ -1,7 +1,6 @@
 //! `sojourn diff A.json B.json`: did the tail change, beyond what chance explains?
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use sojourn_core::diff::{diff, Diff, DiffOptions, Method};
 use sojourn_core::format_ns;
@@ -30,7 +29,7 @@ pub struct DiffSettings {
 
 /// Loads both results, refuses runs of different loads unless forced, prints each
 /// percentile's change with its bootstrap interval, and writes the comparison given `json`.
-pub fn run(a: DiffSettings) -> anyhow::Result<ExitCode> {
+pub fn run(a: DiffSettings) -> anyhow::Result<()> {
     let ra = load(&a.a, "A")?;
     let rb = load(&a.b, "B")?;
     let options = DiffOptions {
@@ -52,7 +51,7 @@ pub fn run(a: DiffSettings) -> anyhow::Result<ExitCode> {
         std::fs::write(path, text)
             .map_err(|e| bad_input!("--json: cannot write {}: {e}", path.display()))?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 fn load(path: &std::path::Path, which: &str) -> anyhow::Result<sojourn_core::RunResult> {

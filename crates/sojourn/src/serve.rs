@@ -3,7 +3,6 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -45,15 +44,15 @@ pub struct ServeSettings {
 
 /// Serves the scenario until Ctrl-C or SIGTERM (or lists or prints scenarios, when asked),
 /// announcing the address it listens on.
-pub fn run(args: ServeSettings) -> anyhow::Result<ExitCode> {
+pub fn run(args: ServeSettings) -> anyhow::Result<()> {
     if args.list {
         print_builtins();
-        return Ok(ExitCode::SUCCESS);
+        return Ok(());
     }
     let scenario = scenario(&args)?;
     if args.print {
         print!("{}", scenario.to_toml());
-        return Ok(ExitCode::SUCCESS);
+        return Ok(());
     }
     let addr: SocketAddr = args.listen.trim().parse().map_err(|_| {
         crate::bad_input!(
@@ -100,7 +99,7 @@ async fn serve_on(
     scenario: Scenario,
     options: ServeOptions,
     args: &ServeSettings,
-) -> anyhow::Result<ExitCode> {
+) -> anyhow::Result<()> {
     let listener =
         sojourn_server::bind(addr).with_context(|| format!("--listen {addr}: cannot listen"))?;
     let local = listener.local_addr().context("reading the bound address")?;
@@ -113,7 +112,7 @@ async fn serve_on(
             summary.cut_off
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// The stdout line scripts parse, then the human context on stderr.

@@ -6,7 +6,6 @@
 //! result file per client: `FILE` itself for one client, `FILE` with `.closed` / `.open` before
 //! its extension for both (`out.json` → `out.closed.json`, `out.open.json`).
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Duration;
 
 use sojourn_core::{format_ns, nanos, End, Schedule};
@@ -132,7 +131,7 @@ struct Validated {
 /// Simulates each client against the scenario and prints its summary, the side-by-side table
 /// and what each stall delayed, then writes the files asked for (or runs the model's sweep,
 /// given `sweep`).
-pub fn run(args: SimSettings) -> anyhow::Result<ExitCode> {
+pub fn run(args: SimSettings) -> anyhow::Result<()> {
     if args.sweep {
         return run_sweep(args);
     }
@@ -185,12 +184,12 @@ pub fn run(args: SimSettings) -> anyhow::Result<ExitCode> {
         };
         crate::outputs::write_files(&outputs, result)?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// `sim --sweep`: the same steps as `sojourn sweep`, each a fresh open-loop schedule in
 /// virtual time against the scenario.
-fn run_sweep(a: SimSettings) -> anyhow::Result<ExitCode> {
+fn run_sweep(a: SimSettings) -> anyhow::Result<()> {
     let scenario = crate::scenario_arg::resolve(&a.scenario, &a.set)?;
     if !matches!(a.client, ClientKind::Open | ClientKind::Both) {
         return Err(bad_input!(
@@ -216,7 +215,7 @@ fn run_sweep(a: SimSettings) -> anyhow::Result<ExitCode> {
     println!("simulated sweep ({scenario})");
     let target = format!("sim:{}", a.scenario);
     crate::sweep::finish(&config, &outcome, &target, a.json.as_deref(), None)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 fn validate(a: SimSettings) -> anyhow::Result<Validated> {

@@ -3,7 +3,6 @@
 //! per scenario, one summary table, and a verdict per tool against the model.
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -72,7 +71,7 @@ struct Load1 {
 /// Runs every scenario: the model, sojourn's own loops and each installed peer tool, each
 /// against a fresh server; prints each scenario's table and keeps `suite.json` up to date
 /// under `out` after every scenario.
-pub fn run(a: SuiteSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow::Result<ExitCode> {
+pub fn run(a: SuiteSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow::Result<()> {
     let tools = select_tools(&a.tools)?;
     let (rate, duration) = profile(&a);
     std::fs::create_dir_all(&a.out)
@@ -93,7 +92,7 @@ pub fn run(a: SuiteSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow::R
         write_summary(&a.out, &summary)?;
     }
     println!("summary: {}", a.out.join("suite.json").display());
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 fn write_summary(out: &Path, summary: &Summary) -> anyhow::Result<()> {

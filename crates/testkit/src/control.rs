@@ -6,7 +6,7 @@
 //! ```text
 //! sojourn_testkit::control_meter_hook!();
 //! // …
-//! let plan = Plan { control: Some(control_command()), ..plan };
+//! plan.control = Some(control_command());
 //! ```
 //!
 //! Only such binaries should: beside process-wide counts (dhat's, open descriptors) the hook's
