@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use sojourn_core::{End, RunResult, Schedule};
 use sojourn_scenario::Scenario;
-use sojourn_sim::{Client, Plan};
+use sojourn_sim::{Client, Plan as SimPlan};
 
 /// The client side of a simulated sweep.
 pub struct ModelPool {
@@ -40,11 +40,11 @@ pub fn model_sweep(
                 connections: pool.connections,
                 threads: pool.threads,
             };
-            let plan = Plan {
+            let plan = SimPlan {
                 timeout: pool.timeout,
                 interval: config.interval,
                 rtt: pool.rtt,
-                ..Plan::new(client)
+                ..SimPlan::new(client)
             };
             Ok(sojourn_sim::run(scenario, &plan, &format!("sim sweep {} req/s", rate.get())).0)
         },
@@ -75,10 +75,10 @@ pub fn model(
             connections: plan.connections,
         },
     };
-    let sim_plan = Plan {
+    let sim_plan = SimPlan {
         timeout: plan.timeout,
         interval: plan.interval,
-        ..Plan::new(client)
+        ..SimPlan::new(client)
     };
     Ok(sojourn_sim::run(scenario, &sim_plan, label).0)
 }

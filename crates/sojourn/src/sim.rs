@@ -11,7 +11,7 @@ use std::time::Duration;
 use sojourn_core::{format_ns, nanos, End, Schedule};
 use sojourn_report::compare::{self, Column, Ratio};
 use sojourn_scenario::Scenario;
-use sojourn_sim::{Client, Impact, Plan};
+use sojourn_sim::{Client, Impact, Plan as SimPlan};
 
 use crate::bad_input;
 use crate::parse as args;
@@ -122,7 +122,7 @@ const DEFAULT_CLOSED_CONNECTIONS: usize = 10;
 /// A simulation that passed validation: the scenario and one labelled plan per client.
 struct Validated {
     scenario: Scenario,
-    plans: Vec<(&'static str, Plan)>,
+    plans: Vec<(&'static str, SimPlan)>,
     json: Option<PathBuf>,
     hgrm: Option<PathBuf>,
     hlog: Option<PathBuf>,
@@ -292,12 +292,12 @@ fn check_client_flags(a: &SimSettings) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn plan(a: &SimSettings, client: Client) -> Plan {
-    Plan {
+fn plan(a: &SimSettings, client: Client) -> SimPlan {
+    SimPlan {
         timeout: a.timeout,
         interval: a.interval,
         rtt: a.rtt,
-        ..Plan::new(client)
+        ..SimPlan::new(client)
     }
 }
 
