@@ -23,13 +23,13 @@ pub struct CompareArgs {
     #[arg(long, value_parser = args::positive_duration, default_value = "20s")]
     pub duration: Duration,
     /// Connections of the closed loop (a paced loop gives each rate/N of the slots).
-    #[arg(long, short = 'c', value_parser = args::connections, default_value_t = 10)]
+    #[arg(long, short = 'c', value_parser = args::connections, default_value_t = sojourn::defaults::CLOSED_CONNECTIONS)]
     pub connections: usize,
     /// Worker threads for each loop. [default: the number of CPUs]
     #[arg(long, value_parser = args::threads)]
     pub threads: Option<usize>,
     /// Longest wait for one answer.
-    #[arg(long, value_parser = args::positive_duration, default_value = "10s")]
+    #[arg(long, value_parser = args::positive_duration, default_value = sojourn::defaults::TIMEOUT_TEXT)]
     pub timeout: Duration,
     #[command(flatten)]
     pub reach: crate::run::ReachArgs,

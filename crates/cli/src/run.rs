@@ -100,7 +100,7 @@ pub struct RunArgs {
     #[arg(long, value_parser = args::threads)]
     pub threads: Option<usize>,
     /// Longest wait for one answer; also the longest drain after the schedule ends.
-    #[arg(long, value_parser = args::positive_duration, default_value = "10s")]
+    #[arg(long, value_parser = args::positive_duration, default_value = sojourn::defaults::TIMEOUT_TEXT)]
     pub timeout: Duration,
     /// Closed loop: each connection sends, waits for the answer, records, repeats.
     /// For comparison and for truly closed workloads; every output labels it. With --rate, a
@@ -124,7 +124,7 @@ pub struct RunArgs {
     pub json: Option<PathBuf>,
     /// Width of the timeline's intervals, and of the last interval the live panel and
     /// --metrics-listen show.
-    #[arg(long, value_parser = args::positive_duration, default_value = "1s")]
+    #[arg(long, value_parser = args::positive_duration, default_value = sojourn::defaults::INTERVAL_TEXT)]
     pub interval: Duration,
     /// A name for this run in reports.
     #[arg(long)]
@@ -158,7 +158,7 @@ pub struct RunArgs {
     /// come, arms its timer that much early (up to this cap) and spins the rest, so requests
     /// leave within microseconds of schedule for a few microseconds of CPU each. 0: no
     /// spinning; requests then leave late by the kernel's wake-up latency.
-    #[arg(long, value_parser = args::duration, default_value = "100us")]
+    #[arg(long, value_parser = args::duration, default_value = sojourn::defaults::TIMER_SPIN_TEXT)]
     pub timer_spin: Duration,
     /// The least time between two wake-ups of the pacer: requests due closer together leave
     /// together, each up to this late. Fewer wake-ups cost less CPU; the lateness is send lag,

@@ -59,7 +59,7 @@ pub struct SimArgs {
     #[arg(long, value_parser = args::threads, default_value_t = 1)]
     threads: usize,
     /// Longest wait for one answer; also the longest drain after the schedule ends.
-    #[arg(long, value_parser = args::positive_duration, default_value = "10s")]
+    #[arg(long, value_parser = args::positive_duration, default_value = sojourn::defaults::TIMEOUT_TEXT)]
     timeout: Duration,
     /// A fixed round trip added to every exchange (network plus client overhead).
     #[arg(long, value_parser = args::duration, default_value = "0s")]
@@ -75,7 +75,7 @@ pub struct SimArgs {
     #[arg(long, value_name = "FILE")]
     hlog: Option<PathBuf>,
     /// Width of the timeline's intervals.
-    #[arg(long, value_parser = args::positive_duration, default_value = "1s")]
+    #[arg(long, value_parser = args::positive_duration, default_value = sojourn::defaults::INTERVAL_TEXT)]
     interval: Duration,
     /// Sweep the offered rate like `sojourn sweep` (open loop, one step per rate): the model's
     /// capacity cliff, for comparison with a real sweep. --json writes the sweep document.

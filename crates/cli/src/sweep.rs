@@ -75,14 +75,14 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub sweep: SweepFlags,
     /// The most connections to open (due requests queue FIFO for a free one).
-    #[arg(long, short = 'c', value_parser = args::connections, default_value_t = 2048)]
+    #[arg(long, short = 'c', value_parser = args::connections, default_value_t = sojourn::defaults::OPEN_CONNECTIONS)]
     pub connections: usize,
     /// Worker threads. [default: the number of CPUs]
     #[arg(long, value_parser = args::threads)]
     pub threads: Option<usize>,
     /// Longest wait for one answer, and the drain after each step: requests still unanswered
     /// then are censored, which marks the step saturated.
-    #[arg(long, value_parser = args::positive_duration, default_value = "5s")]
+    #[arg(long, value_parser = args::positive_duration, default_value = sojourn::defaults::SWEEP_TIMEOUT_TEXT)]
     pub timeout: Duration,
     #[command(flatten)]
     pub reach: crate::run::ReachArgs,

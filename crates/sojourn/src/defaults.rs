@@ -11,6 +11,18 @@ pub const OPEN_CONNECTIONS: usize = 2048;
 pub const HTTP2_CONNECTIONS: usize = 16;
 /// The closed loop's callers.
 pub const CLOSED_CONNECTIONS: usize = 10;
+/// `demo`'s and `suite`'s open loops against the pathology server: every request due during
+/// the longest built-in stall at their rates can be in flight at once, so the pool never
+/// decides what the stall looks like.
+pub const STALL_CONNECTIONS: usize = 4096;
+/// The library's async calls in flight at once (`OpenLoop::concurrency`): in-process calls
+/// need no socket each, so the pool is a bound on tasks, not connections.
+pub const IN_PROCESS_CALLS: usize = 1024;
+/// A sweep step's wait for one answer, and its drain: shorter than a run's, because requests
+/// still unanswered then mark the step saturated, and a sweep has many steps.
+pub const SWEEP_TIMEOUT: Duration = Duration::from_secs(5);
+/// `SWEEP_TIMEOUT` as the flag's help shows it.
+pub const SWEEP_TIMEOUT_TEXT: &str = "5s";
 /// How long one request may take before it counts as timed out.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 /// `TIMEOUT` as the flag's help shows it.
@@ -27,3 +39,18 @@ pub const TIMER_SPIN_TEXT: &str = "100us";
 /// docs/benchmarks.md); more threads only add wake-ups, and wake-ups are what an open loop
 /// pays for.
 pub const OPEN_RATE_PER_THREAD: f64 = 50_000.0;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the help shows is the default the code uses.
+    #[test]
+    fn each_default_as_shown_is_the_default_used() {
+        let parse = |text| crate::parse::duration(text).unwrap();
+        assert_eq!(parse(TIMEOUT_TEXT), TIMEOUT);
+        assert_eq!(parse(INTERVAL_TEXT), INTERVAL);
+        assert_eq!(parse(TIMER_SPIN_TEXT), TIMER_SPIN);
+        assert_eq!(parse(SWEEP_TIMEOUT_TEXT), SWEEP_TIMEOUT);
+    }
+}

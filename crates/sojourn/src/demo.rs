@@ -178,7 +178,7 @@ pub fn measure(
     .plan();
     // Room for every request of a stall at the demo's rates in flight at once.
     let open_plan = RunSpec {
-        connections: 4096,
+        connections: crate::defaults::STALL_CONNECTIONS,
         ..RunSpec::of(Load::Open(schedule))
     }
     .plan();

@@ -25,10 +25,10 @@ struct Common {
 impl Common {
     fn new(label: &str) -> Common {
         Common {
-            end: End::After(Duration::from_secs(10)),
+            end: End::After(crate::defaults::DURATION),
             threads: 1,
-            timeout: Duration::from_secs(10),
-            interval: Duration::from_secs(1),
+            timeout: crate::defaults::TIMEOUT,
+            interval: crate::defaults::INTERVAL,
             label: label.to_string(),
             slack: Slack::Auto,
         }
@@ -124,7 +124,7 @@ impl OpenLoop {
             rate: per_second,
             arrival: Arrival::Constant,
             ramp_to: None,
-            concurrency: 1024,
+            concurrency: crate::defaults::IN_PROCESS_CALLS,
             shard: (0, 1),
             common: Common::new("open loop"),
         }

@@ -116,8 +116,6 @@ pub enum ClosedUntil {
 
 const DEFAULT_RATE: f64 = 1000.0;
 const DEFAULT_DURATION: Duration = Duration::from_secs(60);
-const DEFAULT_OPEN_CONNECTIONS: usize = 2048;
-const DEFAULT_CLOSED_CONNECTIONS: usize = 10;
 
 /// A simulation that passed validation: the scenario and one labelled plan per client.
 struct Validated {
@@ -206,7 +204,7 @@ fn run_sweep(a: SimSettings) -> anyhow::Result<()> {
     }
     let config = a.sweep_flags.validate()?;
     let pool = crate::model::ModelPool {
-        connections: a.connections.unwrap_or(DEFAULT_OPEN_CONNECTIONS),
+        connections: a.connections.unwrap_or(crate::defaults::OPEN_CONNECTIONS),
         threads: a.threads,
         timeout: a.timeout,
         rtt: a.rtt,
@@ -248,7 +246,7 @@ fn validate(a: SimSettings) -> anyhow::Result<Validated> {
     if matches!(a.client, ClientKind::Open | ClientKind::Both) {
         let client = Client::Open {
             schedule: schedule.clone(),
-            connections: a.connections.unwrap_or(DEFAULT_OPEN_CONNECTIONS),
+            connections: a.connections.unwrap_or(crate::defaults::OPEN_CONNECTIONS),
             threads: a.threads,
         };
         plans.push(("open", plan(&a, client)));
@@ -260,7 +258,7 @@ fn validate(a: SimSettings) -> anyhow::Result<Validated> {
     if a.client == ClientKind::Paced {
         let client = Client::Paced {
             schedule,
-            connections: a.connections.unwrap_or(DEFAULT_CLOSED_CONNECTIONS),
+            connections: a.connections.unwrap_or(crate::defaults::CLOSED_CONNECTIONS),
         };
         plans.push(("paced", plan(&a, client)));
     }
@@ -332,7 +330,7 @@ fn closed(a: &SimSettings, end: End, schedule: &Schedule) -> anyhow::Result<Clie
     };
     Ok(Client::Closed {
         end,
-        connections: connections.unwrap_or(DEFAULT_CLOSED_CONNECTIONS),
+        connections: connections.unwrap_or(crate::defaults::CLOSED_CONNECTIONS),
         threads: a.threads,
     })
 }

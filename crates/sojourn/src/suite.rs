@@ -300,7 +300,7 @@ fn own_runs(
     .map_err(|e| bad_input!("--duration: {e}"))?;
     // Room for every request of a stall at the suite's rates in flight at once.
     let open = crate::RunSpec {
-        connections: 4096,
+        connections: crate::defaults::STALL_CONNECTIONS,
         ..crate::RunSpec::of(Load::Open(schedule.clone()))
     }
     .plan();
