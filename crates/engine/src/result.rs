@@ -28,6 +28,9 @@ pub struct About {
     pub targets: Option<sojourn_core::TargetsConfig>,
     /// The warm-up to trim.
     pub warmup: Option<WarmupRequest>,
+    /// The scenario the target served, when the run knows it (`demo`, `suite`: their own
+    /// pathology server), as the result document stores it.
+    pub scenario: Option<serde_json::Value>,
 }
 
 impl About {
@@ -136,6 +139,7 @@ pub fn build(plan: &Plan, report: &RunReport, about: &About) -> RunResult {
         result.checks.rate = rate_verdict(&result, schedule, plan.shard);
     }
     result.placement = Some(placement(plan, report, &result));
+    result.scenario = about.scenario.clone();
     if let Some(targets) = &plan.targets {
         result.targets = per_label(targets, m);
     }

@@ -244,6 +244,7 @@ pub fn against_fresh_server(
         progress: crate::execute::progress(&plan, false),
         about: sojourn_engine::result::About {
             target: Some(url.clone()),
+            scenario: serde_json::to_value(scenario).ok(),
             ..sojourn_engine::result::About::labelled(label)
         },
     };
@@ -253,8 +254,7 @@ pub fn against_fresh_server(
         .join()
         .map_err(|_| anyhow::anyhow!("the samples thread panicked"))?
         .unwrap_or_else(|e| match e {});
-    let mut result = result?;
-    result.scenario = serde_json::to_value(scenario).ok();
+    let result = result?;
     let truth = server.stop()?;
     Ok(Measured {
         result,

@@ -159,6 +159,8 @@ impl RunSpec {
             protocol: self.protocol_name.clone(),
             targets: self.requests.config.clone(),
             warmup: self.warmup,
+            // A run of a URL does not know what the target serves.
+            scenario: None,
         }
     }
 
