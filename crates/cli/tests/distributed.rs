@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::tolerance::*;
-use common::{assert_nothing_lost, listening_addr, read_result, serial, temp_dir};
+use common::{assert_nothing_lost, listening_addr, read_result, serial, temp_dir, TestDir};
 use sojourn_core::placement::ShardState;
 use sojourn_core::{Arrival, End, Rate, RunResult, Schedule, Shard};
 use sojourn_testkit::control::on_a_quiet_machine;
@@ -749,7 +749,7 @@ fn due_times(schedule: &Schedule, senders: impl Iterator<Item = (usize, usize)>)
 
 /// A healthy target answering in 1 ms, N shards of `load` against it, all finished: the shard
 /// files in `dir`.
-fn healthy_run(name: &str, load: &Load) -> (JobManifest, PathBuf) {
+fn healthy_run(name: &str, load: &Load) -> (JobManifest, TestDir) {
     let _guard = serial();
     let job = job_manifest();
     let dir = temp_dir(name);

@@ -14,7 +14,7 @@ use common::{assert_nothing_lost, read_result, serial, sojourn, temp_dir};
 /// nginx on three free loopback ports: h2c, h2 over TLS, and h2c allowing only 4 streams.
 struct Nginx {
     child: Child,
-    dir: PathBuf,
+    dir: common::TestDir,
     h2c: u16,
     tls: u16,
     narrow: u16,

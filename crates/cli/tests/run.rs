@@ -139,7 +139,7 @@ fn stopped_by(
     signal: &str,
     name: &str,
     extra: &[&str],
-) -> (std::process::Output, std::path::PathBuf) {
+) -> (std::process::Output, std::path::PathBuf, common::TestDir) {
     let server = TestServer::start(false);
     let dir = temp_dir(name);
     let json = dir.join("r.json");
@@ -162,7 +162,8 @@ fn stopped_by(
         .status()
         .unwrap();
     assert!(status.success());
-    (child.wait_with_output().unwrap(), json)
+    // The directory goes with the path, so the result is still there to read.
+    (child.wait_with_output().unwrap(), json, dir)
 }
 
 /// A run cut short exits 6, so CI can tell it from a complete one, and still writes all it
@@ -170,7 +171,7 @@ fn stopped_by(
 #[test]
 fn ctrl_c_still_writes_what_was_gathered() {
     let _guard = serial();
-    let (out, json) = stopped_by("INT", "sigint", &[]);
+    let (out, json, _dir) = stopped_by("INT", "sigint", &[]);
     assert_eq!(out.status.code(), Some(6), "exit {:?}", out.status);
     let r = read_result(&json);
     assert!(r.interrupted);
@@ -194,7 +195,7 @@ fn ctrl_c_still_writes_what_was_gathered() {
 #[test]
 fn sigterm_exits_6_over_a_breached_objective_and_writes_the_result() {
     let _guard = serial();
-    let (out, json) = stopped_by("TERM", "sigterm", &["--slo", "p50<1ns"]);
+    let (out, json, _dir) = stopped_by("TERM", "sigterm", &["--slo", "p50<1ns"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),

@@ -264,7 +264,7 @@ fn simulated_search_brackets_the_cliff_to_the_resolution() {
 /// and report it); killed when dropped.
 struct Nginx {
     child: Child,
-    dir: std::path::PathBuf,
+    dir: common::TestDir,
     port: u16,
 }
 

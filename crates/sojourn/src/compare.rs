@@ -80,8 +80,11 @@ fn loop_rate(a: &CompareSettings) -> f64 {
 fn run_args(a: &CompareSettings, closed: bool) -> crate::RunSettings {
     let paced = closed && a.closed_mode == ClosedMode::Paced;
     crate::RunSettings {
-        rate: (!closed || paced).then_some(loop_rate(a)),
-        duration: Some(a.duration),
+        load: crate::settings::LoadSettings {
+            rate: (!closed || paced).then_some(loop_rate(a)),
+            duration: Some(a.duration),
+            ..Default::default()
+        },
         connections: closed.then_some(a.connections),
         threads: a.threads,
         timeout: a.timeout,

@@ -161,24 +161,25 @@ pub fn apply(a: &mut RunSettings, path: &Path) -> anyhow::Result<PlanFile> {
         .iter()
         .any(|id| given(id));
     if !load_given {
-        a.rate = p
+        a.load.rate = p
             .rate
             .map(args::rate_value)
             .transpose()
             .map_err(|e| key("rate", e))?;
-        a.duration = p
+        a.load.duration = p
             .duration
             .as_deref()
             .map(args::positive_duration)
             .transpose()
             .map_err(|e| key("duration", e))?;
-        a.requests = p
+        a.load.requests = p
             .requests
             .map(args::requests_value)
             .transpose()
             .map_err(|e| key("requests", e))?;
-        a.stages = stages(&p).map_err(|e| key("stage", e))?;
-        if a.stages.is_some() && (a.rate.is_some() || a.duration.is_some() || a.requests.is_some())
+        a.load.stages = stages(&p).map_err(|e| key("stage", e))?;
+        if a.load.stages.is_some()
+            && (a.load.rate.is_some() || a.load.duration.is_some() || a.load.requests.is_some())
         {
             return Err(key(
                 "stage",
@@ -187,12 +188,12 @@ pub fn apply(a: &mut RunSettings, path: &Path) -> anyhow::Result<PlanFile> {
         }
     }
     if let (false, Some(arrival)) = (given("arrival"), &p.arrival) {
-        a.arrival = arrival_kind(arrival).map_err(|e| key("arrival", e))?;
+        a.load.arrival = arrival_kind(arrival).map_err(|e| key("arrival", e))?;
     }
     // The plan's seed goes with its Poisson arrivals; `--arrival constant` on the command line
     // leaves it behind rather than refusing it.
-    if !given("seed") && p.seed.is_some() && a.arrival == ArrivalKind::Poisson {
-        a.seed = p.seed;
+    if !given("seed") && p.seed.is_some() && a.load.arrival == ArrivalKind::Poisson {
+        a.load.seed = p.seed;
     }
     if !given("connections") && p.connections.is_some() {
         a.connections = p

@@ -37,22 +37,8 @@ pub struct RunSettings {
     pub start_at: Option<std::time::SystemTime>,
     /// Flags given on the command line (filled by the parser, for --plan).
     pub explicit: Vec<String>,
-    /// Open loop: requests per second, due on a schedule whatever the responses do.
-    pub rate: Option<f64>,
-    /// How arrivals are spaced: constant, poisson (seeded), or ramp (from --rate to --ramp-to).
-    pub arrival: ArrivalKind,
-    /// With --arrival ramp: the rate at the end of the run.
-    pub ramp_to: Option<f64>,
-    /// With --arrival poisson: the random seed.
-    pub seed: Option<u64>,
-    /// Shaped load instead of one rate: stages run in order, each holding a rate or moving it
-    /// linearly, e.g. `30s@0..1000,5m@1000,spike=30s@1000..5000,1m@5000` (NAME= is optional).
-    /// Arrivals follow them evenly spaced, or Poisson with --arrival poisson.
-    pub stages: Option<sojourn_core::Stages>,
-    /// How long to send for (default 10s).
-    pub duration: Option<Duration>,
-    /// Send this many requests in all, instead of a duration.
-    pub requests: Option<u64>,
+    /// The load: rate or stages, arrivals, and how long.
+    pub load: LoadSettings,
     /// Open loop: the most connections to open (lazily; due requests queue FIFO for a free one).
     /// Closed loop: the number of looping connections. With --http2, connections each carry
     /// --streams requests. [default: 2048 open, 10 closed; with --http2, 16]
@@ -138,6 +124,7 @@ impl Default for RunSettings {
     fn default() -> RunSettings {
         RunSettings {
             workload: WorkloadSettings::default(),
+            load: LoadSettings::default(),
             protocol: ProtocolSettings::default(),
             plan: None,
             shard: None,
@@ -145,13 +132,6 @@ impl Default for RunSettings {
             shard_count: None,
             start_at: None,
             explicit: Vec::new(),
-            rate: None,
-            arrival: ArrivalKind::Constant,
-            ramp_to: None,
-            seed: None,
-            stages: None,
-            duration: None,
-            requests: None,
             connections: None,
             threads: None,
             timeout: defaults::TIMEOUT,
@@ -170,6 +150,59 @@ impl Default for RunSettings {
             no_hiccup_meter: false,
             metrics_listen: None,
             gate: Default::default(),
+        }
+    }
+}
+
+/// The load as a person describes it: one rate or stages, how arrivals are spaced, and how long.
+/// `run` and `sim` share it (each with its own defaults for what is absent).
+#[derive(Debug, Clone)]
+pub struct LoadSettings {
+    /// Open loop: requests per second, due on a schedule whatever the responses do.
+    pub rate: Option<f64>,
+    /// How arrivals are spaced: constant, poisson (seeded), or ramp (from --rate to --ramp-to).
+    pub arrival: ArrivalKind,
+    /// With --arrival ramp: the rate at the end of the run.
+    pub ramp_to: Option<f64>,
+    /// With --arrival poisson: the random seed.
+    pub seed: Option<u64>,
+    /// Shaped load instead of one rate: stages run in order, each holding a rate or moving it
+    /// linearly, e.g. `30s@0..1000,5m@1000,spike=30s@1000..5000,1m@5000` (NAME= is optional).
+    /// Arrivals follow them evenly spaced, or Poisson with --arrival poisson.
+    pub stages: Option<sojourn_core::Stages>,
+    /// How long to send for (default 10s).
+    pub duration: Option<Duration>,
+    /// Send this many requests in all, instead of a duration.
+    pub requests: Option<u64>,
+}
+
+impl LoadSettings {
+    /// The schedule these settings describe, ending at `end` unless stages set their own, with
+    /// `seed` for Poisson arrivals; `rate` gives the rate when there are no stages (each command
+    /// has its own answer when none was given).
+    pub fn schedule(
+        &self,
+        seed: Option<u64>,
+        end: sojourn_core::End,
+        rate: impl FnOnce() -> anyhow::Result<f64>,
+    ) -> anyhow::Result<sojourn_core::Schedule> {
+        if let Some(stages) = &self.stages {
+            return crate::parse::staged_schedule(stages, self.arrival, seed);
+        }
+        crate::parse::schedule(rate()?, self.arrival, self.ramp_to, seed, end)
+    }
+}
+
+impl Default for LoadSettings {
+    fn default() -> LoadSettings {
+        LoadSettings {
+            rate: None,
+            arrival: ArrivalKind::Constant,
+            ramp_to: None,
+            seed: None,
+            stages: None,
+            duration: None,
+            requests: None,
         }
     }
 }

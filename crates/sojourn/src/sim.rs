@@ -14,8 +14,6 @@ use sojourn_scenario::Scenario;
 use sojourn_sim::{Client, Impact, Plan as SimPlan};
 
 use crate::bad_input;
-use crate::parse as args;
-use crate::parse::ArrivalKind;
 
 /// A simulation as a person describes it (`sojourn sim`'s flags): the scenario, the client
 /// model and its load, in virtual time.
@@ -30,21 +28,9 @@ pub struct SimSettings {
     /// (side by side), tracking (one request at a time, measured from its slot: seeds 000/004),
     /// or paced (N connections, each on its share of the slots: hey -q, bombardier -r).
     pub client: ClientKind,
-    /// Requests per second of the open loop's (or tracking client's) schedule. [default: 1000]
-    pub rate: Option<f64>,
-    /// How arrivals are spaced: constant, poisson (seeded), or ramp (from --rate to --ramp-to).
-    pub arrival: ArrivalKind,
-    /// With --arrival ramp: the rate at the end of the run.
-    pub ramp_to: Option<f64>,
-    /// With --arrival poisson: the random seed.
-    pub seed: Option<u64>,
-    /// Shaped load instead of one rate, as `sojourn run --stages`: e.g.
-    /// `30s@0..1000,5m@1000,spike=30s@1000..5000,1m@5000`.
-    pub stages: Option<sojourn_core::Stages>,
-    /// How long the schedule runs (virtual time). [default: 60s]
-    pub duration: Option<Duration>,
-    /// This many requests in all, instead of a duration.
-    pub requests: Option<u64>,
+    /// The open loop's (or tracking client's) schedule: rate (default 1000 per second) or
+    /// stages, arrivals, and how long in virtual time (default 60 s).
+    pub load: crate::settings::LoadSettings,
     /// Open loop: the most connections (due requests queue FIFO for one). Closed loop: the number
     /// of looping connections. [default: 2048 open, 10 closed]
     pub connections: Option<usize>,
@@ -194,7 +180,7 @@ fn run_sweep(a: SimSettings) -> anyhow::Result<()> {
             "--client: --sweep offers open-loop rates; use --client open"
         ));
     }
-    if a.rate.is_some() || a.duration.is_some() || a.requests.is_some() {
+    if a.load.rate.is_some() || a.load.duration.is_some() || a.load.requests.is_some() {
         return Err(bad_input!("--rate: with --sweep, give --rates (or --from/--to/--steps) and --step instead of --rate/--duration/--requests"));
     }
     if a.threads == 0 || a.connections == Some(0) {
@@ -218,7 +204,7 @@ fn run_sweep(a: SimSettings) -> anyhow::Result<()> {
 
 fn validate(a: SimSettings) -> anyhow::Result<Validated> {
     let scenario = crate::scenario_arg::resolve(&a.scenario, &a.set)?;
-    let end = match (a.duration, a.requests) {
+    let end = match (a.load.duration, a.load.requests) {
         (_, Some(0)) => return Err(bad_input!("--requests: must be at least 1, got 0")),
         (_, Some(n)) => End::Count(n),
         (Some(d), None) => End::After(d),
@@ -274,7 +260,7 @@ fn validate(a: SimSettings) -> anyhow::Result<Validated> {
 /// Flags that only make sense for some clients are refused elsewhere, naming the flag.
 fn check_client_flags(a: &SimSettings) -> anyhow::Result<()> {
     let closed_only = a.client == ClientKind::Closed;
-    if closed_only && a.rate.is_some() && a.closed_until == ClosedUntil::Duration {
+    if closed_only && a.load.rate.is_some() && a.closed_until == ClosedUntil::Duration {
         return Err(bad_input!("--rate: a closed loop has no rate (each connection sends as soon as it has its answer); drop --rate, or add --closed-until count"));
     }
     if a.closed_connections.is_some() && a.client != ClientKind::Both {
@@ -302,16 +288,8 @@ fn plan(a: &SimSettings, client: Client) -> SimPlan {
 /// The open schedule (also the tracking client's slots, and the count of a count-bound closed
 /// loop), validated like `run`'s.
 fn schedule(a: &SimSettings, end: End) -> anyhow::Result<Schedule> {
-    if let Some(stages) = &a.stages {
-        return args::staged_schedule(stages, a.arrival, a.seed);
-    }
-    args::schedule(
-        a.rate.unwrap_or(DEFAULT_RATE),
-        a.arrival,
-        a.ramp_to,
-        a.seed,
-        end,
-    )
+    a.load
+        .schedule(a.load.seed, end, || Ok(a.load.rate.unwrap_or(DEFAULT_RATE)))
 }
 
 fn closed(a: &SimSettings, end: End, schedule: &Schedule) -> anyhow::Result<Client> {

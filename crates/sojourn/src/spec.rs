@@ -186,7 +186,7 @@ pub fn validate(mut a: RunSettings) -> anyhow::Result<RunSpec> {
     }
     let gate = crate::gate::Gate::parse(a.gate.clone())?;
     partners(&a)?;
-    let requests = a.workload.requests(a.seed)?;
+    let requests = a.workload.requests(a.load.seed)?;
     let end = end(&a)?;
     let load = if a.closed {
         closed_load(&a, end)?
@@ -328,7 +328,7 @@ fn check_start(start_at: Option<std::time::SystemTime>, load: &Load) -> anyhow::
 
 /// `--duration` or `--requests`.
 fn end(a: &RunSettings) -> anyhow::Result<End> {
-    Ok(match (a.duration, a.requests) {
+    Ok(match (a.load.duration, a.load.requests) {
         (_, Some(0)) => return Err(bad_input!("--requests: must be at least 1, got 0")),
         (_, Some(n)) => End::Count(n),
         (Some(d), None) => End::After(d),
@@ -369,46 +369,29 @@ fn pool(a: &RunSettings, load: &Load) -> anyhow::Result<(usize, usize)> {
 fn arrival_seed(a: &RunSettings) -> Option<u64> {
     let w = &a.workload;
     let for_targets = w.targets.is_some() && w.targets_order == TargetsOrder::Random;
-    a.seed
-        .filter(|_| a.arrival == ArrivalKind::Poisson || !for_targets)
+    a.load
+        .seed
+        .filter(|_| a.load.arrival == ArrivalKind::Poisson || !for_targets)
 }
 
 fn open_load(a: &RunSettings, end: End) -> anyhow::Result<Load> {
-    if let Some(stages) = &a.stages {
-        return Ok(Load::Open(parse::staged_schedule(
-            stages,
-            a.arrival,
-            arrival_seed(a),
-        )?));
-    }
-    let rate = a.rate.ok_or_else(|| bad_input!("--rate: required for the open loop, e.g. --rate 1000 (requests per second); or use --closed"))?;
-    Ok(Load::Open(parse::schedule(
-        rate,
-        a.arrival,
-        a.ramp_to,
-        arrival_seed(a),
-        end,
-    )?))
+    let rate = || {
+        a.load.rate.ok_or_else(|| bad_input!("--rate: required for the open loop, e.g. --rate 1000 (requests per second); or use --closed"))
+    };
+    Ok(Load::Open(a.load.schedule(arrival_seed(a), end, rate)?))
 }
 
 fn closed_load(a: &RunSettings, end: End) -> anyhow::Result<Load> {
-    if let Some(stages) = &a.stages {
-        return Ok(Load::Paced(parse::staged_schedule(
-            stages,
-            a.arrival,
-            arrival_seed(a),
-        )?));
+    // Stages or a rate pace the closed loop (the rate is read only without stages, where it is
+    // given); with neither it runs unpaced.
+    if a.load.stages.is_some() || a.load.rate.is_some() {
+        let rate = || Ok(a.load.rate.unwrap_or_default());
+        return Ok(Load::Paced(a.load.schedule(arrival_seed(a), end, rate)?));
     }
-    if let Some(rate) = a.rate {
-        return Ok(Load::Paced(parse::schedule(
-            rate,
-            a.arrival,
-            a.ramp_to,
-            arrival_seed(a),
-            end,
-        )?));
-    }
-    if a.arrival != ArrivalKind::Constant || a.ramp_to.is_some() || arrival_seed(a).is_some() {
+    if a.load.arrival != ArrivalKind::Constant
+        || a.load.ramp_to.is_some()
+        || arrival_seed(a).is_some()
+    {
         return Err(bad_input!(
             "--arrival: an unpaced closed loop has no schedule; give --rate or --stages for a paced closed loop, or drop --arrival/--ramp-to/--seed"
         ));

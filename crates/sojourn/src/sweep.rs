@@ -158,8 +158,11 @@ impl HttpSweep {
     /// The run of one step at `rate`.
     pub fn step(&self, config: &Config, rate: Rate) -> crate::RunSettings {
         crate::RunSettings {
-            rate: Some(rate.get()),
-            duration: Some(config.step),
+            load: crate::settings::LoadSettings {
+                rate: Some(rate.get()),
+                duration: Some(config.step),
+                ..Default::default()
+            },
             connections: Some(self.connections),
             threads: self.threads,
             timeout: self.timeout,

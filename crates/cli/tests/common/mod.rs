@@ -173,11 +173,45 @@ pub fn peak_rss_kib(pid: u32) -> Option<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
-pub fn temp_dir(name: &str) -> PathBuf {
+pub fn temp_dir(name: &str) -> TestDir {
     let dir = std::env::temp_dir().join(format!("sojourn-test-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    TestDir(dir)
+}
+
+/// A test's own directory: removed when the test ends, kept (and named on stderr) when it
+/// fails, so that what a failing run wrote can be read.
+#[derive(Debug)]
+pub struct TestDir(PathBuf);
+
+impl std::ops::Deref for TestDir {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TestDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TestDir {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("kept for inspection: {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
 }
 
 pub fn read_result(path: &Path) -> RunResult {
