@@ -241,7 +241,7 @@ pub fn against_fresh_server(
     let job = crate::execute::Job {
         plan: &plan,
         transport: transport.into(),
-        progress: crate::execute::progress(&plan, false),
+        progress: crate::execute::progress(&plan, sinks.live()),
         about: sojourn_engine::result::About {
             target: Some(url.clone()),
             scenario: serde_json::to_value(scenario).ok(),

@@ -49,7 +49,6 @@ impl Requests {
         }
     }
 
-    /// The first request: its origin is every request's origin.
     /// Nothing to send over a network: in-process calls.
     pub fn none() -> Requests {
         Requests {
@@ -59,7 +58,8 @@ impl Requests {
         }
     }
 
-    /// The first request (every run has one, except in-process calls).
+    /// The first request: its origin is every request's origin (every run has one, except
+    /// in-process calls).
     pub fn first(&self) -> &HttpRequest {
         &self.list[0]
     }
