@@ -3,6 +3,7 @@
 //! inputs, so the engine (real time) and the simulator (virtual time) share it.
 #![forbid(unsafe_code)]
 
+pub mod batches;
 pub mod by_stage;
 pub mod check;
 pub mod confidence;
