@@ -26,11 +26,13 @@
 //! and Analysis*, §9.5.3; clusters of exceedances as the independent units of a tail, Leadbetter,
 //! Lindgren and Rootzén 1983 (the extremal index). How often it covers, measured with the
 //! simulator, is in `docs/statistics.md` and `crates/sim/tests/coverage.rs`.
+use std::collections::BTreeMap;
+
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use crate::confidence::{percentile_interval, value_at_rank};
+use crate::confidence::{percentile_interval, value_at_rank, LEVEL};
 
 /// Below this many independent stretches a run gives no interval for a percentile.
 pub const MIN_STRETCHES: u64 = 10;
@@ -52,7 +54,8 @@ pub struct BatchCi {
     /// The upper end is not bounded by the data (as in [`crate::evidence::Ci`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hi_open: bool,
-    /// Independent stretches of the run that put requests beyond the percentile.
+    /// Independent stretches of the run that put requests beyond the percentile (0 when the
+    /// order statistics pin the percentile to one histogram bucket).
     pub stretches: u64,
     /// Batches the interval was built from (0 when there is none).
     pub batches: u64,
@@ -75,6 +78,40 @@ impl BatchCi {
             None => format!("[too few independent stretches: {}]", self.stretches),
         }
     }
+}
+
+/// The batch-means intervals of one histogram's percentiles, keyed as `percentiles` is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BatchSet {
+    pub level: f64,
+    /// The run's intervals the batches were built from (after any warm-up trim).
+    pub intervals: u64,
+    pub percentiles: BTreeMap<String, BatchCi>,
+}
+
+/// [`batch_interval`] for each of `percentiles` (those below 100), at [`LEVEL`]; `None` for an
+/// empty run.
+pub fn batch_set(
+    whole: &Histogram<u64>,
+    censored: &Histogram<u64>,
+    intervals: &[Histogram<u64>],
+    percentiles: &[f64],
+    key: impl Fn(f64) -> String,
+) -> Option<BatchSet> {
+    let set: BTreeMap<String, BatchCi> = percentiles
+        .iter()
+        .filter_map(|&p| {
+            Some((
+                key(p),
+                batch_interval(whole, censored, intervals, p, LEVEL)?,
+            ))
+        })
+        .collect();
+    (!set.is_empty()).then_some(BatchSet {
+        level: LEVEL,
+        intervals: intervals.len() as u64,
+        percentiles: set,
+    })
 }
 
 /// The batch-means interval at `level` for percentile `p` (0 < p < 100) of `whole`, whose

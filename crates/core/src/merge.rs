@@ -163,7 +163,9 @@ fn combine(
         statuses: status_codes(inputs),
         // Summed label by label.
         targets: targets(inputs, held)?,
-    })
+    }
+    // Recomputed: the response percentiles' batch-means intervals, from the merged timeline.
+    .with_batch_intervals())
 }
 
 /// What was asked for, field by field. Most fields are part of the plan (see [`plan_key`]):

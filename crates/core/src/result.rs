@@ -353,6 +353,11 @@ pub struct HistogramSummary {
     /// summaries, which carry no histogram to compute one from).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub ci: Option<CiSet>,
+    /// An interval for each percentile that allows for dependence between requests (batch
+    /// means over the run's intervals, see [`crate::batches`]), or why the run cannot support
+    /// one. Only on a run's response times, where its timeline is known.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub batch_ci: Option<crate::batches::BatchSet>,
     /// Percentiles with fewer than ten samples beyond them: not meaningful at this run size.
     #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
     pub thin: BTreeMap<String, Thin>,
@@ -382,6 +387,7 @@ impl HistogramSummary {
                 .map(|(p, _)| percentile_key(*p))
                 .collect(),
             ci,
+            batch_ci: None,
             thin,
             hdr: encode_base64(h),
         }
@@ -824,7 +830,34 @@ impl RunResult {
             statuses: m.statuses.clone(),
             targets: Vec::new(),
         }
+        .with_batch_intervals()
     }
+
+    /// The response percentiles' batch-means intervals, from the document's own timeline (the
+    /// intervals after any warm-up trim), replacing any it had.
+    pub fn with_batch_intervals(mut self) -> RunResult {
+        self.histograms.response.batch_ci = batch_set_of(&self);
+        self
+    }
+}
+
+/// See [`RunResult::with_batch_intervals`]; `None` when the document carries no histograms
+/// (an imported summary) or an interval's cannot be read.
+fn batch_set_of(r: &RunResult) -> Option<crate::batches::BatchSet> {
+    let whole = decode_base64(&r.histograms.response.hdr).ok()?;
+    let censored = match &r.histograms.censored {
+        Some(c) => decode_base64(&c.hdr).ok()?,
+        None => crate::record::new_histogram(),
+    };
+    let from = r.statistics.warmup.map_or(0, |w| w.until_ns);
+    let intervals = r
+        .intervals
+        .iter()
+        .filter(|i| i.start_ns >= from)
+        .map(|i| decode_base64(&i.response_hdr))
+        .collect::<Result<Vec<_>, _>>()
+        .ok()?;
+    crate::batches::batch_set(&whole, &censored, &intervals, &PERCENTILES, percentile_key)
 }
 
 /// A warm-up to leave out of the summary histograms (`--warmup auto|D`).
@@ -863,7 +896,7 @@ impl RunResult {
             until_ns: nanos(trimmed.until),
             requests: trimmed.requests,
         });
-        result
+        result.with_batch_intervals()
     }
 }
 

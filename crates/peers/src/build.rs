@@ -237,6 +237,7 @@ impl Latency {
             lower_bounds: Vec::new(),
             // No histogram, so no interval: only the tool's own printed values.
             ci: None,
+            batch_ci: None,
             thin: Default::default(),
             hdr: String::new(),
         }

@@ -59,12 +59,36 @@ fn confidence(h: &HistogramSummary) -> String {
         .map(|&p| format!("p{p} {}", with_interval(h, p)))
         .collect();
     let _ = writeln!(out, "  {}", cells.join("   "));
+    out.push_str(&batch_intervals(h));
     for &p in &PERCENTILES {
         if let Some(t) = h.thin_at(p) {
             let _ = writeln!(out, "  {}", thin_warning(p, t));
         }
     }
     out
+}
+
+/// The response percentiles with the intervals that allow for dependence between requests, or
+/// the run's word that it holds too few independent stretches for one.
+fn batch_intervals(h: &HistogramSummary) -> String {
+    let Some(set) = &h.batch_ci else {
+        return String::new();
+    };
+    let cells: Vec<String> = PERCENTILES
+        .iter()
+        .filter_map(|&p| {
+            let b = set
+                .percentiles
+                .get(&sojourn_core::result::percentile_key(p))?;
+            Some(format!("p{p} {} {}", cell(h, p), b.text()))
+        })
+        .collect();
+    format!(
+        "response with {:.0}% intervals from the run's {} intervals (batch means; they allow for requests that move together, see docs/statistics.md):\n  {}\n",
+        set.level * 100.0,
+        set.intervals,
+        cells.join("   ")
+    )
 }
 
 /// "p99.99: 1 sample above — not meaningful; run ≥ 100k requests". Samples come whole.

@@ -268,3 +268,45 @@ fn batch_means_intervals_cover_where_they_are_given_and_say_when_they_cannot() {
         );
     }
 }
+
+/// The result document carries the batch intervals: a 60 s run at ρ = 0.9 gives one for p50 no
+/// narrower than the order statistics' and says its p99 rests on too few independent stretches.
+#[test]
+fn a_run_result_carries_its_batch_intervals_and_says_when_it_has_none() {
+    let case = mm1(0.9, 60, 1);
+    let mut parts = case.scenario.clone();
+    parts.seed = 2_007;
+    let schedule = Schedule::new(
+        Arrival::Poisson { seed: 2_007 },
+        Rate::per_second(100.0).unwrap(),
+        End::After(Duration::from_secs(60)),
+    )
+    .unwrap();
+    let plan = Plan::new(Client::Open {
+        schedule,
+        connections: 100_000,
+        threads: 1,
+    });
+    let (result, _) = sojourn_sim::run(&Scenario::new(parts).unwrap(), &plan, "mm1");
+    let response = &result.histograms.response;
+    let set = response.batch_ci.as_ref().expect("batch intervals");
+    assert!(set.intervals >= 60, "{set:?}");
+    let p50 = set.percentiles["50"]
+        .ci()
+        .unwrap_or_else(|| panic!("an interval at p50: {set:?}"));
+    let floor = response.ci_at(50.0).unwrap();
+    assert!(
+        p50.lo <= floor.lo && p50.hi >= floor.hi,
+        "{p50:?} vs {floor:?}"
+    );
+    assert!(
+        p50.hi - p50.lo > floor.hi - floor.lo,
+        "wider than the floor under queueing"
+    );
+    let p99 = set.percentiles["99"];
+    assert_eq!(p99.ci(), None, "{p99:?}");
+    assert!(p99.stretches < 10, "{p99:?}");
+    let back: sojourn_core::RunResult =
+        serde_json::from_str(&serde_json::to_string(&result).unwrap()).unwrap();
+    assert_eq!(back.histograms.response.batch_ci, response.batch_ci);
+}
