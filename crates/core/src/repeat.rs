@@ -210,7 +210,8 @@ fn summary_interval(runs: &[Repetition], pick: Pick, p: f64) -> Option<BetweenRu
 
 /// The seed of repetition `k` (from 0): the given seed for the first, then a SplitMix64 step
 /// of it and `k` for the rest, so neighbouring seeds give unrelated streams and the same first
-/// seed always gives the same repetitions.
+/// seed always gives the same repetitions. Kept below 2^63, the largest seed a flag or a
+/// scenario file takes, so every repetition can be rerun alone with its own seed.
 pub fn repetition_seed(first: u64, k: u32) -> u64 {
     if k == 0 {
         return first;
@@ -218,7 +219,7 @@ pub fn repetition_seed(first: u64, k: u32) -> u64 {
     let mut z = first.wrapping_add(u64::from(k).wrapping_mul(0x9e37_79b9_7f4a_7c15));
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    (z ^ (z >> 31)) >> 1
 }
 
 #[cfg(test)]
@@ -259,6 +260,7 @@ mod tests {
         let seeds: std::collections::BTreeSet<u64> =
             (0..100).map(|k| repetition_seed(7, k)).collect();
         assert_eq!(seeds.len(), 100);
+        assert!(seeds.iter().all(|&s| s <= i64::MAX as u64));
         assert_eq!(repetition_seed(7, 3), repetition_seed(7, 3));
     }
 }

@@ -69,8 +69,9 @@ pub fn repeated(runs: Vec<Repeated>, asked: u32, pause_ns: u64) -> Result<RunRes
         histograms,
         // Laid end to end: see `end_to_end`.
         intervals,
-        // The worst generator verdict, every repetition's notes marked with it.
-        checks: checks(&inputs),
+        // The worst generator verdict; a note every repetition made once, the rest marked
+        // with their repetition.
+        checks: notes_once(checks(&inputs), &inputs),
         elapsed_ns,
         // Any: a repetition stopped early stopped the rest.
         interrupted: inputs.iter().any(|i| i.result.interrupted),
@@ -96,6 +97,24 @@ pub fn repeated(runs: Vec<Repeated>, asked: u32, pause_ns: u64) -> Result<RunRes
         targets: targets(&inputs, &BTreeMap::new())?,
         repetitions: Some(Repetitions::of(summaries, asked, pause_ns)),
     })
+}
+
+/// Notes that every repetition made alike (the same model, the same machine) listed once,
+/// unmarked, before the rest.
+fn notes_once(mut c: crate::check::Checks, inputs: &[Input]) -> crate::check::Checks {
+    let everyone = |note: &String| inputs.iter().all(|i| i.result.checks.notes.contains(note));
+    let shared: Vec<String> = inputs[0]
+        .result
+        .checks
+        .notes
+        .iter()
+        .filter(|n| everyone(n))
+        .cloned()
+        .collect();
+    let marked_shared = |n: &String| shared.iter().any(|s| n.ends_with(&format!(": {s}")));
+    c.notes.retain(|n| !marked_shared(n));
+    c.notes.splice(0..0, shared);
+    c
 }
 
 /// A repetition's own summary: all of it but the timeline and statistics.
