@@ -261,4 +261,49 @@ mod tests {
         assert!(doc.interrupted);
         assert_eq!(doc.counts.scheduled, 2 * 2001);
     }
+
+    /// The repetitions' p99s are 13, 15 and 17 ms: the merged run's p99 is 17 ms with a
+    /// narrow order-statistics interval, while the runs' own estimates average 15 ms and
+    /// spread ±5 ms between them.
+    #[test]
+    fn a_gate_on_a_repeated_run_judges_the_between_run_interval() {
+        use crate::gate::{evaluate, Objective, Verdict};
+        let doc = repeated(vec![run(1, false), run(3, false), run(5, false)], 3, 0).unwrap();
+        let single = RunResult {
+            repetitions: None,
+            ..doc.clone()
+        };
+        let judge = |r: &RunResult, text: &str| {
+            let o: Objective = text.parse().unwrap();
+            evaluate(r, &[o]).unwrap().remove(0)
+        };
+        // Below the merged p99: one run's interval calls it a significant breach; the runs
+        // themselves average under the limit, but not by enough to say so.
+        let one = judge(&single, "p99<16ms");
+        assert_eq!(
+            one.verdict,
+            Verdict::Breached { significant: true },
+            "{one:?}"
+        );
+        let between = judge(&doc, "p99<16ms");
+        assert_eq!(
+            between.verdict,
+            Verdict::Met { significant: false },
+            "{between:?}"
+        );
+        assert_eq!(between.between_runs, Some(3));
+        let e = between.estimate.unwrap();
+        assert!((e.value - 15_000_000.0).abs() < 100_000.0, "{e:?}");
+        // Above it: met either way, but only one run's interval would call it significant.
+        let one = judge(&single, "p99<19ms");
+        assert_eq!(one.verdict, Verdict::Met { significant: true }, "{one:?}");
+        let between = judge(&doc, "p99<19ms");
+        assert_eq!(
+            between.verdict,
+            Verdict::Met { significant: false },
+            "{between:?}"
+        );
+        // A stage, an error budget: judged as for any run.
+        assert_eq!(judge(&doc, "errors<50%").between_runs, None);
+    }
 }
