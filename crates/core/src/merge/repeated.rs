@@ -306,4 +306,41 @@ mod tests {
         // A stage, an error budget: judged as for any run.
         assert_eq!(judge(&doc, "errors<50%").between_runs, None);
     }
+
+    /// A's runs answer in 1, 3, 5 ms (+ i mod 13); B's in 2, 4, 6. Merged, B is 1 ms slower
+    /// over 6,000 requests, which a bootstrap of the merged runs calls significant; but the
+    /// runs themselves differ by ±2 ms, so Welch's t on the runs' estimates cannot tell.
+    #[test]
+    fn diff_of_repeated_runs_compares_the_runs_estimates() {
+        use crate::diff::{diff, DiffOptions, DiffVerdict, Method};
+        let doc = |bases: [u64; 3]| {
+            let runs = bases.iter().map(|&b| run(b, false)).collect();
+            repeated(runs, 3, 0).unwrap()
+        };
+        let (a, b) = (doc([1, 3, 5]), doc([2, 4, 6]));
+        let o = DiffOptions {
+            level: 0.95,
+            draws: 200,
+            seed: 1,
+        };
+        let p50 = |d: &crate::diff::Diff| d.percentiles[0].clone();
+        let strip = |r: &RunResult| RunResult {
+            repetitions: None,
+            ..r.clone()
+        };
+        let merged = diff(&strip(&a), &strip(&b), o);
+        assert_ne!(merged.method, Method::Repetitions);
+        assert_eq!(p50(&merged).verdict, DiffVerdict::Slower, "{merged:?}");
+        let d = diff(&a, &b, o);
+        assert_eq!(d.method, Method::Repetitions);
+        let at = p50(&d);
+        assert_eq!(at.verdict, DiffVerdict::NoDifference, "{at:?}");
+        assert!((at.delta - 1_000_000).abs() < 50_000, "{at:?}");
+        // Welch: se = √(4/3 + 4/3) ms, df = 4, t(0.975, 4) = 2.776: ±4.53 ms.
+        let (lo, hi) = at.interval.unwrap();
+        assert!(((hi - lo) as f64 / 2.0 - 4.53e6).abs() < 0.05e6, "{at:?}");
+        // Runs 10 ms apart are told apart.
+        let far = diff(&a, &doc([11, 13, 15]), o);
+        assert_eq!(p50(&far).verdict, DiffVerdict::Slower, "{far:?}");
+    }
 }
