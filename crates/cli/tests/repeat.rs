@@ -56,6 +56,16 @@ fn sim_repeat_5_keeps_five_runs_with_their_own_seeds_and_an_interval_between_the
     assert!(shown.contains("between runs, 95%"), "{shown}");
     let doc = read_result(&json);
     assert_nothing_lost(&doc);
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../../schema/result.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&written)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
     let reps = doc.repetitions.as_ref().expect("a repetitions section");
     assert_eq!(reps.runs.len(), 5);
     // Fresh seeds for both the arrivals and the scenario; the first are the ones given.
@@ -63,7 +73,11 @@ fn sim_repeat_5_keeps_five_runs_with_their_own_seeds_and_an_interval_between_the
     assert_eq!(reps.runs[0].scenario_seed, Some(1));
     let arrivals: BTreeSet<_> = reps.runs.iter().map(|r| r.seed).collect();
     let scenarios: BTreeSet<_> = reps.runs.iter().map(|r| r.scenario_seed).collect();
-    assert_eq!((arrivals.len(), scenarios.len()), (5, 5), "{reps:?}");
+    assert_eq!(
+        (arrivals.len(), scenarios.len()),
+        (5, 5),
+        "{arrivals:?} {scenarios:?}"
+    );
     // The merged counts are the repetitions' sums.
     let sum =
         |f: fn(&sojourn_core::repeat::Repetition) -> u64| reps.runs.iter().map(f).sum::<u64>();
