@@ -186,11 +186,11 @@ pub struct RunArgs {
     /// Run N independent repetitions, each with a fresh arrival seed (--seed is the first's),
     /// and report each plus a between-run interval for every percentile. The document holds
     /// every repetition; its histograms are the repetitions merged.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = args::repetitions)]
     pub repeat: Option<u32>,
     /// With --repeat: the pause between two repetitions, for the target to settle.
     #[arg(long, value_name = "DURATION", value_parser = args::duration,
-          default_value = sojourn::defaults::REPEAT_PAUSE_TEXT, requires = "repeat")]
+          default_value = sojourn::defaults::REPEAT_PAUSE_TEXT)]
     pub repeat_pause: Duration,
 }
 

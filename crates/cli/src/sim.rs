@@ -86,7 +86,7 @@ pub struct SimArgs {
     /// Simulate N independent repetitions, each with fresh arrival and scenario seeds (the
     /// given ones are the first's), and report each plus a between-run interval for every
     /// percentile. In virtual time, so no pause between them.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = args::repetitions)]
     repeat: Option<u32>,
 }
 

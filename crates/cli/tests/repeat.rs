@@ -113,7 +113,10 @@ fn sim_repeat_1_has_no_between_run_interval_and_repeat_0_is_refused() {
     let out = mm1(&json, &["--repeat", "0"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--repeat: must be at least 1, got 0"), "{err}");
+    assert!(
+        err.contains("--repeat: expected a whole number from 1 to"),
+        "{err}"
+    );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 
