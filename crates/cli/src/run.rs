@@ -183,6 +183,15 @@ pub struct RunArgs {
     /// --slo and --junit: gate the run on service-level objectives (exit 4 when one fails).
     #[command(flatten)]
     pub gate: crate::gate::GateArgs,
+    /// Run N independent repetitions, each with a fresh arrival seed (--seed is the first's),
+    /// and report each plus a between-run interval for every percentile. The document holds
+    /// every repetition; its histograms are the repetitions merged.
+    #[arg(long, value_name = "N", value_parser = args::repetitions)]
+    pub repeat: Option<u32>,
+    /// With --repeat: the pause between two repetitions, for the target to settle.
+    #[arg(long, value_name = "DURATION", value_parser = args::duration,
+          default_value = sojourn::defaults::REPEAT_PAUSE_TEXT)]
+    pub repeat_pause: Duration,
 }
 
 /// How to reach an HTTP target: the flags `run`, `compare` and `sweep` share.
@@ -251,6 +260,8 @@ impl From<RunArgs> for sojourn::RunSettings {
             no_hiccup_meter: a.no_hiccup_meter,
             metrics_listen: a.metrics_listen,
             gate: a.gate.into(),
+            repeat: a.repeat,
+            repeat_pause: a.repeat_pause,
         }
     }
 }
@@ -272,7 +283,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let samples = sojourn::outputs::SampleThread::start(&v.outputs)?;
     let mut plan = v.plan();
     plan.samples = samples.as_ref().map(|s| s.sender());
-    let result = watched_run(&rt, &plan, transport, &v, metrics);
+    let result = match v.repeat {
+        None => watched_run(&rt, &plan, transport, &v, metrics),
+        Some(repeat) => sojourn::repeat::run_repeated(&rt, &plan, repeat, |k, plan| {
+            eprintln!("repetition {} of {}", k + 1, repeat.count);
+            watched_run(&rt, plan, transport.clone(), &v, None)
+        }),
+    };
     drop(plan);
     let written = samples.map(|s| s.finish()).transpose()?;
     let result = result?;

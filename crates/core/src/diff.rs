@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::confidence::quantile_difference;
 use crate::result::{decode_base64, percentile_key, HistogramSummary, RunResult};
 
+mod repeated;
+
 pub const DIFF_SCHEMA: &str = "sojourn.diff/1";
 
 /// The percentiles compared: the maximum has no interval (it is one sample).
@@ -127,6 +129,10 @@ pub enum Method {
     IidBootstrap,
     /// Summary-only imports: no interval at all.
     None,
+    /// Both runs were repeated (`--repeat N`): Welch's t on the repetitions' own estimates,
+    /// which are independent whatever the dependence inside a run. A and B are then each
+    /// side's mean estimate.
+    Repetitions,
 }
 
 /// The whole comparison, as `sojourn diff --json` writes it.
@@ -162,7 +168,13 @@ pub fn diff(a: &RunResult, b: &RunResult, o: DiffOptions) -> Diff {
     let (ha, hb) = (&a.histograms.response, &b.histograms.response);
     let blocks = BlockBootstrap::of(a).zip(BlockBootstrap::of(b));
     let decoded = ha.histogram().ok().zip(hb.histogram().ok());
+    let repeated = a
+        .repetitions
+        .as_ref()
+        .zip(b.repetitions.as_ref())
+        .filter(|(x, y)| x.between.is_some() && y.between.is_some());
     let method = match (&blocks, &decoded) {
+        _ if repeated.is_some() => Method::Repetitions,
         (Some(_), _) => Method::BlockBootstrap,
         (None, Some(_)) => Method::IidBootstrap,
         (None, None) => Method::None,
@@ -189,7 +201,14 @@ pub fn diff(a: &RunResult, b: &RunResult, o: DiffOptions) -> Diff {
                 interval: None,
                 verdict: DiffVerdict::NoInterval,
             };
+            let welch = repeated.and_then(|(x, y)| repeated::welch(x, y, p, o.level));
+            if let Some(w) = &welch {
+                d.a = w.a.round() as u64;
+                d.b = w.b.round() as u64;
+                d.delta = signed_difference(d.a, d.b);
+            }
             let interval = match (&replicates, &decoded) {
+                _ if welch.is_some() => welch.map(|w| (w.lo.round() as i64, w.hi.round() as i64)),
                 (Some((ra, rb)), _) => Some(percentile_interval(&ra[i], &rb[i], o.level)),
                 (None, Some((x, y))) => {
                     quantile_difference(x, y, p, o.level, o.draws, o.seed).map(|q| (q.lo, q.hi))

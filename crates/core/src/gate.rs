@@ -334,6 +334,9 @@ pub struct Judgement {
     /// `None` when there was nothing to measure.
     pub estimate: Option<Estimate>,
     pub verdict: Verdict,
+    /// A repeated run's whole-run percentile: judged on the between-run interval of this many
+    /// complete repetitions. `None`: judged on the run's own interval.
+    pub between_runs: Option<u32>,
 }
 
 /// Whether every objective was met: the gate's pass (exit 0) or fail (exit 4).
@@ -543,17 +546,29 @@ pub fn evaluate(result: &RunResult, objectives: &[Objective]) -> Result<Vec<Judg
                 (Some(i), Some(s)) => window::stage(result, s, i),
                 _ => window::whole(result),
             };
-            let (estimate, verdict) = window.judge(o.measure);
+            let repeated = match (index, o.measure, &result.repetitions) {
+                (None, Measure::Percentile(slo), Some(reps)) => repeated::judge(slo, reps),
+                _ => None,
+            };
+            let (estimate, verdict, between_runs) = match repeated {
+                Some((e, v, runs)) => (Some(e), v, Some(runs)),
+                None => {
+                    let (e, v) = window.judge(o.measure);
+                    (e, v, None)
+                }
+            };
             Ok(Judgement {
                 objective: o.clone(),
                 stage: index.zip(stages).map(|(i, s)| s[i].title(i)),
                 estimate,
                 verdict,
+                between_runs,
             })
         })
         .collect()
 }
 
+mod repeated;
 mod window;
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ pub mod merge;
 pub mod outcome;
 pub mod placement;
 pub mod record;
+pub mod repeat;
 pub mod result;
 pub mod schedule;
 pub mod shard;

@@ -35,6 +35,9 @@ use crate::result::{
 };
 use crate::shard::Shard;
 
+mod repeated;
+pub use repeated::{repeated, Repeated};
+
 /// One input: where it came from and what it holds.
 pub struct Input {
     pub source: String,
@@ -163,6 +166,8 @@ fn combine(
         statuses: status_codes(inputs),
         // Summed label by label.
         targets: targets(inputs, held)?,
+        // None: `--repeat` and `--shard` exclude each other, so no shard is a repeated run.
+        repetitions: None,
     }
     // Recomputed: the response percentiles' batch-means intervals, from the merged timeline.
     .with_batch_intervals())

@@ -725,6 +725,10 @@ pub struct RunResult {
     /// Many requests (`--targets`): one entry per label, in the targets file's order.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub targets: Vec<TargetResult>,
+    /// `--repeat N`: each repetition's own summary and the between-run interval of every
+    /// percentile. The histograms, counts and timeline above are the repetitions merged.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub repetitions: Option<crate::repeat::Repetitions>,
 }
 
 /// How much an imported result knows: every request, or only the tool's own summary.
@@ -829,6 +833,7 @@ impl RunResult {
             merged: None,
             statuses: m.statuses.clone(),
             targets: Vec::new(),
+            repetitions: None,
         }
         .with_batch_intervals()
     }

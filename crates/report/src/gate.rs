@@ -25,9 +25,13 @@ const HEADERS: [&str; 6] = [
 
 /// The six cells of one objective's row.
 fn cells(j: &Judgement) -> [String; 6] {
-    let (measured, interval) = match &j.estimate {
-        Some(e) => (e.value_text(), e.interval_text()),
-        None => ("-".into(), "-".into()),
+    let (measured, interval) = match (&j.estimate, j.between_runs) {
+        (Some(e), Some(n)) => (
+            format!("{} (mean of {n} runs)", e.value_text()),
+            format!("{} between runs", e.interval_text()),
+        ),
+        (Some(e), None) => (e.value_text(), e.interval_text()),
+        (None, _) => ("-".into(), "-".into()),
     };
     [
         j.objective.text.clone(),
@@ -101,6 +105,9 @@ fn detail(j: &Judgement) -> String {
             e.value_text(),
             e.interval_text()
         );
+        if let Some(n) = j.between_runs {
+            let _ = write!(text, " (the mean of {n} repetitions, between-run interval)");
+        }
     }
     match &j.verdict {
         Verdict::TooFew { reason } => {
@@ -224,6 +231,7 @@ mod tests {
                 exact: false,
             }),
             verdict,
+            between_runs: None,
         }
     }
 

@@ -470,6 +470,7 @@ fn summary_section(page: &mut String, views: &[RunView]) {
     }
     page.push_str("</tbody>\n</table>\n</section>\n");
     shard_section(page, views);
+    repetition_section(page, views);
 }
 
 /// Whether the summary shows row `name` for these runs: the status counts when any run counted
@@ -506,6 +507,23 @@ fn partial_warning(r: &RunResult) -> Option<String> {
         count(r.counts.not_measured),
         count(r.counts.scheduled)
     ))
+}
+
+/// Each repeated run's repetitions and between-run intervals.
+fn repetition_section(page: &mut String, views: &[RunView]) {
+    let tables: Vec<String> = views
+        .iter()
+        .map(|v| crate::repetitions::html(v.r()))
+        .filter(|t| !t.is_empty())
+        .collect();
+    if tables.is_empty() {
+        return;
+    }
+    page.push_str("<section id=\"repetitions\">\n<h2>Repetitions</h2>\n");
+    for t in tables {
+        page.push_str(&t);
+    }
+    page.push_str("<p class=\"muted\">Each repetition ran with seeds of its own; the summary above is all of them merged. The between-run interval is Student's t on the repetitions' estimates (the replication method): it holds whatever the dependence inside a run, since the runs are independent, and covers the mean of a run's estimate.</p>\n</section>\n");
 }
 
 /// Each merge's shards: index, status, the requests the plan gave it and those its result

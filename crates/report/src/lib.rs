@@ -29,6 +29,7 @@ pub mod load;
 pub mod openmetrics;
 pub mod output;
 mod plot;
+mod repetitions;
 pub mod samples;
 pub mod sweep_plot;
 pub mod text;

@@ -667,6 +667,7 @@ pub fn summary(r: &RunResult) -> String {
         let _ = writeln!(out);
     }
     out.push_str(&confidence(&h.response));
+    out.push_str(&crate::repetitions::text(r));
     out.push_str(&statistics(r));
     let _ = writeln!(out);
     let verdict = match r.checks.generator {

@@ -31,6 +31,12 @@ pub const TIMEOUT_TEXT: &str = "10s";
 pub const INTERVAL: Duration = Duration::from_secs(1);
 /// `INTERVAL` as the flag's help shows it.
 pub const INTERVAL_TEXT: &str = "1s";
+/// `run --repeat`: the pause between two repetitions, so that the target's queues and pools
+/// drain and the next repetition starts from the state the first did. (`sim` runs in virtual
+/// time and needs none.)
+pub const REPEAT_PAUSE: Duration = Duration::from_secs(1);
+/// `REPEAT_PAUSE` as the flag's help shows it.
+pub const REPEAT_PAUSE_TEXT: &str = "1s";
 /// How long the pacer may spin before a due time rather than sleep.
 pub const TIMER_SPIN: Duration = sojourn_engine::DEFAULT_MAX_SPIN;
 /// `TIMER_SPIN` as the flag's help shows it.
@@ -52,5 +58,6 @@ mod tests {
         assert_eq!(parse(INTERVAL_TEXT), INTERVAL);
         assert_eq!(parse(TIMER_SPIN_TEXT), TIMER_SPIN);
         assert_eq!(parse(SWEEP_TIMEOUT_TEXT), SWEEP_TIMEOUT);
+        assert_eq!(parse(REPEAT_PAUSE_TEXT), REPEAT_PAUSE);
     }
 }

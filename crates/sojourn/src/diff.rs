@@ -97,12 +97,20 @@ pub fn render(a: &DiffSettings, d: &Diff) -> String {
              it assumes independent requests, so under queueing it understates the uncertainty"
                 .into()
         }
+        (Method::Repetitions, _) => {
+            "Welch's t on the repetitions' own estimates (both runs were repeated; A and B are \
+             each side's mean estimate), which are independent whatever the dependence inside a run"
+                .into()
+        }
         _ => "none: a summary-only import carries no histogram".into(),
+    };
+    let draws = match d.method {
+        Method::Repetitions => String::new(),
+        _ => format!("; {} draws, seed {}", d.draws, d.seed),
     };
     let _ = writeln!(
         out,
-        "\nIntervals: {how}; {} draws, seed {}. Significant when the interval of B − A excludes zero.",
-        d.draws, d.seed
+        "\nIntervals: {how}{draws}. Significant when the interval of B − A excludes zero."
     );
     out
 }

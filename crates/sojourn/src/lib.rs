@@ -174,6 +174,11 @@ pub mod peer_run;
 /// A run described in a TOML plan file, applied onto [`RunSettings`].
 ///
 pub mod plan_file;
+/// `--repeat N`: independent repetitions of one run (or simulation) as one document, with a
+/// between-run interval for every percentile: [`repeat::simulate_repeated`],
+/// [`repeat::run_repeated`].
+///
+pub mod repeat;
 /// A built-in scenario by name, or a scenario file, with `NAME.PARAM=VALUE` overrides.
 ///
 pub mod scenario_arg;

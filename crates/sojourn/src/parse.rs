@@ -146,6 +146,15 @@ fn whole_value<T: TryFrom<u64>>(n: u64, min: u64, max: u64) -> Result<T, String>
     }
 }
 
+/// The most repetitions `--repeat` takes: far beyond any useful count (the interval narrows as
+/// 1/√N), so only a typo reaches it.
+pub const MAX_REPEAT: u64 = 10_000;
+
+/// A number of repetitions (`--repeat`), at least 1.
+pub fn repetitions(text: &str) -> Result<u32, String> {
+    whole(text, 1, MAX_REPEAT)
+}
+
 /// A number of requests, at least 1.
 pub fn requests(text: &str) -> Result<u64, String> {
     whole(text, 1, MAX_REQUESTS)

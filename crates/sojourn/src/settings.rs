@@ -104,6 +104,11 @@ pub struct RunSettings {
     pub metrics_listen: Option<std::net::SocketAddr>,
     /// --slo and --junit: gate the run on service-level objectives (exit 4 when one fails).
     pub gate: crate::gate::GateSettings,
+    /// Run N independent repetitions, each with seeds of its own, and report each plus a
+    /// between-run interval for every percentile. `None`: one run.
+    pub repeat: Option<u32>,
+    /// With --repeat: the pause between two repetitions.
+    pub repeat_pause: Duration,
 }
 
 impl RunSettings {
@@ -150,6 +155,8 @@ impl Default for RunSettings {
             no_hiccup_meter: false,
             metrics_listen: None,
             gate: Default::default(),
+            repeat: None,
+            repeat_pause: defaults::REPEAT_PAUSE,
         }
     }
 }

@@ -60,6 +60,10 @@ pub struct SimSettings {
     pub sweep: bool,
     /// With `sweep`: the rates and steps, as `sojourn sweep` takes them.
     pub sweep_flags: crate::sweep::SweepSettings,
+    /// Simulate N independent repetitions (the schedule's and the scenario's seeds fresh for
+    /// each after the first) and report each plus a between-run interval for every
+    /// percentile. `None`: one simulation.
+    pub repeat: Option<u32>,
 }
 
 /// Which client model meets the scenario (`--client`).
@@ -110,6 +114,7 @@ struct Validated {
     json: Option<PathBuf>,
     hgrm: Option<PathBuf>,
     hlog: Option<PathBuf>,
+    repeat: Option<u32>,
 }
 
 /// Simulates each client against the scenario and prints its summary, the side-by-side table
@@ -117,6 +122,9 @@ struct Validated {
 /// given `sweep`).
 pub fn run(args: SimSettings) -> anyhow::Result<()> {
     if args.sweep {
+        if args.repeat.is_some() {
+            return Err(bad_input!("--repeat: not with --sweep: a sweep's steps are runs of their own; repeat a single rate instead"));
+        }
         return run_sweep(args);
     }
     let f = &args.sweep_flags;
@@ -125,6 +133,7 @@ pub fn run(args: SimSettings) -> anyhow::Result<()> {
             "--rates: sweep flags (--rates, --from, --to, --steps) only apply with --sweep"
         ));
     }
+    crate::repeat::Repeat::check(args.repeat, Duration::ZERO)?;
     if f.search || !f.slo.is_empty() || f.settle.is_some() || f.report.is_some() {
         return Err(bad_input!(
             "--search: --search, --slo, --settle and --report only apply with --sweep"
@@ -133,10 +142,19 @@ pub fn run(args: SimSettings) -> anyhow::Result<()> {
     let v = validate(args)?;
     let mut runs = Vec::new();
     for (label, plan) in &v.plans {
-        let (result, sim) = sojourn_sim::run(&v.scenario, plan, label);
+        let (result, impact) = match v.repeat {
+            Some(n) => (
+                crate::repeat::simulate_repeated(&v.scenario, plan, label, n)?,
+                None,
+            ),
+            None => {
+                let (result, sim) = sojourn_sim::run(&v.scenario, plan, label);
+                (result, Some(sim.impact))
+            }
+        };
         print!("{}", sojourn_report::text::summary(&result));
         println!();
-        runs.push((*label, result, sim.impact));
+        runs.push((*label, result, impact));
     }
     if let [(a, ra, _), (b, rb, _)] = &runs[..] {
         println!("{a} vs {b}, simulated ({})", v.scenario);
@@ -148,7 +166,11 @@ pub fn run(args: SimSettings) -> anyhow::Result<()> {
         print!("{}", compare::table(&columns, Some(ratio)));
         println!();
     }
-    let impacts: Vec<(&str, &Impact)> = runs.iter().map(|(l, _, i)| (*l, i)).collect();
+    // Repetitions reseed the scenario, so each has stalls of its own: no one list to give.
+    let impacts: Vec<(&str, &Impact)> = runs
+        .iter()
+        .filter_map(|(l, _, i)| Some((*l, i.as_ref()?)))
+        .collect();
     print!("{}", stall_report(&impacts));
     let several = runs.len() > 1;
     for (label, result, _) in &runs {
@@ -254,6 +276,7 @@ fn validate(a: SimSettings) -> anyhow::Result<Validated> {
         json: a.json,
         hgrm: a.hgrm,
         hlog: a.hlog,
+        repeat: a.repeat,
     })
 }
 

@@ -67,6 +67,8 @@ pub struct RunSpec {
     pub warmup: Option<sojourn_core::result::WarmupRequest>,
     /// The objectives to gate on.
     pub gate: crate::gate::Gate,
+    /// `--repeat`: how many repetitions and the pause between them; `None` for one run.
+    pub repeat: Option<crate::repeat::Repeat>,
 }
 
 /// How the pacer waits, and whether the hiccup meters run.
@@ -115,6 +117,7 @@ impl RunSpec {
             strict: false,
             warmup: None,
             gate: Default::default(),
+            repeat: None,
         }
     }
 
@@ -201,6 +204,10 @@ pub fn validate(mut a: RunSettings) -> anyhow::Result<RunSpec> {
         ));
     }
     check_start(a.start_at, &load)?;
+    let repeat = crate::repeat::Repeat::check(a.repeat, a.repeat_pause)?;
+    if repeat.is_some() {
+        repeatable(&a, shard)?;
+    }
     let stages = match &load {
         Load::Open(s) | Load::Paced(s) => s.stages.as_ref().map(sojourn_core::Stages::configs),
         Load::Closed(_) => None,
@@ -236,7 +243,25 @@ pub fn validate(mut a: RunSettings) -> anyhow::Result<RunSpec> {
         strict: a.strict,
         warmup: a.warmup,
         gate,
+        repeat,
     })
+}
+
+/// `--repeat` beside flags that cannot repeat, each refused with the reason.
+fn repeatable(a: &RunSettings, shard: Shard) -> anyhow::Result<()> {
+    if !shard.is_whole() {
+        return Err(bad_input!("--repeat: not with --shard or --shard-from-env: a shard is one part of a plan that other processes run at the same time, so repeating one alone repeats no whole run; repeat the whole sharded run instead (one `sojourn merge` per repetition)"));
+    }
+    if a.start_at.is_some() {
+        return Err(bad_input!("--repeat: not with --start-at: every repetition after the first would start long after that instant; drop --start-at"));
+    }
+    if a.samples.is_some() {
+        return Err(bad_input!("--repeat: not with --samples: the repetitions' requests would share one file, each repetition's due offsets starting again from 0; drop --samples, or run the repetitions one by one"));
+    }
+    if a.metrics_listen.is_some() {
+        return Err(bad_input!("--repeat: not with --metrics-listen: the endpoint stops when a run ends, so it would serve the first repetition only; drop --metrics-listen"));
+    }
+    Ok(())
 }
 
 /// Flags that only mean something beside another, checked once the plan file (which may give
