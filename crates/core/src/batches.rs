@@ -30,7 +30,6 @@ use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
-use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use crate::confidence::{percentile_interval, value_at_rank, LEVEL};
 
@@ -142,7 +141,7 @@ pub fn batch_interval(
     let q = p / 100.0;
     let estimate = whole.value_at_quantile(q);
     let shares: Vec<Share> = intervals.iter().map(|h| Share::of(h, estimate)).collect();
-    let stretches = stretches(&shares, q);
+    let stretches = stretches(&shares, q).max(clusters(&shares));
     let too_few = BatchCi {
         lo: None,
         hi: None,
@@ -215,6 +214,23 @@ fn stretches(shares: &[Share], q: f64) -> u64 {
     count
 }
 
+/// The independent clusters of requests beyond the estimate, by the blocks estimator of the
+/// extremal index (Smith and Weissman 1994) with the intervals as blocks: θ = ln(1 − K/b) ÷
+/// (n/b · ln(1 − N/n)) for K of b intervals holding any of the N of n requests beyond, and
+/// θ·N clusters. 0 where it cannot tell (every interval holds some beyond).
+fn clusters(shares: &[Share]) -> u64 {
+    let used: Vec<&Share> = shares.iter().filter(|s| s.count > 0).collect();
+    let b = used.len() as f64;
+    let n: u64 = used.iter().map(|s| s.count).sum();
+    let beyond: u64 = used.iter().map(|s| s.count - s.at_or_below).sum();
+    let k = used.iter().filter(|s| s.count > s.at_or_below).count() as f64;
+    if beyond == 0 || k >= b || beyond >= n {
+        return 0;
+    }
+    let theta = (1.0 - k / b).ln() / (n as f64 / b * (1.0 - beyond as f64 / n as f64).ln());
+    (theta.clamp(0.0, 1.0) * beyond as f64).round() as u64
+}
+
 /// Each batch's fraction at or below the estimate: `batches` runs of consecutive intervals of
 /// equal length, the spare intervals left out at the start (where any warm-up lies). Batches
 /// without requests are left out.
@@ -247,9 +263,7 @@ fn half_width(fractions: &[f64], level: f64) -> Option<f64> {
     }
     let mean = fractions.iter().sum::<f64>() / b as f64;
     let var = fractions.iter().map(|f| (f - mean).powi(2)).sum::<f64>() / (b - 1) as f64;
-    let t = StudentsT::new(0.0, 1.0, (b - 1) as f64)
-        .ok()?
-        .inverse_cdf(0.5 + level / 2.0);
+    let t = crate::repeat::t_quantile(0.5 + level / 2.0, (b - 1) as f64);
     Some(t * (var / b as f64).sqrt())
 }
 
