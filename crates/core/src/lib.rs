@@ -16,6 +16,7 @@ pub mod placement;
 pub mod record;
 pub mod result;
 pub mod schedule;
+pub mod serial;
 pub mod shard;
 mod spill;
 pub mod stages;
