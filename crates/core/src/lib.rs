@@ -25,6 +25,7 @@ pub mod steady;
 pub mod sweep;
 pub mod targets;
 pub mod units;
+pub mod validity;
 pub mod verdict;
 
 pub use check::{Checks, GeneratorVerdict};

@@ -164,6 +164,30 @@ fn long_run_variance(e: &[f64], bandwidth: usize) -> f64 {
     gamma(0) + 2.0 * weighted
 }
 
+/// The largest difference between the mean before and the mean after a split of `series`,
+/// over splits that leave at least a tenth of the points on each side: how far the level
+/// moved, in the series' unit. KPSS says whether a series drifts; this says by how much (its
+/// partial sums are the same quantity, Sₜ = t(n − t)/n · (before − after)). 0 below 2 points.
+pub fn largest_shift(series: &[f64]) -> f64 {
+    let n = series.len();
+    if n < 2 {
+        return 0.0;
+    }
+    let edge = (n / 10).max(1);
+    let total: f64 = series.iter().sum();
+    let mut before = 0.0;
+    let mut largest = 0.0f64;
+    for (t, x) in series.iter().enumerate().take(n - edge) {
+        before += x;
+        let t = t + 1;
+        if t >= edge {
+            let shift = before / t as f64 - (total - before) / (n - t) as f64;
+            largest = largest.max(shift.abs());
+        }
+    }
+    largest
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,6 +304,20 @@ mod tests {
             0.0,
             "flat: nothing drifts"
         );
+    }
+
+    #[test]
+    fn the_largest_shift_is_the_step() {
+        // 10 points at 1, then 10 at 3: the split at the step sees the whole step, 2.
+        let mut step = vec![1.0; 10];
+        step.extend([3.0; 10]);
+        assert_eq!(largest_shift(&step), 2.0);
+        // A line 0 … 19: every split sees the same, half its length (at the middle,
+        // 14.5 − 4.5 = 10).
+        let ramp: Vec<f64> = (0..20).map(f64::from).collect();
+        assert_eq!(largest_shift(&ramp), 10.0);
+        assert_eq!(largest_shift(&[5.0; 30]), 0.0);
+        assert_eq!(largest_shift(&[5.0]), 0.0);
     }
 
     #[test]

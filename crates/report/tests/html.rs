@@ -315,13 +315,24 @@ fn loading_names_what_is_wrong() {
         matches!(newer, ReportError::Schema { .. }) && newer.to_string().contains("result/9"),
         "{newer}"
     );
-    let [s1, s2, s3] = READABLE_SCHEMAS;
+    let [s1, s2, s3, s4] = READABLE_SCHEMAS;
     assert!(
         newer
             .to_string()
-            .contains(&format!("reads {s1}, {s2} and {s3}")),
+            .contains(&format!("reads {s1}, {s2}, {s3} and {s4}")),
         "{newer}"
     );
+    // A version 3 document reads as one without a validity verdict.
+    let (open, _) = common::open_run();
+    let mut doc = serde_json::to_value(&open).unwrap();
+    doc["schema"] = s3.into();
+    doc["statistics"]
+        .as_object_mut()
+        .unwrap()
+        .remove("validity");
+    let old = load_result(&temp_file("v3.json", &doc.to_string())).unwrap();
+    assert_eq!(old.statistics.validity, None);
+    assert_eq!(old.counts, open.counts);
     // A version 2 document reads as one without statuses and targets.
     let (open, _) = common::open_run();
     let mut doc = serde_json::to_value(&open).unwrap();
