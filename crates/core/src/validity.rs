@@ -177,7 +177,8 @@ fn arrival_test(r: &RunResult) -> ValidityTest {
         return ValidityTest::not_applicable(NAME, "-", "no open-loop schedule to fit");
     }
     let Some(c) = &r.statistics.conformance else {
-        return ValidityTest::not_applicable(NAME, "-", "too few sends to fit (under 50 gaps)");
+        let why = "no send gaps to fit (a simulation records none; a run needs 50)";
+        return ValidityTest::not_applicable(NAME, "-", why);
     };
     if c.process != "poisson" {
         return send_lag_test(c);
