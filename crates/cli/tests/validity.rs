@@ -78,9 +78,17 @@ fn a_healthy_server_at_a_modest_rate_gives_a_valid_run() {
         &[&args[..], &["--interval", "250ms"]].concat(),
     );
     let all = text(&out);
-    assert_eq!(out.status.code(), Some(0), "--strict and valid: {all}");
     let v = verdict(&r);
     assert!(v.valid, "{v:#?}");
+    // A valid run adds nothing to --strict: it exits 3 only if the generator's own check
+    // failed (a loaded machine can make it late; that check has its own tests).
+    let conforms = r
+        .statistics
+        .conformance
+        .as_ref()
+        .is_some_and(|c| c.conforms);
+    let strict = if r.checks.passed() && conforms { 0 } else { 3 };
+    assert_eq!(out.status.code(), Some(strict), "{all}");
     for t in &v.tests {
         assert_eq!(
             t.outcome,

@@ -32,6 +32,7 @@ mod plot;
 pub mod samples;
 pub mod sweep_plot;
 pub mod text;
+mod validity_page;
 
 pub use board::tool_version;
 pub use error::ReportError;

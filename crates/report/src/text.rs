@@ -143,7 +143,7 @@ fn validity_line(t: &ValidityTest) -> String {
     }
 }
 
-fn validity_figures(t: &ValidityTest) -> String {
+pub(crate) fn validity_figures(t: &ValidityTest) -> String {
     let stat = t.statistic.unwrap_or(f64::NAN);
     let critical = t.critical_value.unwrap_or(f64::NAN);
     let p = t
