@@ -516,4 +516,47 @@ mod tests {
         }
         assert!(v.valid, "not applicable is not a failure");
     }
+
+    /// A perfect Poisson sender seen through a clock that ticks every `tick` mean gaps.
+    fn ticking(tick: f64) -> RunResult {
+        let mut rec = GapRecord::new();
+        let n = 1_000_000;
+        for i in 0..n {
+            let g = -(-((i as f64 + 0.5) / n as f64)).ln_1p();
+            rec.record((g / tick).round() * tick);
+        }
+        let mut r = sample_result();
+        r.statistics.conformance = conformance_of("poisson", &rec, Duration::from_millis(1), 0);
+        r
+    }
+
+    #[test]
+    fn a_deviation_must_matter_as_well_as_be_significant() {
+        // Ticks of 1% of a gap over a million gaps: A² is far past 3.857, but A² per gap is
+        // 5·10⁻⁵. Ticks of 10% of a gap change the load: 8.6·10⁻³ per gap.
+        let fine = arrival_test(&ticking(0.01));
+        assert!(fine.p_value.unwrap() < ALPHA, "{fine:?}");
+        assert_eq!(fine.outcome, TestOutcome::Pass, "{fine:?}");
+        assert!(fine.note.contains("too small"), "{fine:?}");
+        let coarse = arrival_test(&ticking(0.1));
+        assert_eq!(coarse.outcome, TestOutcome::Fail, "{coarse:?}");
+        assert!(coarse.effect.unwrap() > AD_TOLERANCE_PER_GAP, "{coarse:?}");
+        // A median that creeps up 2% over 200 intervals under 0.2% noise: KPSS sees it, and
+        // it passes; the same creep of 30% fails.
+        let creep = |total: f64| {
+            let series: Vec<f64> = noise(6, 200, 1e7, 2e4)
+                .iter()
+                .enumerate()
+                .map(|(i, x)| x + total * 1e7 * i as f64 / 200.0)
+                .collect();
+            validity_of(&with_timeline(sample_result(), &series))
+        };
+        let small = creep(0.02);
+        let p50 = test(&small, TestName::StationarityP50);
+        assert!(p50.statistic.unwrap() > KPSS_CRITICAL[2].1, "{p50:?}");
+        assert_eq!(p50.outcome, TestOutcome::Pass, "{p50:?}");
+        let large = creep(0.3);
+        let p50 = test(&large, TestName::StationarityP50);
+        assert_eq!(p50.outcome, TestOutcome::Fail, "{p50:?}");
+    }
 }
