@@ -109,7 +109,7 @@ pub struct Statistics {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub warmup: Option<WarmupTrim>,
     /// Whether the run's samples support its statistics (rate, arrival law, independence,
-    /// stationarity); absent in documents older than `sojourn.result/4` and in imports.
+    /// stationarity); absent in documents older than `sojourn.result/4`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub validity: Option<crate::validity::Validity>,
 }
