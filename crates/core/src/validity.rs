@@ -228,7 +228,10 @@ fn independence_test(p50: &[f64]) -> ValidityTest {
     const NAME: TestName = TestName::Independence;
     const METHOD: &str = "Spearman lag 1, per-interval p50";
     let Some(lag1) = spearman_lag(p50, 1) else {
-        let why = format!("fewer than {} settled intervals that vary", MIN_PAIRS + 1);
+        let why = match p50.len() > MIN_PAIRS {
+            true => "the per-interval p50 does not vary: nothing to correlate".to_string(),
+            false => format!("fewer than {} settled intervals", MIN_PAIRS + 1),
+        };
         return ValidityTest::not_applicable(NAME, METHOD, &why);
     };
     let thinned = thinning_lag(p50, ALPHA);
@@ -504,6 +507,17 @@ mod tests {
             test(&trimmed, TestName::StationarityP50).outcome,
             TestOutcome::Pass
         );
+    }
+
+    #[test]
+    fn a_flat_timeline_has_nothing_to_correlate() {
+        // A simulation's fixed service time: every interval's median is the same.
+        let v = validity_of(&with_timeline(sample_result(), &[1e7; 30]));
+        let t = test(&v, TestName::Independence);
+        assert_eq!(t.outcome, TestOutcome::NotApplicable, "{t:?}");
+        assert!(t.note.contains("does not vary"), "{t:?}");
+        let p50 = test(&v, TestName::StationarityP50);
+        assert_eq!((p50.outcome, p50.statistic), (TestOutcome::Pass, Some(0.0)));
     }
 
     #[test]
