@@ -15,10 +15,10 @@ pub struct Cli {
 
 /// The exit codes, for `--help` (crate::exit has them as constants).
 const EXIT_CODES: &str = "Exit codes: 0 success; 1 the run could not be carried out; 2 bad input \
-(the message names the flag); 3 --strict and the self-check failed; 4 --slo: an objective was \
-breached or had too few samples to judge; 5 merge: a shard is missing or cut short (not with \
---allow-partial); 6 the run was interrupted (Ctrl-C or SIGTERM) and wrote what it gathered. \
-6 wins over 3, and 3 over 4.";
+(the message names the flag); 3 --strict and the self-check failed or the run is not valid; \
+4 --slo: an objective was breached or had too few samples to judge; 5 merge: a shard is \
+missing or cut short (not with --allow-partial); 6 the run was interrupted (Ctrl-C or \
+SIGTERM) and wrote what it gathered. 6 wins over 3, and 3 over 4.";
 
 #[derive(Subcommand, Debug)]
 pub enum Command {

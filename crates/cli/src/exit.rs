@@ -5,12 +5,13 @@
 //! | 0    | success |
 //! | 1    | the run could not be carried out (I/O error, server vanished, …) |
 //! | 2    | bad input: a flag or file is wrong; the message names it |
-//! | 3    | `--strict` and a self-check failed (the generator fell behind) |
+//! | 3    | `--strict` and a self-check failed (the generator fell behind, the sends did not conform, or the run is not valid) |
 //! | 4    | `--slo`: an objective was breached, or had too few samples to judge |
 //! | 5    | `merge`: a shard is missing or cut short (not with `--allow-partial`) |
 //! | 6    | `run` was interrupted (Ctrl-C or SIGTERM): what it gathered is written all the same |
 //!
-//! When both 3 and 4 apply, 3 wins: a generator that fell behind measured itself, not the target.
+//! When both 3 and 4 apply, 3 wins: a generator that fell behind measured itself, not the target,
+//! and a run that is not valid cannot support a verdict on an objective.
 //! When both 4 and 5 apply, 5 wins: objectives judged on part of a plan say little about it.
 //! When 6 applies, it wins over 3 and 4 for the same reason: the checks and objectives were
 //! judged on a run cut short, not on the run that was asked for.

@@ -119,7 +119,7 @@ pub struct RunArgs {
     /// Request body read from a file.
     #[arg(long)]
     pub body_file: Option<PathBuf>,
-    /// Write the result document (JSON, schema sojourn.result/3) here.
+    /// Write the result document (JSON, schema sojourn.result/4) here.
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// Width of the timeline's intervals, and of the last interval the live panel and
@@ -129,8 +129,9 @@ pub struct RunArgs {
     /// A name for this run in reports.
     #[arg(long)]
     pub label: Option<String>,
-    /// Exit 3 if the self-check finds that the generator itself fell behind, or that the
-    /// sends did not follow the arrival process (conformance).
+    /// Exit 3 if the self-check finds that the generator itself fell behind, that the sends
+    /// did not follow the arrival process (conformance), or that the run is not valid (a test
+    /// of the validity verdict failed: rate, arrival law, independence or stationarity).
     #[arg(long)]
     pub strict: bool,
     /// Leave a warm-up out of the percentiles: `auto` finds it from the per-interval medians
@@ -306,15 +307,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             path.display()
         );
     }
-    let conforms = result
-        .statistics
-        .conformance
-        .as_ref()
-        .is_none_or(|c| c.conforms);
     let gate_passed = v.gate.check(&result)?;
     Ok(ExitCode::from(exit_code(
         result.interrupted,
-        v.strict && !(result.checks.passed() && conforms),
+        v.strict && !self_check_passed(&result),
         gate_passed,
     )))
 }
@@ -400,6 +396,16 @@ fn rate_text(rate: f64) -> String {
 /// The run's exit code once everything is written. A run cut short (6) says least about what
 /// was asked for, so it wins; then a generator that fell behind (3), which measured itself;
 /// then the objectives (4).
+/// What `--strict` asks of a run: the generator kept up, its sends conformed, and the validity
+/// verdict found nothing failed. A result without a verdict (none is made for imports) is
+/// judged on the first two.
+fn self_check_passed(result: &sojourn_core::RunResult) -> bool {
+    let s = &result.statistics;
+    let conforms = s.conformance.as_ref().is_none_or(|c| c.conforms);
+    let valid = s.validity.as_ref().is_none_or(|v| v.valid);
+    result.checks.passed() && conforms && valid
+}
+
 fn exit_code(interrupted: bool, check_failed: bool, gate_passed: bool) -> u8 {
     if interrupted {
         INTERRUPTED

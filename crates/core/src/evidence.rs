@@ -108,6 +108,10 @@ pub struct Statistics {
     /// Present when a warm-up was trimmed from the summary histograms.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub warmup: Option<WarmupTrim>,
+    /// Whether the run's samples support its statistics (rate, arrival law, independence,
+    /// stationarity); absent in documents older than `sojourn.result/4`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub validity: Option<crate::validity::Validity>,
 }
 
 /// Did the requests leave when the intended arrival process says they should?

@@ -18,6 +18,7 @@ pub mod record;
 pub mod repeat;
 pub mod result;
 pub mod schedule;
+pub mod serial;
 pub mod shard;
 mod spill;
 pub mod stages;
@@ -26,6 +27,7 @@ pub mod steady;
 pub mod sweep;
 pub mod targets;
 pub mod units;
+pub mod validity;
 pub mod verdict;
 
 pub use check::{Checks, GeneratorVerdict};

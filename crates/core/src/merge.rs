@@ -120,7 +120,7 @@ fn combine(
         .unwrap_or(0);
     let rate = rate(&config, elapsed_ns, &counts, &histograms);
     let statistics = statistics(inputs, &config, &intervals, &histograms, shards);
-    Ok(RunResult {
+    let mut merged = RunResult {
         // Recomputed: a merge is written in this build's schema.
         schema: SCHEMA.into(),
         // First by definition: the shards of one plan are runs of one tool; the first names it.
@@ -170,7 +170,9 @@ fn combine(
         repetitions: None,
     }
     // Recomputed: the response percentiles' batch-means intervals, from the merged timeline.
-    .with_batch_intervals())
+    .with_batch_intervals();
+    merged.statistics.validity = Some(crate::validity::validity_of(&merged));
+    Ok(merged)
 }
 
 /// What was asked for, field by field. Most fields are part of the plan (see [`plan_key`]):
@@ -700,6 +702,8 @@ fn statistics(
         steady_state: steady_state_of(&medians),
         // None: a shard's warm-up trim cut its own histograms; the merge has no trim of its own.
         warmup: None,
+        // Judged on the merged document once it is whole (see `merge`).
+        validity: None,
     }
 }
 

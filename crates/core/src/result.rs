@@ -21,11 +21,18 @@ use crate::units::nanos;
 /// skew), `merged`, `counts.not_measured` and `statistics.conformance.record`; a version 1
 /// document reads as one without them. Version 3 added `statuses`, `targets` (per label),
 /// `config.protocol`, `config.streams`, `config.targets` and the failure classes `reset` and
-/// `goaway`; a version 2 document reads as one without them.
-pub const SCHEMA: &str = "sojourn.result/3";
+/// `goaway`; a version 2 document reads as one without them. Version 4 added
+/// `statistics.validity` (the rate, arrival-law, independence and stationarity tests); a
+/// version 3 document reads as one without a verdict.
+pub const SCHEMA: &str = "sojourn.result/4";
 
 /// Every version this build reads.
-pub const READABLE_SCHEMAS: [&str; 3] = ["sojourn.result/1", "sojourn.result/2", SCHEMA];
+pub const READABLE_SCHEMAS: [&str; 4] = [
+    "sojourn.result/1",
+    "sojourn.result/2",
+    "sojourn.result/3",
+    SCHEMA,
+];
 
 /// The percentiles every summary carries.
 pub const PERCENTILES: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 100.0];
@@ -777,7 +784,7 @@ impl RunResult {
         let conformance = has_dispatch
             .then(|| run_conformance(m, &facts.config))
             .flatten();
-        RunResult {
+        let mut result = RunResult {
             schema: SCHEMA.into(),
             tool: Tool::sojourn(),
             label: facts.label,
@@ -827,6 +834,7 @@ impl RunResult {
                 steady_state: steady_state_of(&interval_medians(&m.intervals, m.interval)),
                 conformance,
                 warmup: None,
+                validity: None,
             },
             import: None,
             placement: None,
@@ -835,7 +843,9 @@ impl RunResult {
             targets: Vec::new(),
             repetitions: None,
         }
-        .with_batch_intervals()
+        .with_batch_intervals();
+        result.statistics.validity = Some(crate::validity::validity_of(&result));
+        result
     }
 
     /// The response percentiles' batch-means intervals, from the document's own timeline (the
@@ -901,6 +911,8 @@ impl RunResult {
             until_ns: nanos(trimmed.until),
             requests: trimmed.requests,
         });
+        // The serial tests start after the trim too.
+        result.statistics.validity = Some(crate::validity::validity_of(&result));
         result.with_batch_intervals()
     }
 }
@@ -1216,5 +1228,29 @@ pub(crate) mod tests {
         let back: RunResult = serde_json::from_value(doc).unwrap();
         assert!(back.statuses.is_empty() && back.targets.is_empty());
         assert_eq!(back.config.protocol, None);
+    }
+
+    #[test]
+    fn a_version_3_document_without_a_verdict_still_validates_and_reads() {
+        let mut doc = serde_json::to_value(sample_result()).unwrap();
+        assert_eq!(doc["schema"], SCHEMA);
+        assert!(doc["statistics"]["validity"]["valid"].is_boolean());
+        doc["schema"] = "sojourn.result/3".into();
+        doc["statistics"]
+            .as_object_mut()
+            .unwrap()
+            .remove("validity");
+        assert!(schema_validator().is_valid(&doc));
+        let back: RunResult = serde_json::from_value(doc).unwrap();
+        assert_eq!(back.statistics.validity, None);
+        assert!(READABLE_SCHEMAS.contains(&"sojourn.result/3"));
+    }
+
+    #[test]
+    fn the_schema_knows_the_verdicts_words() {
+        let mut doc = serde_json::to_value(sample_result()).unwrap();
+        assert!(schema_validator().is_valid(&doc));
+        doc["statistics"]["validity"]["tests"][0]["outcome"] = "maybe".into();
+        assert!(!schema_validator().is_valid(&doc), "an unknown outcome");
     }
 }

@@ -170,6 +170,8 @@ fn share_of_the_plan(result: &mut RunResult, m: &Measurements, plan: &Plan, sche
     result.rate.target = Some(schedule.rate.split(plan.shard.count as usize).get());
     let senders = plan.shard.slot(0, plan.worker_count()).1;
     result.statistics.conformance = sends_conformance(m, &result.config, senders as u32);
+    // The verdict reads the shard's own conformance.
+    result.statistics.validity = Some(sojourn_core::validity::validity_of(result));
 }
 
 /// The result's mode for a kind of load.

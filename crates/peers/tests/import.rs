@@ -916,3 +916,27 @@ fn wrong_file_counts_are_refused() {
     .to_string();
     assert!(m.contains("_stats.csv"), "{m}");
 }
+
+#[test]
+fn a_summary_import_is_judged_on_the_tools_own_counts() {
+    // vegeta's JSON report of 200 requests at 100/s over 2 s: the verdict's rate test reads
+    // the counts and rate the summary gave, not the empty recording the result starts from.
+    let mut c = ctx(Mode::Open);
+    c.config.rate = Some(100.0);
+    c.config.duration_ns = Some(2_000_000_000);
+    let files = [fixture("vegeta/hiccup.json")];
+    let r = import(PeerTool::Vegeta, &files, &c).unwrap();
+    assert_valid(&r);
+    let v = r.statistics.validity.as_ref().expect("judged");
+    let rate = v
+        .tests
+        .iter()
+        .find(|t| t.name == sojourn_core::validity::TestName::Rate)
+        .unwrap();
+    assert_eq!(
+        rate.outcome,
+        sojourn_core::validity::TestOutcome::Pass,
+        "{rate:?}"
+    );
+    assert!(rate.statistic.unwrap().abs() < 0.01, "{rate:?}");
+}

@@ -80,6 +80,7 @@ pub fn render_gated(
     crate::gate::html_section(&mut page, gates);
     crate::board::board_section(&mut page, &views);
     summary_section(&mut page, &views);
+    crate::validity_page::section(&mut page, &views);
     percentile_section(&mut page, &views);
     stage_section(&mut page, &views);
     target_section(&mut page, &views);
@@ -390,7 +391,7 @@ const STATUS_ROW: &str = "answers by HTTP status";
 const NOT_MEASURED_ROW: &str = "not measured (shards missing or cut short)";
 
 /// The summary's rows: what each run was asked, what it did, and its self-checks.
-pub(crate) const SUMMARY_ROWS: [(&str, Cell); 21] = [
+pub(crate) const SUMMARY_ROWS: [(&str, Cell); 22] = [
     ("tool", |r| escape(&crate::board::tool_version(&r.tool))),
     ("target rate", |r| {
         r.rate
@@ -436,6 +437,9 @@ pub(crate) const SUMMARY_ROWS: [(&str, Cell); 21] = [
     ("who held the rate back", held_back),
     ("arrivals vs the schedule", conformance),
     ("steady state", steady),
+    ("validity", |r| {
+        crate::validity_page::cell(r.statistics.validity.as_ref())
+    }),
 ];
 
 /// The rows the compact table (many runs) shows; the rest go to each run's folded details.

@@ -33,6 +33,7 @@ mod repetitions;
 pub mod samples;
 pub mod sweep_plot;
 pub mod text;
+mod validity_page;
 
 pub use board::tool_version;
 pub use error::ReportError;

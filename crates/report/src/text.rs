@@ -5,6 +5,7 @@ use sojourn_core::placement::{MergeInfo, ShardState};
 use sojourn_core::result::{
     Counts, HistogramSummary, RunConfig, RunResult, TargetResult, PERCENTILES,
 };
+use sojourn_core::validity::{TestName, TestOutcome, Validity, ValidityTest};
 use sojourn_core::{format_ns, GeneratorVerdict, Mode};
 
 /// Column headers for [`PERCENTILES`].
@@ -132,6 +133,81 @@ pub fn statistics(r: &RunResult) -> String {
         let _ = writeln!(out, "steady    {}", steady_line(ss, s.warmup.is_some()));
     }
     out
+}
+
+/// The validity verdict: a headline, then one line per test with its figures, its outcome and,
+/// when it failed, what that means.
+pub fn validity(v: &Validity) -> String {
+    let mut out = String::new();
+    let head = if v.valid {
+        "VALID: no test failed"
+    } else {
+        "NOT VALID: a test failed"
+    };
+    let _ = writeln!(
+        out,
+        "validity  {head} (each at 1%; independence and stationarity read the per-interval percentiles: the run keeps no per-request series)"
+    );
+    for t in &v.tests {
+        let _ = writeln!(out, "  {:<15} {}", t.name.label(), validity_line(t));
+    }
+    out
+}
+
+fn validity_line(t: &ValidityTest) -> String {
+    let outcome = match t.outcome {
+        TestOutcome::Pass => "pass",
+        TestOutcome::Fail => "FAIL",
+        TestOutcome::NotApplicable => return format!("n/a   {}", t.note),
+    };
+    let figures = validity_figures(t);
+    match t.note.is_empty() {
+        true => format!("{outcome:<5} {figures}"),
+        false => format!("{outcome:<5} {figures}: {}", t.note),
+    }
+}
+
+pub(crate) fn validity_figures(t: &ValidityTest) -> String {
+    let stat = t.statistic.unwrap_or(f64::NAN);
+    let critical = t.critical_value.unwrap_or(f64::NAN);
+    let p = t
+        .p_value
+        .map_or(String::new(), |p| format!(", p {}", p_text(p)));
+    match t.name {
+        TestName::Rate => format!(
+            "achieved {:+.1}% of the target (limit ±{:.0}%)",
+            100.0 * stat,
+            100.0 * critical
+        ),
+        TestName::ArrivalLaw if t.p_value.is_none() => format!(
+            "send lag p99 {} (limit {}, constant schedule)",
+            format_ns(stat as u64),
+            format_ns(critical as u64)
+        ),
+        TestName::ArrivalLaw => {
+            format!("Anderson–Darling A² = {stat:.2}{p} (1% critical {critical:.3})")
+        }
+        TestName::Independence => {
+            let lag = t
+                .thinning_lag
+                .map_or("no lag up to 512 passes".into(), |k| {
+                    format!("independent at lag {k}")
+                });
+            format!("Spearman lag 1 of per-interval p50 ρ = {stat:.2}{p}; {lag}")
+        }
+        TestName::StationarityP50 | TestName::StationarityP99 => format!(
+            "KPSS (level) η = {stat:.3} (1% critical {critical:.3}), level moved {:.0}%",
+            100.0 * t.effect.unwrap_or(0.0)
+        ),
+    }
+}
+
+fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "< 0.001".into()
+    } else {
+        format!("= {p:.3}")
+    }
 }
 
 fn conformance_line(c: &sojourn_core::evidence::Conformance) -> String {
@@ -669,6 +745,9 @@ pub fn summary(r: &RunResult) -> String {
     out.push_str(&confidence(&h.response));
     out.push_str(&crate::repetitions::text(r));
     out.push_str(&statistics(r));
+    if let Some(v) = &r.statistics.validity {
+        out.push_str(&validity(v));
+    }
     let _ = writeln!(out);
     let verdict = match r.checks.generator {
         GeneratorVerdict::Ok if r.checks.pool_bound => format!(

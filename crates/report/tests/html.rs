@@ -315,13 +315,24 @@ fn loading_names_what_is_wrong() {
         matches!(newer, ReportError::Schema { .. }) && newer.to_string().contains("result/9"),
         "{newer}"
     );
-    let [s1, s2, s3] = READABLE_SCHEMAS;
+    let [s1, s2, s3, s4] = READABLE_SCHEMAS;
     assert!(
         newer
             .to_string()
-            .contains(&format!("reads {s1}, {s2} and {s3}")),
+            .contains(&format!("reads {s1}, {s2}, {s3} and {s4}")),
         "{newer}"
     );
+    // A version 3 document reads as one without a validity verdict.
+    let (open, _) = common::open_run();
+    let mut doc = serde_json::to_value(&open).unwrap();
+    doc["schema"] = s3.into();
+    doc["statistics"]
+        .as_object_mut()
+        .unwrap()
+        .remove("validity");
+    let old = load_result(&temp_file("v3.json", &doc.to_string())).unwrap();
+    assert_eq!(old.statistics.validity, None);
+    assert_eq!(old.counts, open.counts);
     // A version 2 document reads as one without statuses and targets.
     let (open, _) = common::open_run();
     let mut doc = serde_json::to_value(&open).unwrap();
@@ -732,4 +743,45 @@ fn a_label_that_names_its_loop_is_not_said_twice() {
     let html = page(&[run(open_through_a_stall("open loop"))]);
     assert!(!html.contains("open loop (open loop)"));
     assert!(html.contains("open loop"));
+}
+
+#[test]
+fn the_validity_section_has_a_row_per_test_and_says_what_a_failure_means() {
+    use sojourn_core::validity::{TestName, TestOutcome};
+    let (mut open, _) = common::open_run();
+    let verdict = open
+        .statistics
+        .validity
+        .as_mut()
+        .expect("every run is judged");
+    // Make the rate test fail as an underloaded run's would.
+    let rate = verdict
+        .tests
+        .iter_mut()
+        .find(|t| t.name == TestName::Rate)
+        .unwrap();
+    rate.outcome = TestOutcome::Fail;
+    rate.statistic = Some(-0.25);
+    rate.note = "the load offered was not the load asked for".into();
+    verdict.valid = false;
+    let html = page(&[run(open.clone())]);
+    let section = html
+        .split("<section id=\"validity\">")
+        .nth(1)
+        .expect("a validity section")
+        .split("</section>")
+        .next()
+        .unwrap();
+    assert_eq!(section.matches("<tr><td>").count(), 5, "{section}");
+    assert!(section.contains("NOT VALID: rate"), "{section}");
+    assert!(
+        section.contains("<tr><td>rate</td><td><span class=\"bad\">FAIL</span></td><td>achieved -25.0% of the target (limit ±10%)</td><td>the load offered was not the load asked for</td></tr>"),
+        "{section}"
+    );
+    assert!(table_row(&html, "validity").contains("NOT VALID: rate"));
+    // A document older than the verdict shows no section and says n/a in the summary.
+    open.statistics.validity = None;
+    let old = page(&[run(open)]);
+    assert!(!old.contains("<section id=\"validity\">"));
+    assert!(table_row(&old, "validity").contains("n/a"));
 }

@@ -54,15 +54,15 @@ pub struct RunSettings {
     /// paced closed loop: each connection owns rate/N of the slots and sends at its next slot
     /// or when its answer arrives, whichever is later (hey -q, bombardier -r, fortio -qps).
     pub closed: bool,
-    /// Write the result document (JSON, schema sojourn.result/3) here.
+    /// Write the result document (JSON, schema sojourn.result/4) here.
     pub json: Option<PathBuf>,
     /// Width of the timeline's intervals, and of the last interval the live panel and
     /// --metrics-listen show.
     pub interval: Duration,
     /// A name for this run in reports.
     pub label: Option<String>,
-    /// Exit 3 if the self-check finds that the generator itself fell behind, or that the
-    /// sends did not follow the arrival process (conformance).
+    /// Exit 3 if the self-check finds that the generator itself fell behind, that the sends
+    /// did not follow the arrival process (conformance), or that the run is not valid.
     pub strict: bool,
     /// Leave a warm-up out of the percentiles: `auto` finds it from the per-interval medians
     /// (MSER), a duration (e.g. `5s`) trims exactly that, rounded up to a whole interval. The

@@ -61,7 +61,7 @@ pub struct RunSpec {
     pub outputs: Outputs,
     /// The run's label in every output.
     pub label: String,
-    /// Exit 3 when a self-check fails.
+    /// Exit 3 when a self-check fails or the run is not valid.
     pub strict: bool,
     /// The warm-up to trim.
     pub warmup: Option<sojourn_core::result::WarmupRequest>,
