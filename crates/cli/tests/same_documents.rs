@@ -124,6 +124,16 @@ const SHAPED_BY_DATA: &[(&[&str], &str)] = &[
         "intervals around measured percentiles: which bounds are open depends on the data",
     ),
     (
+        &["*.histograms.*.batch_ci"],
+        "batch-means intervals around measured percentiles: whether the run holds enough \
+         independent stretches for one depends on when the answers came",
+    ),
+    (
+        &["*.statistics.validity"],
+        "the validity verdict's tests on the measured rate, sends and timeline: each \
+         statistic, and whether it passes",
+    ),
+    (
         &["*.histograms.hiccup", "*.histograms.control_hiccup"],
         "the hiccup meters: how late a sleeping thread or process woke, and how often",
     ),
