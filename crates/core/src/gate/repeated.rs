@@ -1,5 +1,5 @@
 //! A whole-run percentile objective on a repeated run (`--repeat N`): judged on the between-run
-//! interval, the t-interval on the repetitions' own estimates, instead of one run's interval.
+//! interval (see [`crate::repeat`]) instead of one run's interval.
 //! The rule is the gate's own: significant only when the interval lies wholly on one side of
 //! the limit.
 use super::{against, too_few, Estimate, Unit, Verdict};
@@ -16,7 +16,7 @@ pub(super) fn judge(slo: Slo, reps: &Repetitions) -> Option<(Estimate, Verdict, 
     let limit = nanos(slo.limit) as f64;
     let e = Estimate {
         unit: Unit::Nanos,
-        value: b.mean,
+        value: b.estimate,
         lower_bound: b.lower_bound,
         lo: b.lo.max(0.0),
         hi: Some(b.hi),
