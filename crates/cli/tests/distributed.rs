@@ -1005,7 +1005,8 @@ fn a_stall_seen_by_all_shards_matches_the_simulation() {
     });
     assert_nothing_lost(&real);
     assert_eq!(real.counts.completed, real.counts.scheduled, "all answered");
-    // The merge gates like a run: the stall breaches p99 < 100 ms (exit 4), errors < 1% holds.
+    // The merge gates like a run: one stall is too few independent stretches to judge
+    // p99 < 100 ms (exit 4), and errors < 1% holds.
     let gated = merge(
         &files,
         &dir.join("gated.json"),
@@ -1013,10 +1014,9 @@ fn a_stall_seen_by_all_shards_matches_the_simulation() {
     );
     let table = String::from_utf8_lossy(&gated.stdout);
     assert_eq!(gated.status.code(), Some(4), "{table}");
-    assert!(
-        table.contains("BREACHED") && table.contains("errors<1%"),
-        "{table}"
-    );
+    let row = |o: &str| table.lines().find(|l| l.starts_with(o)).unwrap_or_default();
+    assert!(row("p99<100ms").contains("TOO FEW SAMPLES"), "{table}");
+    assert!(row("errors<1%").contains(" met "), "{table}");
 
     let senders = (n as usize * load.threads).to_string();
     let sim_json = dir.join("sim.json");

@@ -409,6 +409,58 @@ pub fn judge_percentile(
     (Some(e), against(limit, &e, false))
 }
 
+/// A percentile objective judged on the interval that allows for dependence between requests:
+/// batch means over `intervals`, the window's timeline (see [`crate::batches`]). Where the
+/// window holds too few independent stretches for one, there are too few samples to judge, on
+/// either side of the limit: the order statistics would call a verdict significant that the
+/// run cannot support. Their interval stays the floor, and decides alone only for p100.
+pub fn judge_percentile_over(
+    slo: Slo,
+    h: &Histogram<u64>,
+    censored: &Histogram<u64>,
+    intervals: &[Histogram<u64>],
+) -> (Option<Estimate>, Verdict) {
+    let (estimate, verdict) = judge_percentile(slo, h, censored);
+    let (Some(mut e), false) = (estimate, matches!(verdict, Verdict::TooFew { .. })) else {
+        return (estimate, verdict);
+    };
+    let Some(b) = crate::batches::batch_interval(h, censored, intervals, slo.percentile, LEVEL)
+    else {
+        return (Some(e), verdict);
+    };
+    let Some(ci) = b.ci() else {
+        return (
+            Some(e),
+            too_few(few_stretches_reason(slo.percentile, b.stretches)),
+        );
+    };
+    e.lo = ci.lo as f64;
+    e.hi = (!ci.hi_open).then_some(ci.hi as f64);
+    e.hi_reached = ci.hi_open.then_some(ci.hi as f64);
+    let limit = nanos(slo.limit) as f64;
+    if e.value < limit && ci.hi_open {
+        let floor_open =
+            percentile_interval(h, censored, slo.percentile, LEVEL).is_some_and(|f| f.hi_open);
+        let reason = match floor_open {
+            true => open_end_reason(slo.percentile, h, censored),
+            false => format!(
+                "the run's batches spread so far that p{}'s upper end lies beyond the largest value recorded; run longer, with a finer --interval, or with --repeat",
+                slo.percentile
+            ),
+        };
+        return (Some(e), too_few(reason));
+    }
+    (Some(e), against(limit, &e, false))
+}
+
+/// Why a run cannot support a batch-means interval, and what would.
+fn few_stretches_reason(p: f64, stretches: u64) -> String {
+    format!(
+        "too few independent stretches: {stretches} put requests beyond p{p}, and an interval that allows for requests that move together needs {}; run longer, with a finer --interval, or with --repeat",
+        crate::batches::MIN_STRETCHES
+    )
+}
+
 /// Why a percentile's upper end is open: too few requests beyond it, or unanswered ones.
 fn open_end_reason(p: f64, h: &Histogram<u64>, censored: &Histogram<u64>) -> String {
     let n = h.len();

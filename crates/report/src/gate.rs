@@ -27,7 +27,7 @@ const HEADERS: [&str; 6] = [
 fn cells(j: &Judgement) -> [String; 6] {
     let (measured, interval) = match (&j.estimate, j.between_runs) {
         (Some(e), Some(n)) => (
-            format!("{} (mean of {n} runs)", e.value_text()),
+            format!("{} ({n} runs pooled)", e.value_text()),
             format!("{} between runs", e.interval_text()),
         ),
         (Some(e), None) => (e.value_text(), e.interval_text()),
@@ -106,7 +106,7 @@ fn detail(j: &Judgement) -> String {
             e.interval_text()
         );
         if let Some(n) = j.between_runs {
-            let _ = write!(text, " (the mean of {n} repetitions, between-run interval)");
+            let _ = write!(text, " (the {n} repetitions pooled, between-run interval)");
         }
     }
     match &j.verdict {

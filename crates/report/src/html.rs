@@ -527,7 +527,7 @@ fn repetition_section(page: &mut String, views: &[RunView]) {
     for t in tables {
         page.push_str(&t);
     }
-    page.push_str("<p class=\"muted\">Each repetition ran with seeds of its own; the summary above is all of them merged. The between-run interval is Student's t on the repetitions' estimates (the replication method): it holds whatever the dependence inside a run, since the runs are independent, and covers the mean of a run's estimate.</p>\n</section>\n");
+    page.push_str("<p class=\"muted\">Each repetition ran with seeds of its own; the summary above is all of them merged. The between-run interval reads each percentile through the repetitions pooled, with Student's t on each run's fraction of requests at or below the pooled estimate (the replication method): it holds whatever the dependence inside a run, since the runs are independent.</p>\n</section>\n");
 }
 
 /// Each merge's shards: index, status, the requests the plan gave it and those its result

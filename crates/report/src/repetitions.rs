@@ -94,7 +94,7 @@ fn between_text(reps: &Repetitions) -> String {
     };
     let _ = writeln!(
         out,
-        "between runs, {:.0}% (Student t on {} repetitions' estimates; it covers the mean of a run's estimate, see docs/statistics.md):",
+        "between runs, {:.0}% ({} repetitions pooled; Student's t on each run's fraction at or below the pooled estimate, see docs/statistics.md):",
         b.level * 100.0,
         b.runs
     );
@@ -163,7 +163,7 @@ fn between_html(reps: &Repetitions) -> String {
         return "<p>No between-run interval: fewer than two complete repetitions.</p>".into();
     };
     let mut page = format!(
-        "<p>Between runs, {:.0}% (Student t on {} repetitions' estimates of each percentile).</p>\
+        "<p>Between runs, {:.0}% ({} repetitions pooled; Student's t on each run's fraction at or below the pooled estimate).</p>\
          <table class=\"between\"><tr><th></th><th>response</th><th>service</th><th>send lag</th></tr>",
         b.level * 100.0,
         b.runs

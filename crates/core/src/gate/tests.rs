@@ -579,3 +579,27 @@ fn shares_print_with_enough_digits() {
         assert_eq!(format_share(share), text);
     }
 }
+
+/// One stall in a minute: the order statistics call p99 < 100 ms a significant breach and
+/// p99 < 900 ms significantly met, since thousands of requests make their interval narrow; the
+/// batch means see one episode beyond p99, too few to judge either.
+#[test]
+fn one_stall_is_significant_to_the_order_statistics_and_too_few_stretches_to_the_batches() {
+    let (whole, intervals) = crate::batches::tests::one_stall();
+    let none = empty();
+    let (_, old) = judge_percentile(slo(99.0, 100), &whole, &none);
+    assert_eq!(old, breached(true));
+    let (_, old) = judge_percentile(slo(99.0, 900), &whole, &none);
+    assert_eq!(old, met(true));
+    for limit in [100, 900] {
+        let (e, new) = judge_percentile_over(slo(99.0, limit), &whole, &none, &intervals);
+        let Verdict::TooFew { reason } = &new else {
+            panic!("p99<{limit}ms: {new:?}");
+        };
+        assert!(
+            reason.starts_with("too few independent stretches: 3 put requests beyond p99"),
+            "{reason}"
+        );
+        assert!(e.is_some(), "the measured value is still shown");
+    }
+}

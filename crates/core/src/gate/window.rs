@@ -1,6 +1,7 @@
 //! The requests an objective is judged on: the whole run, or the intervals of one stage.
 use hdrhistogram::Histogram;
 
+use super::judge_percentile_over;
 use super::{decoded, empty, judge_errors, judge_percentile, judge_rate, too_few, Arrivals};
 use super::{Estimate, Measure, Verdict};
 use crate::result::{RunResult, StageConfig};
@@ -11,6 +12,10 @@ pub(super) struct Window {
     response: Option<Histogram<u64>>,
     /// The values in `response` that are only lower bounds.
     censored: Histogram<u64>,
+    /// The response times of each interval of the window's timeline, in time order; `None`
+    /// when the result carries none to read (a percentile is then judged on the order
+    /// statistics alone).
+    timeline: Option<Vec<Histogram<u64>>>,
     completed: u64,
     failed: u64,
     /// The count the window was due to send and how it was drawn, or why there is none.
@@ -27,7 +32,10 @@ impl Window {
         let answered = self.completed.saturating_add(self.failed);
         match measure {
             Measure::Percentile(slo) => match &self.response {
-                Some(h) => judge_percentile(slo, h, &self.censored),
+                Some(h) => match &self.timeline {
+                    Some(t) => judge_percentile_over(slo, h, &self.censored, t),
+                    None => judge_percentile(slo, h, &self.censored),
+                },
                 None => (None, too_few("the result carries no response histogram (an imported summary), so no percentile interval")),
             },
             Measure::Errors { below } => judge_errors(below, self.failed, answered),
@@ -47,9 +55,19 @@ pub(super) fn whole(r: &RunResult) -> Window {
         Some(_) => Ok((r.counts.scheduled as f64, Arrivals::Exact)),
         None => Err("an unpaced closed loop has no schedule to keep; a rate objective needs a run with --rate".into()),
     };
+    // The summary histograms leave out any warm-up trim; so does the timeline they are judged on.
+    let from = r.statistics.warmup.map_or(0, |w| w.until_ns);
+    let timeline = r
+        .intervals
+        .iter()
+        .filter(|i| i.start_ns >= from)
+        .map(|i| decoded(&i.response_hdr))
+        .collect::<Option<Vec<_>>>()
+        .filter(|t| !t.is_empty());
     Window {
         response: decoded(&r.histograms.response.hdr),
         censored: censored.unwrap_or_else(empty),
+        timeline,
         completed: r.counts.completed,
         failed: r.counts.failed.total(),
         schedule,
@@ -65,6 +83,7 @@ pub(super) fn stage(r: &RunResult, stages: &[StageConfig], i: usize) -> Window {
     let mut w = Window {
         response: Some(empty()),
         censored: empty(),
+        timeline: Some(Vec::new()),
         completed: 0,
         failed: 0,
         schedule: Ok((expected(r, s), arrivals(r))),
@@ -81,7 +100,12 @@ pub(super) fn stage(r: &RunResult, stages: &[StageConfig], i: usize) -> Window {
     for interval in slices.get(i).map_or(&[][..], |s| &s.intervals[..]) {
         let h = decoded(&interval.response_hdr);
         match (&mut w.response, h) {
-            (Some(all), Some(h)) => add(all, &h),
+            (Some(all), Some(h)) => {
+                add(all, &h);
+                if let Some(t) = &mut w.timeline {
+                    t.push(h);
+                }
+            }
             _ => w.response = None,
         }
         w.completed += interval.completed;

@@ -241,7 +241,10 @@ mod tests {
         let at = |q: f64| crate::confidence::value_at_rank(&pooled, (q * n) as u64) as f64;
         let half = crate::repeat::t_quantile(0.975, 2.0) * (2.0 / 13.0) / 3f64.sqrt();
         assert!((half - 0.382).abs() < 1e-3, "{half}");
-        assert!(p50.lo <= at(0.5 - half) && p50.hi >= at(0.5 + half) - 1e4, "{p50:?}");
+        assert!(
+            p50.lo <= at(0.5 - half) && p50.hi >= at(0.5 + half) - 1e4,
+            "{p50:?}"
+        );
         assert!(
             p50.lo < 5e6 && p50.hi > 13e6,
             "as wide as the runs' spread: {p50:?}"
