@@ -1084,6 +1084,18 @@ fn evidence(h: &HistogramSummary, p: f64) -> String {
             ci.text()
         );
     }
+    if let Some(b) = h.batch_ci.as_ref().and_then(|set| {
+        set.percentiles
+            .get(&sojourn_core::result::percentile_key(p))
+    }) {
+        let class = if b.ci().is_some() { "ci" } else { "bad" };
+        let _ = write!(
+            out,
+            "<br><small class=\"{class}\" title=\"batch means over the run's intervals: an interval that allows for requests that move together ({} independent stretches beyond it)\">{}</small>",
+            b.stretches,
+            escape(&b.text())
+        );
+    }
     if let Some(t) = h.thin_at(p) {
         let _ = write!(
             out,
@@ -1683,6 +1695,51 @@ pub fn sweep_page(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Under each percentile the page shows the batch-means interval beside the order
+    /// statistics', or the run's word that it holds too few independent stretches.
+    #[test]
+    fn the_batch_means_interval_or_its_absence_is_under_each_percentile() {
+        use sojourn_core::batches::{BatchCi, BatchSet};
+        let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
+        for v in 1..=1_000u64 {
+            h.record(v * 1_000_000).unwrap();
+        }
+        let mut summary = HistogramSummary::of(&h, &sojourn_core::record::new_histogram());
+        let given = BatchCi {
+            lo: Some(400_000_000),
+            hi: Some(600_000_000),
+            hi_open: false,
+            stretches: 14,
+            batches: 7,
+        };
+        let none = BatchCi {
+            lo: None,
+            hi: None,
+            hi_open: false,
+            stretches: 3,
+            batches: 0,
+        };
+        summary.batch_ci = Some(BatchSet {
+            level: 0.95,
+            intervals: 60,
+            percentiles: [("50".to_string(), given), ("99".to_string(), none)].into(),
+        });
+        let p50 = evidence(&summary, 50.0);
+        assert!(
+            p50.contains("[400.00 ms, 600.00 ms]") && p50.contains("14 independent stretches"),
+            "{p50}"
+        );
+        let p99 = evidence(&summary, 99.0);
+        assert!(
+            p99.contains("class=\"bad\"") && p99.contains("[too few independent stretches: 3]"),
+            "{p99}"
+        );
+        assert!(
+            p99.contains(&summary.ci_at(99.0).unwrap().text()),
+            "the floor stays: {p99}"
+        );
+    }
     use sojourn_core::record::{Recorder, Stamps};
     use sojourn_core::{check, Outcome, RunConfig, RunFacts};
     use std::time::Duration;

@@ -150,7 +150,7 @@ async fn pause_interrupted(pause: Duration) -> bool {
 /// let reps = doc.repetitions.as_ref().unwrap();
 /// assert_eq!(reps.runs.len(), 4);
 /// let p99 = reps.between.as_ref().unwrap().response["99"];
-/// assert!(p99.lo <= p99.mean && p99.mean <= p99.hi);
+/// assert!(p99.lo <= p99.estimate && p99.estimate <= p99.hi);
 /// ```
 pub fn simulate_repeated(
     scenario: &Scenario,
