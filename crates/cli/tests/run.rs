@@ -191,9 +191,9 @@ fn ctrl_c_still_writes_what_was_gathered() {
 }
 
 /// SIGTERM (how Kubernetes stops a pod) is an interruption like Ctrl-C: exit 6, the result
-/// written. 6 wins over a breached objective (4): it was judged on a run cut short.
+/// written. 6 wins over a failed objective (4): it was judged on a run cut short.
 #[test]
-fn sigterm_exits_6_over_a_breached_objective_and_writes_the_result() {
+fn sigterm_exits_6_over_a_failed_objective_and_writes_the_result() {
     let _guard = serial();
     let (out, json, _dir) = stopped_by("TERM", "sigterm", &["--slo", "p50<1ns"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -203,8 +203,11 @@ fn sigterm_exits_6_over_a_breached_objective_and_writes_the_result() {
         "exit {:?}: {stdout}",
         out.status
     );
+    // The objective fails (4): breached where the order statistics pin p50 to one bucket, too
+    // few independent stretches otherwise in a second and a half; and 6 wins.
+    let row = stdout.lines().find(|l| l.starts_with("p50<1ns"));
     assert!(
-        stdout.contains("BREACHED"),
+        row.is_some_and(|l| l.contains("BREACHED") || l.contains("TOO FEW SAMPLES")),
         "the objective was judged: {stdout}"
     );
     let r = read_result(&json);

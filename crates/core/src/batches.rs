@@ -9,10 +9,12 @@
 //!
 //! 1. Take the estimate x̂ of the q-quantile from the whole run.
 //! 2. In each of the run's intervals, count the requests at or below x̂.
-//! 3. Count the *stretches*: maximal runs of consecutive intervals in which more than 1 − q of
-//!    the requests lie beyond x̂. Each is one episode that put requests beyond the percentile;
-//!    requests inside one move together, so the number of stretches, not of requests, says how
-//!    much independent evidence the percentile rests on.
+//! 3. Count the *stretches*, the independent episodes that put requests beyond x̂: requests
+//!    inside one move together, so their number, not the requests', says how much independent
+//!    evidence the percentile rests on. Two estimates, the larger taken: the maximal runs of
+//!    consecutive intervals in which more than 1 − q of the requests lie beyond x̂ (long
+//!    episodes), and the clusters of the blocks estimator of the extremal index with the
+//!    intervals as blocks (short episodes, several to an interval; Smith and Weissman 1994).
 //! 4. With fewer than [`MIN_STRETCHES`], give no interval: the run says so.
 //! 5. Otherwise group the intervals into B = stretches ÷ 2 consecutive batches (5 to 20), take
 //!    each batch's fraction at or below x̂, and a Student t interval on their mean: F(x̂) ∈ q ± h.

@@ -101,25 +101,41 @@ struct Figures {
     /// The same groups, by Student's t on the runs' own estimates: the method `--repeat` does
     /// not use, measured to show why.
     estimates_t: Tally,
+    /// A simulated truth taken from each half of the replications (alternate ones), to show
+    /// its own spread; `None` for a closed-form truth.
+    truth_halves: Option<(f64, f64)>,
+    /// The median width of `--repeat`'s intervals: what the truth's spread must be small against.
+    repeat_width: f64,
 }
 
 /// The study's figures for one case, per percentile. Each replication is judged as soon as it
 /// is run and then dropped: a case holds hundreds of runs.
 fn study(case: &Case) -> Vec<Figures> {
     let seeds = || (1..=case.replications).map(|r| 1_000 * r + 7);
+    let mut halves: Option<Vec<(f64, f64)>> = None;
     let truths: Vec<f64> = match case.truth {
         Some(f) => PERCENTILES.iter().map(|p| f(p / 100.0)).collect(),
         None => {
             // The simulator is deterministic: pool every replication's data first, then run
-            // them again to judge each against the pooled truth.
-            let mut all = sojourn_core::record::new_histogram();
-            for seed in seeds() {
-                all.add(&replicate(case, seed).whole).unwrap();
+            // them again to judge each against the pooled truth. Each half is pooled apart too,
+            // to see how much the truth itself still moves.
+            let mut half = [
+                sojourn_core::record::new_histogram(),
+                sojourn_core::record::new_histogram(),
+            ];
+            for (k, seed) in seeds().enumerate() {
+                half[k % 2].add(&replicate(case, seed).whole).unwrap();
             }
-            PERCENTILES
-                .iter()
-                .map(|p| all.value_at_quantile(p / 100.0) as f64)
-                .collect()
+            let at = |h: &Histogram<u64>, p: f64| h.value_at_quantile(p / 100.0) as f64;
+            halves = Some(
+                PERCENTILES
+                    .iter()
+                    .map(|&p| (at(&half[0], p), at(&half[1], p)))
+                    .collect(),
+            );
+            let mut all = half[0].clone();
+            all.add(&half[1]).unwrap();
+            PERCENTILES.iter().map(|&p| at(&all, p)).collect()
         }
     };
     let mut tallies = vec![(Tally::default(), Tally::default()); PERCENTILES.len()];
@@ -147,13 +163,16 @@ fn study(case: &Case) -> Vec<Figures> {
         .zip(truths)
         .zip(tallies)
         .zip(estimates)
-        .map(|(((&p, truth), (floor, batches)), estimates)| {
+        .enumerate()
+        .map(|(i, (((&p, truth), (floor, batches)), estimates))| {
             let mut repeat = Tally::default();
+            let mut widths = Vec::new();
             for g in groups.iter().filter(|g| g.len() == REPEAT) {
                 let (lo, _, hi) =
                     pooled_interval(g, &sojourn_core::record::new_histogram(), p, LEVEL)
                         .expect("ten runs");
                 repeat.add(Some((lo, hi, false)), truth);
+                widths.push(hi - lo);
             }
             let mut estimates_t = Tally::default();
             for group in estimates.chunks_exact(REPEAT) {
@@ -170,6 +189,11 @@ fn study(case: &Case) -> Vec<Figures> {
                 batches,
                 repeat,
                 estimates_t,
+                truth_halves: halves.as_ref().map(|h| h[i]),
+                repeat_width: {
+                    widths.sort();
+                    widths[widths.len() / 2] as f64
+                },
             }
         })
         .collect()
@@ -269,18 +293,24 @@ fn batch_means_intervals_cover_where_they_are_given_and_say_when_they_cannot() {
         builtin("every-nth", &[], 100.0, R),
         builtin("every-nth", &[], 400.0, R),
     ];
-    println!("| case | run | p | truth | order statistics: covered | batch means: given | batch means: covered when given | --repeat {REPEAT}: covered | t on {REPEAT} runs' estimates: covered |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("| case | run | p | truth | truth from each half | order statistics: covered | batch means: given | batch means: covered when given | --repeat {REPEAT}: covered | t on {REPEAT} runs' estimates: covered |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     let mut figures = Vec::new();
     for (case, studied) in cases.iter().zip(study_all(&cases)) {
         for f in studied {
             println!(
-                "| {} at {}/s | {} s | p{} | {:.2} ms | {} | {} | {} | {} | {} |",
+                "| {} at {}/s | {} s | p{} | {:.2} ms | {} | {} | {} | {} | {} | {} |",
                 case.name,
                 case.rate,
                 case.seconds,
                 f.p,
                 f.truth / 1e6,
+                f.truth_halves
+                    .map_or("closed form".into(), |(a, b)| format!(
+                        "{:.2}, {:.2} ms",
+                        a / 1e6,
+                        b / 1e6
+                    )),
                 percent(f.floor.coverage()),
                 percent(f.batches.given as f64 / case.replications as f64),
                 percent(f.batches.coverage()),
@@ -299,6 +329,15 @@ fn batch_means_intervals_cover_where_they_are_given_and_say_when_they_cannot() {
     };
     for (name, seconds, rate, f) in &figures {
         let case = format!("{name} {seconds} s at {rate}/s, p{}", f.p);
+        // A simulated truth is itself an estimate: its two halves must agree to within a tenth
+        // of the narrowest interval judged against it (--repeat's, ten runs pooled).
+        if let (Some((a, b)), true) = (f.truth_halves, f.p <= 99.0) {
+            assert!(
+                (a - b).abs() <= 0.1 * f.repeat_width,
+                "{case}: the truth moves {a} to {b} between halves, against intervals {} wide",
+                f.repeat_width
+            );
+        }
         // A truth that sits on one histogram bucket (healthy's and every-nth's fixed baseline,
         // gc-pauses' p50) is covered every time by construction: only the band's floor applies.
         let continuous = name.starts_with("M/M/1") || *name == "healthy";
