@@ -851,6 +851,43 @@ mod tests {
         assert!(!table.contains('≥'), "nothing censored, nothing marked");
     }
 
+    /// The summary prints each response percentile's batch-means interval under the order
+    /// statistics' line, or that the run holds too few independent stretches for one.
+    #[test]
+    fn the_batch_means_line_gives_each_interval_or_says_why_not() {
+        use sojourn_core::batches::{BatchCi, BatchSet};
+        let mut h = meter(100);
+        assert_eq!(batch_intervals(&h), "", "no line without batch intervals");
+        let ci = |lo, hi, stretches| BatchCi {
+            lo,
+            hi,
+            hi_open: false,
+            stretches,
+            batches: if lo.is_some() { 6 } else { 0 },
+        };
+        h.batch_ci = Some(BatchSet {
+            level: 0.95,
+            intervals: 61,
+            percentiles: [
+                ("50".to_string(), ci(Some(37_950_000), Some(68_810_000), 12)),
+                ("99".to_string(), ci(None, None, 3)),
+            ]
+            .into(),
+        });
+        let line = batch_intervals(&h);
+        assert!(
+            line.starts_with(
+                "response with 95% intervals from the run's 61 intervals (batch means"
+            ),
+            "{line}"
+        );
+        assert!(line.contains("[37.95 ms, 68.81 ms]"), "{line}");
+        assert!(
+            line.contains("[too few independent stretches: 3]"),
+            "{line}"
+        );
+    }
+
     fn meter(p99_us: u64) -> sojourn_core::result::HistogramSummary {
         let mut h = sojourn_core::record::new_histogram();
         h.record_n(10_000, 98).unwrap();
