@@ -55,6 +55,10 @@ pub enum Command {
     /// missing or short shard is named and counted as not measured.
     #[command(after_help = EXIT_CODES)]
     Merge(Box<crate::merge::MergeArgs>),
+    /// Print a shell completion script for sojourn (docs/install.md says where to put it).
+    Completions(crate::manual::CompletionsArgs),
+    /// Print sojourn's man page, or a command's (`sojourn man run`), as roff.
+    Man(crate::manual::ManArgs),
     /// The control hiccup meter a run starts beside itself (not for direct use).
     #[command(name = "__hiccup-control", hide = true)]
     HiccupControl(crate::control::ControlArgs),
@@ -126,6 +130,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Diff(args) => crate::diff::run(*args),
         Command::Suite(args) => crate::suite::run(*args),
         Command::Merge(args) => crate::merge::run(*args),
+        Command::Completions(args) => crate::manual::completions(args),
+        Command::Man(args) => crate::manual::man(args),
         Command::HiccupControl(args) => crate::control::run(args),
     }
 }

@@ -8,6 +8,7 @@ mod demo;
 mod diff;
 mod exit;
 mod gate;
+mod manual;
 mod merge;
 mod panel;
 #[cfg(test)]
