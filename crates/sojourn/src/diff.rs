@@ -27,9 +27,10 @@ pub struct DiffSettings {
     pub json: Option<PathBuf>,
 }
 
-/// Loads both results, refuses runs of different loads unless forced, prints each
+/// Loads both results (`-` reads one from standard input), refuses runs of different loads unless forced, prints each
 /// percentile's change with its bootstrap interval, and writes the comparison given `json`.
 pub fn run(a: DiffSettings) -> anyhow::Result<()> {
+    sojourn_report::load::stdin_at_most_once(&[&a.a, &a.b]).map_err(|e| bad_input!("A, B: {e}"))?;
     let ra = load(&a.a, "A")?;
     let rb = load(&a.b, "B")?;
     let options = DiffOptions {
@@ -47,9 +48,7 @@ pub fn run(a: DiffSettings) -> anyhow::Result<()> {
     }
     print!("{}", render(&a, &d));
     if let Some(path) = &a.json {
-        let text = serde_json::to_string_pretty(&d)?;
-        std::fs::write(path, text)
-            .map_err(|e| bad_input!("--json: cannot write {}: {e}", path.display()))?;
+        crate::outputs::write_document(path, "--json", &d)?;
     }
     Ok(())
 }
