@@ -60,8 +60,8 @@ fn load(path: &std::path::Path, which: &str) -> anyhow::Result<sojourn_core::Run
 /// The comparison as a table, one percentile per line.
 pub fn render(a: &DiffSettings, d: &Diff) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "A = {} ({})", a.a.display(), d.a);
-    let _ = writeln!(out, "B = {} ({})", a.b.display(), d.b);
+    let _ = writeln!(out, "A = {} ({})", shown(&a.a), d.a);
+    let _ = writeln!(out, "B = {} ({})", shown(&a.b), d.b);
     for c in &d.conditions_differ {
         let _ = writeln!(out, "WARNING: conditions differ (--force): {c}");
     }
@@ -112,6 +112,14 @@ pub fn render(a: &DiffSettings, d: &Diff) -> String {
         "\nIntervals: {how}{draws}. Significant when the interval of B − A excludes zero."
     );
     out
+}
+
+/// A path as the table names it: `-` is standard input.
+fn shown(path: &std::path::Path) -> String {
+    match sojourn_report::load::is_stdin(path) {
+        true => sojourn_report::load::STDIN_NAME.into(),
+        false => path.display().to_string(),
+    }
 }
 
 fn signed(ns: i64) -> String {
