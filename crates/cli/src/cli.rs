@@ -118,7 +118,33 @@ pub fn takes_number(arg: &Arg) -> bool {
     !arg.is_positional() && numeric.iter().any(|t| produced == *t)
 }
 
+impl Command {
+    /// Where the command writes its JSON document (`--json`, or merge's `-o`), if it writes one.
+    fn document(&self) -> Option<&std::path::Path> {
+        match self {
+            Command::Run(a) => a.json.as_deref(),
+            Command::Sim(a) => a.json.as_deref(),
+            Command::Sweep(a) => a.json.as_deref(),
+            Command::Diff(a) => a.json.as_deref(),
+            Command::Merge(a) => Some(&a.output),
+            Command::Compare(a) => a.json.as_deref(),
+            Command::Suite(a) => a.json.as_deref(),
+            _ => None,
+        }
+    }
+}
+
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    // `--json -`: standard output carries the document alone, from before anything is printed.
+    if cli
+        .command
+        .document()
+        .is_some_and(sojourn::outputs::is_stdio)
+    {
+        sojourn::outputs::reserve_stdout().map_err(|e| {
+            anyhow::anyhow!("--json -: cannot keep standard output for the document: {e}")
+        })?;
+    }
     match cli.command {
         Command::Demo(args) => crate::demo::run(*args),
         Command::Compare(args) => crate::compare::run(*args),

@@ -39,6 +39,10 @@ pub struct CompareArgs {
     /// Also write closed.json and open.json here.
     #[arg(long)]
     pub json_dir: Option<PathBuf>,
+    /// Write the comparison as one JSON document (schema sojourn.compare/1: the verdict and
+    /// both loops' results) here. `-`: to standard output, and the table and everything else to standard error.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 impl From<CompareArgs> for sojourn::compare::CompareSettings {
@@ -56,6 +60,7 @@ impl From<CompareArgs> for sojourn::compare::CompareSettings {
             cacert: a.reach.cacert,
             report: a.report,
             json_dir: a.json_dir,
+            json: a.json,
         }
     }
 }

@@ -6,9 +6,10 @@ use sojourn::parse as args;
 
 #[derive(clap::Args, Debug)]
 pub struct DiffArgs {
-    /// The baseline: a result file from `run`, `sim`, `suite` or an imported peer tool.
+    /// The baseline: a result file from `run`, `sim`, `suite` or an imported peer tool; `-`
+    /// reads it from standard input.
     pub a: PathBuf,
-    /// The result to compare with it.
+    /// The result to compare with it; `-` reads it from standard input (one of the two at most).
     pub b: PathBuf,
     /// Compare even when the runs asked for different loads (rate, arrival process, length,
     /// mode). The differences are still printed.
@@ -23,8 +24,8 @@ pub struct DiffArgs {
     /// Seed of the bootstrap, so that a comparison can be repeated exactly.
     #[arg(long, value_parser = args::seed, default_value_t = 1)]
     pub seed: u64,
-    /// Also write the comparison as JSON (schema sojourn.diff/1).
-    #[arg(long)]
+    /// Also write the comparison as JSON (schema sojourn.diff/1). `-`: to standard output, and the summary and everything else to standard error.
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 }
 

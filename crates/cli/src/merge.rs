@@ -10,11 +10,12 @@ use sojourn::outputs::Outputs;
 #[derive(clap::Args, Debug)]
 pub struct MergeArgs {
     /// Shard results (the JSON files `sojourn run --shard` wrote), or earlier merges of some
-    /// of them.
+    /// of them. `-` reads one of them from standard input.
     #[arg(required = true, value_name = "RESULT")]
     pub inputs: Vec<PathBuf>,
     /// Write the merged result here (an ordinary result: report, diff, --hgrm all read it).
-    #[arg(long, short = 'o', value_name = "FILE")]
+    /// `-`: to standard output, and the summary and everything else to standard error.
+    #[arg(long, short = 'o', visible_alias = "json", value_name = "FILE")]
     pub output: PathBuf,
     /// Exit 0 even if a shard is missing or cut short. Its requests are still counted as not
     /// measured and named; only the exit status changes.
@@ -46,7 +47,10 @@ pub fn run(a: MergeArgs) -> anyhow::Result<ExitCode> {
         ..Outputs::default()
     };
     sojourn::outputs::write_files(&outputs, &merged)?;
-    println!("merged: {}", a.output.display());
+    match sojourn::outputs::is_stdio(&a.output) {
+        true => println!("merged: standard output"),
+        false => println!("merged: {}", a.output.display()),
+    }
     let gate_passed = gate.check(&merged)?;
     Ok(match verdict(&merged, a.allow_partial) {
         Some(partial) => partial,

@@ -11,6 +11,7 @@ use sojourn_report::ReportError;
 pub struct ReportArgs {
     /// Result files (JSON) from `sojourn run`, `sim`, or imported from a peer tool. A sibling
     /// `NAME.samples.csv` or `NAME.samples.bin` adds a per-request scatter to NAME.json's timeline.
+    /// `-` reads one result from standard input (`sojourn run … --json - | sojourn report -`).
     #[arg(required = true, value_name = "RESULT.json")]
     pub results: Vec<PathBuf>,
     /// Where to write the HTML report.
@@ -26,6 +27,7 @@ pub struct ReportArgs {
 
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let gate = sojourn::gate::Gate::parse(args.gate.into())?;
+    sojourn_report::load::stdin_at_most_once(&args.results).map_err(input_error)?;
     let runs = args
         .results
         .iter()
@@ -72,7 +74,8 @@ fn input_error(e: ReportError) -> anyhow::Error {
         | ReportError::NotAResult { .. }
         | ReportError::Schema { .. }
         | ReportError::NotSamples { .. }
-        | ReportError::Histogram { .. } => sojourn::bad_input!("{e}"),
+        | ReportError::Histogram { .. }
+        | ReportError::StdinTwice { .. } => sojourn::bad_input!("{e}"),
         other => anyhow::Error::new(other),
     }
 }

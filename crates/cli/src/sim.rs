@@ -65,8 +65,10 @@ pub struct SimArgs {
     #[arg(long, value_parser = args::duration, default_value = "0s")]
     rtt: Duration,
     /// Write the result document(s); with both clients, FILE.closed.json and FILE.open.json.
+    /// `-`: the document of one client (or of --sweep) to standard output, and everything
+    /// else to standard error.
     #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
+    pub json: Option<PathBuf>,
     /// Write HdrHistogram percentile distributions PREFIX[.CLIENT].response.hgrm (and .service,
     /// .send_lag), in milliseconds.
     #[arg(long, value_name = "PREFIX")]

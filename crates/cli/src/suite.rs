@@ -28,6 +28,11 @@ pub struct SuiteArgs {
     /// Where the results, per-tool outputs and reports go.
     #[arg(long, default_value = "suite")]
     pub out: PathBuf,
+    /// Also write the summary (schema sojourn.suite/1, as OUT/suite.json holds it) here once
+    /// the suite is done. `-`: to standard output, and the tables and everything else to
+    /// standard error.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 impl From<SuiteArgs> for sojourn::suite::SuiteSettings {
@@ -39,6 +44,7 @@ impl From<SuiteArgs> for sojourn::suite::SuiteSettings {
             duration: a.duration,
             rate: a.rate,
             out: a.out,
+            json: a.json,
         }
     }
 }

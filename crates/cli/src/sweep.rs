@@ -86,8 +86,9 @@ pub struct SweepArgs {
     pub timeout: Duration,
     #[command(flatten)]
     pub reach: crate::run::ReachArgs,
-    /// Write the sweep (every step's figures, verdict and whole result) as JSON here.
-    #[arg(long)]
+    /// Write the sweep (every step's figures, verdict and whole result) as JSON (schema
+    /// sojourn.sweep/1) here. `-`: to standard output, and the summary and everything else to standard error.
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// The scenario the target serves (a built-in name or a TOML file), when it is `sojourn
     /// serve`: the same steps are simulated, and the model's cliff is printed and drawn beside

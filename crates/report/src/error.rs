@@ -38,6 +38,10 @@ pub enum ReportError {
         found: String,
         expected: String,
     },
+    /// `-` (standard input) was given for more than one document: standard input holds one.
+    /// Save the others to files and pass their paths.
+    #[error("- (standard input) is given {given} times: it holds one document; save the others to files and pass their paths")]
+    StdinTwice { given: usize },
     /// The gate's verdicts could not be written as JUnit XML; this is a bug in sojourn.
     #[error("serializing the verdicts as JUnit XML failed: {0}")]
     Junit(#[from] quick_junit::SerializeError),

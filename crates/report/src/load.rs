@@ -1,6 +1,7 @@
 //! The one loader of result documents: every command and page that reads a result file reads
 //! it here, so each refuses what is not a result, or a schema this build cannot read, in the
 //! same words.
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use sojourn_core::result::{RunResult, READABLE_SCHEMAS};
@@ -11,9 +12,16 @@ use crate::samples::read_downsampled;
 
 impl ReportRun {
     /// Loads a result file, and its samples if a sibling samples file exists
-    /// (see [`samples_path_for`]).
+    /// (see [`samples_path_for`]); `-` reads the result from standard input (no samples).
     pub fn load(path: &Path) -> Result<ReportRun, ReportError> {
         let result = load_result(path)?;
+        if is_stdin(path) {
+            return Ok(ReportRun {
+                source: STDIN_NAME.into(),
+                result,
+                samples: Vec::new(),
+            });
+        }
         let samples = match samples_path_for(path) {
             Some(p) => read_downsampled(&p, MAX_DOTS)?,
             None => Vec::new(),
@@ -30,8 +38,38 @@ impl ReportRun {
     }
 }
 
-/// Reads and checks a result file: JSON, a sojourn result, and a schema version this build reads.
+/// The path that names standard input: `report -`, `diff - B.json`, `merge -`.
+pub const STDIN: &str = "-";
+
+/// What errors call standard input: the argument given, and what it means.
+pub const STDIN_NAME: &str = "- (standard input)";
+
+/// Whether `path` is `-`, standard input.
+pub fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == STDIN
+}
+
+/// Standard input can be read once: a command given `-` for more than one of its documents is
+/// refused before anything is read.
+pub fn stdin_at_most_once<P: AsRef<Path>>(paths: &[P]) -> Result<(), ReportError> {
+    let given = paths.iter().filter(|p| is_stdin(p.as_ref())).count();
+    if given > 1 {
+        return Err(ReportError::StdinTwice { given });
+    }
+    Ok(())
+}
+
+/// Reads and checks a result file: JSON, a sojourn result, and a schema version this build
+/// reads. `-` reads the document from standard input.
 pub fn load_result(path: &Path) -> Result<RunResult, ReportError> {
+    if is_stdin(path) {
+        let name = Path::new(STDIN_NAME);
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(ReportError::io(name))?;
+        return parse_result(name, &text);
+    }
     let text = std::fs::read_to_string(path).map_err(ReportError::io(path))?;
     parse_result(path, &text)
 }

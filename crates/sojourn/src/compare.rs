@@ -8,6 +8,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use serde::Serialize;
+
 use crate::execute::Job;
 use crate::RunSpec;
 use sojourn_core::RunResult;
@@ -45,11 +47,60 @@ pub struct CompareSettings {
     pub report: PathBuf,
     /// Also write closed.json and open.json here.
     pub json_dir: Option<PathBuf>,
+    /// Write the comparison document ([`CompareDocument`]) here; `-` is standard output.
+    pub json: Option<PathBuf>,
+}
+
+/// The schema name of the comparison document `compare --json` writes.
+pub const COMPARE_SCHEMA: &str = "sojourn.compare/1";
+
+/// `compare --json`: the comparison as one document (`schema/compare.schema.json`): what was
+/// asked, the verdict the terminal prints, and both loops' whole results.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareDocument {
+    /// [`COMPARE_SCHEMA`].
+    pub schema: String,
+    /// The target URL.
+    pub target: String,
+    /// What the server received, in requests per second (`--rate`).
+    pub rate: f64,
+    /// `paced` or `unpaced`.
+    pub closed_mode: ClosedMode,
+    /// How long the two loops ran (at once).
+    pub duration_ns: u64,
+    /// The verdict, sentence by sentence, in the terminal's and the page's words.
+    pub finding: Vec<String>,
+    /// The open loop's p99 over the closed loop's (a paced loop's from the send), when both
+    /// have one: above 1, the closed loop understates the tail.
+    pub p99_ratio: Option<f64>,
+    /// The closed (or paced) loop's result document.
+    pub closed: RunResult,
+    /// The open loop's result document.
+    pub open: RunResult,
+}
+
+impl CompareDocument {
+    /// The document of a comparison run with settings `a`.
+    pub fn new(a: &CompareSettings, closed: RunResult, open: RunResult) -> CompareDocument {
+        let column = &crate::side_by_side::closed_columns(&closed)[0];
+        CompareDocument {
+            schema: COMPARE_SCHEMA.into(),
+            target: a.url.clone(),
+            rate: a.rate,
+            closed_mode: a.closed_mode,
+            duration_ns: sojourn_core::nanos(a.duration),
+            finding: sojourn_report::finding::finding(&closed, &open),
+            p99_ratio: sojourn_report::finding::ratio_at(column, &open, 99.0),
+            closed,
+            open,
+        }
+    }
 }
 
 /// Which closed loop `compare` and `demo` put beside the open loop.
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ClosedMode {
     /// At the open loop's rate: the same sends, timed from the send and from the slot.
     Paced,
@@ -138,6 +189,7 @@ fn run_args(a: &CompareSettings, closed: bool) -> crate::RunSettings {
 ///     cacert: None,
 ///     report: "compare.html".into(),
 ///     json_dir: None,
+///     json: None,
 /// };
 /// let [closed, open] = measure(&settings, &mut sojourn::execute::NoSinks)?;
 /// assert_eq!((closed.label.as_str(), open.label.as_str()), ("paced", "open loop"));
@@ -158,7 +210,8 @@ pub fn measure(
 }
 
 /// Runs both loops at once, prints the seeds' table, the verdict and each loop's notes, and
-/// writes the page (and `closed.json` and `open.json`, given `json_dir`).
+/// writes the page (and `closed.json` and `open.json`, given `json_dir`; the
+/// [`CompareDocument`], given `json`).
 pub fn run(a: CompareSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow::Result<()> {
     let (closed, open) = loops(&a)?;
     if let Some(dir) = &a.json_dir {
@@ -188,6 +241,9 @@ pub fn run(a: CompareSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow:
     ];
     crate::side_by_side::write_report(&a.report, format!("sojourn compare: {}", a.url), runs)?;
     println!("report: {}", a.report.display());
+    if let Some(path) = &a.json {
+        crate::outputs::write_document(path, "--json", &CompareDocument::new(&a, c, o))?;
+    }
     Ok(())
 }
 

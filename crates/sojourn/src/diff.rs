@@ -27,9 +27,10 @@ pub struct DiffSettings {
     pub json: Option<PathBuf>,
 }
 
-/// Loads both results, refuses runs of different loads unless forced, prints each
+/// Loads both results (`-` reads one from standard input), refuses runs of different loads unless forced, prints each
 /// percentile's change with its bootstrap interval, and writes the comparison given `json`.
 pub fn run(a: DiffSettings) -> anyhow::Result<()> {
+    sojourn_report::load::stdin_at_most_once(&[&a.a, &a.b]).map_err(|e| bad_input!("A, B: {e}"))?;
     let ra = load(&a.a, "A")?;
     let rb = load(&a.b, "B")?;
     let options = DiffOptions {
@@ -47,9 +48,7 @@ pub fn run(a: DiffSettings) -> anyhow::Result<()> {
     }
     print!("{}", render(&a, &d));
     if let Some(path) = &a.json {
-        let text = serde_json::to_string_pretty(&d)?;
-        std::fs::write(path, text)
-            .map_err(|e| bad_input!("--json: cannot write {}: {e}", path.display()))?;
+        crate::outputs::write_document(path, "--json", &d)?;
     }
     Ok(())
 }
@@ -61,8 +60,8 @@ fn load(path: &std::path::Path, which: &str) -> anyhow::Result<sojourn_core::Run
 /// The comparison as a table, one percentile per line.
 pub fn render(a: &DiffSettings, d: &Diff) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "A = {} ({})", a.a.display(), d.a);
-    let _ = writeln!(out, "B = {} ({})", a.b.display(), d.b);
+    let _ = writeln!(out, "A = {} ({})", shown(&a.a), d.a);
+    let _ = writeln!(out, "B = {} ({})", shown(&a.b), d.b);
     for c in &d.conditions_differ {
         let _ = writeln!(out, "WARNING: conditions differ (--force): {c}");
     }
@@ -113,6 +112,14 @@ pub fn render(a: &DiffSettings, d: &Diff) -> String {
         "\nIntervals: {how}{draws}. Significant when the interval of B − A excludes zero."
     );
     out
+}
+
+/// A path as the table names it: `-` is standard input.
+fn shown(path: &std::path::Path) -> String {
+    match sojourn_report::load::is_stdin(path) {
+        true => sojourn_report::load::STDIN_NAME.into(),
+        false => path.display().to_string(),
+    }
 }
 
 fn signed(ns: i64) -> String {

@@ -7,7 +7,8 @@ use sojourn_core::RunResult;
 use crate::bad_input;
 
 /// Loads the result documents at `paths` (shards that `sojourn run --shard` or
-/// [`crate::OpenLoop::shard`] wrote, or earlier merges of some of them) and merges them into
+/// [`crate::OpenLoop::shard`] wrote, or earlier merges of some of them; `-`, at most once,
+/// reads one from standard input) and merges them into
 /// one result, histograms added, never percentiles. A shard that is missing or cut short is
 /// named in the result's `merged` shard list and its requests counted as not measured. Results
 /// of different plans are refused unless `force` (the merge then says it was forced). Every
@@ -44,16 +45,18 @@ use crate::bad_input;
 /// # Ok::<(), anyhow::Error>(())
 /// ```
 pub fn merge_files<P: AsRef<Path>>(paths: &[P], force: bool) -> anyhow::Result<RunResult> {
+    sojourn_report::load::stdin_at_most_once(paths).map_err(|e| bad_input!("RESULT: {e}"))?;
     let inputs = paths
         .iter()
         .map(|path| {
             let path = path.as_ref();
             let result =
                 sojourn_report::load::load_result(path).map_err(|e| bad_input!("RESULT: {e}"))?;
-            Ok(Input {
-                source: path.display().to_string(),
-                result,
-            })
+            let source = match sojourn_report::load::is_stdin(path) {
+                true => sojourn_report::load::STDIN_NAME.to_string(),
+                false => path.display().to_string(),
+            };
+            Ok(Input { source, result })
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     merge(inputs, force).map_err(|e| bad_input!("RESULT: {e}"))

@@ -3,6 +3,7 @@
 //! by the same parser; a flag given on the command line wins over the file.
 //!
 //! ```toml
+//! schema = "sojourn.plan/1"   # optional: the format's version
 //! url = "http://127.0.0.1:8080/api"
 //! arrival = "poisson"
 //! seed = 7
@@ -35,10 +36,16 @@ use crate::parse::{self as args, ArrivalKind};
 use crate::spec::RunSettings;
 use crate::transport::TargetsOrder;
 
+/// The version a plan file may name in its `schema` key (`schema/plan.schema.json` describes
+/// the file as its TOML parses). A plan without the key is read as this version.
+pub const PLAN_SCHEMA: &str = "sojourn.plan/1";
+
 /// The file as written. Unknown keys are refused, so a typo is an error, not a default.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlanFile {
+    /// The format's version, [`PLAN_SCHEMA`]; optional, as plans written before it had none.
+    schema: Option<String>,
     url: Option<String>,
     /// A targets file, as `--targets` takes it; relative to the plan's directory.
     targets: Option<PathBuf>,
@@ -86,13 +93,20 @@ impl PlanFile {
     pub fn read(path: &Path) -> anyhow::Result<PlanFile> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| bad_input!("--plan: cannot read {}: {e}", path.display()))?;
-        toml::from_str(&text).map_err(|e| {
+        let plan: PlanFile = toml::from_str(&text).map_err(|e| {
             bad_input!(
                 "--plan: {} is not a valid plan: {}",
                 path.display(),
                 e.to_string().trim()
             )
-        })
+        })?;
+        match plan.schema.as_deref() {
+            None | Some(PLAN_SCHEMA) => Ok(plan),
+            Some(other) => Err(bad_input!(
+                "--plan: {}: schema: {other:?} is not a plan this sojourn reads ({PLAN_SCHEMA}); use the sojourn that wrote it, or drop the key",
+                path.display()
+            )),
+        }
     }
 }
 

@@ -47,6 +47,7 @@ pub struct SimSettings {
     /// A fixed round trip added to every exchange (network plus client overhead).
     pub rtt: Duration,
     /// Write the result document(s); with both clients, FILE.closed.json and FILE.open.json.
+    /// `-` writes the one document of a single client to standard output.
     pub json: Option<PathBuf>,
     /// Write HdrHistogram percentile distributions PREFIX[.CLIENT].response.hgrm (and .service,
     /// .send_lag), in milliseconds.
@@ -285,6 +286,11 @@ fn check_client_flags(a: &SimSettings) -> anyhow::Result<()> {
     let closed_only = a.client == ClientKind::Closed;
     if closed_only && a.load.rate.is_some() && a.closed_until == ClosedUntil::Duration {
         return Err(bad_input!("--rate: a closed loop has no rate (each connection sends as soon as it has its answer); drop --rate, or add --closed-until count"));
+    }
+    if a.client == ClientKind::Both && a.json.as_deref().is_some_and(crate::outputs::is_stdio) {
+        return Err(bad_input!(
+            "--json: - (standard output) holds one document and --client both writes two; give --client open or closed, or a file (FILE.closed.json and FILE.open.json are written)"
+        ));
     }
     if a.closed_connections.is_some() && a.client != ClientKind::Both {
         return Err(bad_input!(

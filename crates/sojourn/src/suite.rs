@@ -50,6 +50,8 @@ pub struct SuiteSettings {
     pub rate: Option<f64>,
     /// Where the results, per-tool outputs and reports go.
     pub out: PathBuf,
+    /// Also write the summary here once every scenario ran; `-` is standard output.
+    pub json: Option<PathBuf>,
 }
 
 /// The load every run of one scenario gets.
@@ -92,6 +94,9 @@ pub fn run(a: SuiteSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow::R
         write_summary(&a.out, &summary)?;
     }
     println!("summary: {}", a.out.join("suite.json").display());
+    if let Some(path) = &a.json {
+        crate::outputs::write_document(path, "--json", &summary)?;
+    }
     Ok(())
 }
 
@@ -210,7 +215,7 @@ pub struct ScenarioRows {
     pub report: String,
 }
 
-/// `suite.json`: what a suite ran and found, scenario by scenario.
+/// `suite.json`: what a suite ran and found, scenario by scenario (`schema/suite.schema.json`).
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
     /// [`SUITE_SCHEMA`].

@@ -536,7 +536,8 @@ pub fn write_files(
     Ok(())
 }
 
-/// The sweep document: schema `sojourn.sweep/1`, each step's figures and its whole result.
+/// The sweep document: schema `sojourn.sweep/1` (`schema/sweep.schema.json`), each step's
+/// figures and its whole result; `-` writes it to standard output.
 pub fn write_json(
     path: &std::path::Path,
     target: &str,
@@ -558,9 +559,7 @@ pub fn write_json(
         "bracket": outcome.bracket,
         "search": outcome.search,
     });
-    let text = serde_json::to_string_pretty(&doc)?;
-    std::fs::write(path, text)
-        .map_err(|e| bad_input!("--json: cannot write {}: {e}", path.display()))
+    crate::outputs::write_document(path, "--json", &doc)
 }
 
 /// Prints a step's row as it finishes.
