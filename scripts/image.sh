@@ -19,7 +19,8 @@
 # that need no raising (podman's defaults are above what this machine allows), and the host's
 # network (no bridge or slirp to set up).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# Paths given on the command line stay relative to where the script was called from.
+repo=$(cd "$(dirname "$0")/.." && pwd)
 
 die() {
   echo "scripts/image.sh: $*" >&2
@@ -36,7 +37,8 @@ usage() {
 
 # The release binary, built if it is missing or stale; its path on stdout.
 release_binary() {
-  cargo build --release --locked -p sojourn-cli --bin sojourn --message-format=json-render-diagnostics |
+  (cd "$repo" && cargo build --release --locked -p sojourn-cli --bin sojourn \
+    --message-format=json-render-diagnostics) |
     sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1
 }
 
@@ -96,7 +98,7 @@ build() {
     esac
   done
   if [ -z "$tag" ]; then
-    tag="localhost/sojourn:$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)"
+    tag="localhost/sojourn:$(sed -n 's/^version = "\(.*\)"/\1/p' "$repo/Cargo.toml" | head -n 1)"
   fi
   [ -n "$binary" ] || binary=$(release_binary)
   [ -x "$binary" ] || die "$binary: no executable there (the binary to put in the image)"
