@@ -1,6 +1,8 @@
 //! Every `sojourn …` command in README.md's code blocks runs, in order, in one folder, against a
 //! local `sojourn serve`, with its durations shortened, and exits as the README says it may.
-//! A command that needs a cluster is listed in [`SKIPPED`] with the reason.
+//! A command that needs a cluster is listed in [`SKIPPED`] with the reason. The code blocks are
+//! independent of each other, so they run side by side (each block's commands in order): most
+//! of their time is a schedule's waiting.
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -20,14 +22,20 @@ const SKIPPED: &[(&str, &str)] = &[
         "merges the N machines' shards of the command above",
     ),
     (
+        "report run.json -o run.html",
+        "reports the merge of the N machines' shards above",
+    ),
+    (
         "--profile full",
         "the full profile is 7 scenarios × every peer tool for 60 s each; the short profile above runs the same code",
     ),
 ];
 
-/// One README command: the line it starts on, and its text with continuations joined.
+/// One README command: its code block (counted from 0), the line it starts on, and its text
+/// with continuations joined.
 #[derive(Debug)]
 struct ReadmeCommand {
+    block: usize,
     line: usize,
     text: String,
 }
@@ -37,9 +45,11 @@ struct ReadmeCommand {
 fn readme_commands() -> Vec<ReadmeCommand> {
     let mut commands = Vec::new();
     let mut in_block = false;
+    let mut block = 0;
     let mut lines = README.lines().enumerate();
     while let Some((i, line)) = lines.next() {
         if line.trim_start().starts_with("```") {
+            block += usize::from(in_block);
             in_block = !in_block;
             continue;
         }
@@ -58,6 +68,7 @@ fn readme_commands() -> Vec<ReadmeCommand> {
         }
         for part in without_comment(&text).split(" && ") {
             commands.push(ReadmeCommand {
+                block,
                 line: i + 1,
                 text: part.trim().to_string(),
             });
@@ -92,14 +103,26 @@ fn shortened(text: &str, url: &str) -> String {
     for i in 1..words.len() {
         let value = match words[i - 1].as_str() {
             "--duration" => "2s",
-            "--step" => "1s",
+            "--step" => "1500ms",
             "--metrics-listen" | "--listen" => "127.0.0.1:0",
             _ => continue,
         };
         words[i] = value.to_string();
     }
-    if words[1] == "suite" && !words.contains(&"--duration".to_string()) {
-        words.extend(["--duration".to_string(), "1s".to_string()]);
+    // What a command leaves to its defaults is shortened too: a sweep's 20 s steps, and the
+    // suite's 10 s runs of every peer tool installed (crates/cli/tests/suite.rs runs each tool).
+    let mut add = |flag: &str, value: &str| {
+        if !words.iter().any(|w| w == flag) {
+            words.extend([flag.to_string(), value.to_string()]);
+        }
+    };
+    match text.split_whitespace().nth(1) {
+        Some("sweep") => add("--step", "1500ms"),
+        Some("suite") => {
+            add("--duration", "1s");
+            add("--tools", "wrk");
+        }
+        _ => {}
     }
     words.join(" ")
 }
@@ -143,6 +166,54 @@ fn interrupt(mut child: Child) -> Option<i32> {
     child.wait().unwrap().code()
 }
 
+/// Where the README's commands run: the binary, the folder, a PATH that finds `sojourn`, and the
+/// local service's URL.
+#[derive(Clone, Copy)]
+struct Place<'a> {
+    bin: &'a Path,
+    dir: &'a Path,
+    path: &'a str,
+    url: &'a str,
+}
+
+impl Place<'_> {
+    /// Runs one README command (or says why it is skipped: false), asserting its exit.
+    fn run(&self, c: &ReadmeCommand) -> bool {
+        if let Some((_, why)) = SKIPPED.iter().find(|(piece, _)| c.text.contains(piece)) {
+            println!("README.md:{}: SKIPPED `{}`: {why}", c.line, c.text);
+            return false;
+        }
+        let command = shortened(&c.text, self.url);
+        let started = Instant::now();
+        if command.starts_with("sojourn serve ") {
+            // A server runs until it is stopped: it must come up, then stop cleanly.
+            let (child, _) = serve(self.bin, self.dir, &command);
+            assert_eq!(interrupt(child), Some(0), "README.md:{}: {command}", c.line);
+        } else {
+            let out = Command::new("bash")
+                .args(["--norc", "--noprofile", "-c", &command])
+                .current_dir(self.dir)
+                .env("PATH", self.path)
+                .env("URL", self.url)
+                .output()
+                .unwrap();
+            let code = out.status.code().unwrap_or(-1);
+            assert!(
+                allowed_exits(&c.text).contains(&code),
+                "README.md:{}: `{command}` exited {code}\n{}",
+                c.line,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        println!(
+            "README.md:{}: ran `{command}` in {:.1} s",
+            c.line,
+            started.elapsed().as_secs_f64()
+        );
+        true
+    }
+}
+
 #[test]
 fn every_readme_command_runs_and_exits_as_documented() {
     let commands = readme_commands();
@@ -165,41 +236,25 @@ fn every_readme_command_runs_and_exits_as_documented() {
     );
     let (service, url) = serve(bin, dir.path(), "sojourn serve --listen 127.0.0.1:0");
     let url = format!("{url}/api");
-    let mut ran = 0;
-    for c in &commands {
-        if let Some((_, why)) = SKIPPED.iter().find(|(piece, _)| c.text.contains(piece)) {
-            println!("README.md:{}: SKIPPED `{}`: {why}", c.line, c.text);
-            continue;
-        }
-        let command = shortened(&c.text, &url);
-        let started = Instant::now();
-        if command.starts_with("sojourn serve ") {
-            // A server runs until it is stopped: it must come up, then stop cleanly.
-            let (child, _) = serve(bin, dir.path(), &command);
-            assert_eq!(interrupt(child), Some(0), "README.md:{}: {command}", c.line);
-        } else {
-            let out = Command::new("bash")
-                .args(["--norc", "--noprofile", "-c", &command])
-                .current_dir(dir.path())
-                .env("PATH", &path)
-                .env("URL", &url)
-                .output()
-                .unwrap();
-            let code = out.status.code().unwrap_or(-1);
-            assert!(
-                allowed_exits(&c.text).contains(&code),
-                "README.md:{}: `{command}` exited {code}\n{}",
-                c.line,
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        println!(
-            "README.md:{}: ran `{command}` in {:.1} s",
-            c.line,
-            started.elapsed().as_secs_f64()
-        );
-        ran += 1;
-    }
+    let blocks: Vec<Vec<&ReadmeCommand>> = (0..=commands.last().unwrap().block)
+        .map(|b| commands.iter().filter(|c| c.block == b).collect())
+        .filter(|b: &Vec<_>| !b.is_empty())
+        .collect();
+    let place = Place {
+        bin,
+        dir: dir.path(),
+        path: &path,
+        url: &url,
+    };
+    let ran: usize = std::thread::scope(|scope| {
+        let runs: Vec<_> = blocks
+            .iter()
+            .map(|block| scope.spawn(|| block.iter().filter(|c| place.run(c)).count()))
+            .collect();
+        runs.into_iter()
+            .map(|r| r.join().expect("a block ran"))
+            .sum()
+    });
     assert_eq!(interrupt(service), Some(0));
     assert_eq!(ran + SKIPPED.len(), commands.len());
     // What the README says the commands leave behind is there.
