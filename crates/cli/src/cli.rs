@@ -156,8 +156,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Diff(args) => crate::diff::run(*args),
         Command::Suite(args) => crate::suite::run(*args),
         Command::Merge(args) => crate::merge::run(*args),
-        Command::Completions(args) => crate::manual::completions(args),
-        Command::Man(args) => crate::manual::man(args),
+        Command::Completions(args) => crate::manual::completions(args, command()),
+        Command::Man(args) => crate::manual::man(args, command()),
         Command::HiccupControl(args) => crate::control::run(args),
     }
 }

@@ -42,24 +42,24 @@ pub struct ManArgs {
 /// The command tree people type: without the hidden commands a run starts for itself, which
 /// the shells' generators would offer. clap cannot remove a subcommand, so the root is rebuilt
 /// around the visible ones.
-fn public_command() -> clap::Command {
-    let full = crate::cli::command();
+fn public_command(full: clap::Command) -> clap::Command {
     let visible = full.get_subcommands().filter(|s| !s.is_hide_set()).cloned();
     clap::Command::new("sojourn")
         .version(env!("CARGO_PKG_VERSION"))
         .subcommands(visible)
 }
 
-pub fn completions(args: CompletionsArgs) -> anyhow::Result<ExitCode> {
-    let mut command = public_command();
+/// Prints the completion script of `command` (the binary's whole tree) for the shell asked for.
+pub fn completions(args: CompletionsArgs, command: clap::Command) -> anyhow::Result<ExitCode> {
+    let mut command = public_command(command);
     let mut out = std::io::stdout().lock();
     clap_complete::generate(Shell::from(args.shell), &mut command, "sojourn", &mut out);
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn man(args: ManArgs) -> anyhow::Result<ExitCode> {
-    let mut command = crate::cli::command();
+/// Prints the man page of `command` (the binary's whole tree), or of the subcommand asked for.
+pub fn man(args: ManArgs, mut command: clap::Command) -> anyhow::Result<ExitCode> {
     command.build();
     let page = match &args.command {
         None => command,
