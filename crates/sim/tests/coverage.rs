@@ -108,56 +108,69 @@ struct Figures {
     repeat_width: f64,
 }
 
-/// The study's figures for one case, per percentile. Each replication is judged as soon as it
-/// is run and then dropped: a case holds hundreds of runs.
+/// An interval a method gave one replication (low, high, high end open), or none.
+type Given = Option<(u64, u64, bool)>;
+
+/// The study's figures for one case, per percentile. Each replication is run once: its
+/// intervals do not depend on the truth, so they are kept and judged once the truth is known
+/// (for a simulated truth, the pool of every replication). Its data is then dropped, but for
+/// its whole histogram, which `--repeat`'s groups pool.
 fn study(case: &Case) -> Vec<Figures> {
-    let seeds = || (1..=case.replications).map(|r| 1_000 * r + 7);
-    let mut halves: Option<Vec<(f64, f64)>> = None;
-    let truths: Vec<f64> = match case.truth {
-        Some(f) => PERCENTILES.iter().map(|p| f(p / 100.0)).collect(),
-        None => {
-            // The simulator is deterministic: pool every replication's data first, then run
-            // them again to judge each against the pooled truth. Each half is pooled apart too,
-            // to see how much the truth itself still moves.
-            let mut half = [
-                sojourn_core::record::new_histogram(),
-                sojourn_core::record::new_histogram(),
-            ];
-            for (k, seed) in seeds().enumerate() {
-                half[k % 2].add(&replicate(case, seed).whole).unwrap();
-            }
-            let at = |h: &Histogram<u64>, p: f64| h.value_at_quantile(p / 100.0) as f64;
-            halves = Some(
-                PERCENTILES
-                    .iter()
-                    .map(|&p| (at(&half[0], p), at(&half[1], p)))
-                    .collect(),
-            );
-            let mut all = half[0].clone();
-            all.add(&half[1]).unwrap();
-            PERCENTILES.iter().map(|&p| at(&all, p)).collect()
-        }
-    };
-    let mut tallies = vec![(Tally::default(), Tally::default()); PERCENTILES.len()];
+    let seeds = (1..=case.replications).map(|r| 1_000 * r + 7);
+    let mut floors: Vec<Vec<Given>> = vec![Vec::new(); PERCENTILES.len()];
+    let mut batch: Vec<Vec<Given>> = vec![Vec::new(); PERCENTILES.len()];
     let mut estimates = vec![Vec::new(); PERCENTILES.len()];
     let mut groups: Vec<Vec<Histogram<u64>>> = vec![Vec::new()];
-    for seed in seeds() {
+    // Each half of the replications pooled apart, to see how much a simulated truth moves.
+    let mut half = [
+        sojourn_core::record::new_histogram(),
+        sojourn_core::record::new_histogram(),
+    ];
+    for (k, seed) in seeds.enumerate() {
         let r = replicate(case, seed);
-        if groups.last().unwrap().len() == REPEAT {
-            groups.push(Vec::new());
-        }
-        groups.last_mut().unwrap().push(r.whole.clone());
+        half[k % 2].add(&r.whole).unwrap();
         for (i, &p) in PERCENTILES.iter().enumerate() {
             estimates[i].push(r.whole.value_at_quantile(p / 100.0) as f64);
             let os = percentile_interval(&r.whole, &r.censored, p, LEVEL)
                 .map(|v| (v.lo, v.hi, v.hi_open));
-            tallies[i].0.add(os, truths[i]);
+            floors[i].push(os);
             let b = batch_interval(&r.whole, &r.censored, &r.intervals, p, LEVEL)
                 .and_then(|b| b.ci())
                 .map(|c| (c.lo, c.hi, c.hi_open));
-            tallies[i].1.add(b, truths[i]);
+            batch[i].push(b);
         }
+        if groups.last().unwrap().len() == REPEAT {
+            groups.push(Vec::new());
+        }
+        groups.last_mut().unwrap().push(r.whole);
     }
+    let at = |h: &Histogram<u64>, p: f64| h.value_at_quantile(p / 100.0) as f64;
+    let (truths, halves): (Vec<f64>, Option<Vec<(f64, f64)>>) = match case.truth {
+        Some(f) => (PERCENTILES.iter().map(|p| f(p / 100.0)).collect(), None),
+        None => {
+            let mut all = half[0].clone();
+            all.add(&half[1]).unwrap();
+            (
+                PERCENTILES.iter().map(|&p| at(&all, p)).collect(),
+                Some(
+                    PERCENTILES
+                        .iter()
+                        .map(|&p| (at(&half[0], p), at(&half[1], p)))
+                        .collect(),
+                ),
+            )
+        }
+    };
+    let judge = |given: &[Given], truth: f64| {
+        let mut tally = Tally::default();
+        for &g in given {
+            tally.add(g, truth);
+        }
+        tally
+    };
+    let tallies: Vec<(Tally, Tally)> = (0..PERCENTILES.len())
+        .map(|i| (judge(&floors[i], truths[i]), judge(&batch[i], truths[i])))
+        .collect();
     PERCENTILES
         .iter()
         .zip(truths)
