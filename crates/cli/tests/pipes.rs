@@ -6,7 +6,7 @@
 mod common;
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
@@ -116,38 +116,13 @@ fn run_json_stdout_pipes_into_report() {
     );
 }
 
-/// Two simulated runs of one load, written to files.
-fn two_runs(dir: &Path) -> (PathBuf, PathBuf) {
-    let (a, b) = (dir.join("a.json"), dir.join("b.json"));
-    for (scenario, path) in [("healthy", &a), ("hiccup", &b)] {
-        let out = sojourn_with_input(
-            &[
-                "sim",
-                "--scenario",
-                scenario,
-                "--client",
-                "open",
-                "--rate",
-                "200",
-                "--duration",
-                "5s",
-                "--json",
-                arg(path),
-            ],
-            None,
-        );
-        assert!(out.status.success(), "{}", text(&out.stderr));
-    }
-    (a, b)
-}
-
 /// `sojourn sim … --json - | sojourn diff - B.json`: the baseline from standard input through a
 /// real pipe; and `diff A.json -` from a file on standard input. Both print what the two files
 /// given by name print.
 #[test]
 fn diff_reads_either_side_from_standard_input() {
     let dir = temp_dir("pipe-diff");
-    let (a, b) = two_runs(&dir);
+    let (a, b) = common::healthy_and_hiccup_runs(&dir);
     let by_name = sojourn_with_input(&["diff", arg(&a), arg(&b), "--draws", "200"], None);
     assert!(by_name.status.success(), "{}", text(&by_name.stderr));
     let table = |out: &Output| -> String {
@@ -197,30 +172,7 @@ fn merge_reads_a_shard_from_standard_input() {
     let server = TestServer::start(false);
     let url = server.url("http");
     let dir = temp_dir("pipe-merge");
-    let shards: Vec<PathBuf> = (0..2)
-        .map(|k| dir.join(format!("shard-{k}.json")))
-        .collect();
-    for (k, path) in shards.iter().enumerate() {
-        let shard = format!("{k}/2");
-        let out = sojourn_with_input(
-            &[
-                "run",
-                &url,
-                "--rate",
-                "200",
-                "--duration",
-                "500ms",
-                "--threads",
-                "1",
-                "--shard",
-                &shard,
-                "--json",
-                arg(path),
-            ],
-            None,
-        );
-        assert!(out.status.success(), "{}", text(&out.stderr));
-    }
+    let shards = common::shard_runs(&url, "200", 2, &dir, "shard-");
     let out = sojourn_with_input(
         &["merge", "-", arg(&shards[1]), "-o", "-"],
         Some(&std::fs::read(&shards[0]).unwrap()),
@@ -249,29 +201,8 @@ fn every_document_alone_on_standard_output() {
     let server = TestServer::start(false);
     let url = server.url("http");
     let dir = temp_dir("pipe-every");
-    let (a, b) = two_runs(&dir);
-    let shards: Vec<PathBuf> = (0..2).map(|k| dir.join(format!("s{k}.json"))).collect();
-    for (k, path) in shards.iter().enumerate() {
-        let shard = format!("{k}/2");
-        let out = sojourn_with_input(
-            &[
-                "run",
-                &url,
-                "--rate",
-                "100",
-                "--duration",
-                "500ms",
-                "--threads",
-                "1",
-                "--shard",
-                &shard,
-                "--json",
-                arg(path),
-            ],
-            None,
-        );
-        assert!(out.status.success(), "{}", text(&out.stderr));
-    }
+    let (a, b) = common::healthy_and_hiccup_runs(&dir);
+    let shards = common::shard_runs(&url, "100", 2, &dir, "s");
     let home = dir.join("home");
     std::fs::create_dir_all(&home).unwrap();
     let suite_out = dir.join("suite");
@@ -421,7 +352,7 @@ fn every_document_alone_on_standard_output() {
 #[test]
 fn standard_input_twice_and_two_documents_on_standard_output_are_refused() {
     let dir = temp_dir("pipe-twice");
-    let (a, _) = two_runs(&dir);
+    let (a, _) = common::healthy_and_hiccup_runs(&dir);
     let doc = std::fs::read(&a).unwrap();
     let page = dir.join("r.html");
     for (args, says) in [

@@ -10,7 +10,7 @@
 //! parses into) is validated against `plan.schema.json`, for every plan the docs ship.
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{json, Value};
 
@@ -228,22 +228,7 @@ fn the_suite_summary_matches_its_schema() {
 fn the_diff_document_matches_its_schema() {
     let v = validator("diff");
     let dir = temp_dir("schema-diff");
-    let (a, b) = (dir.join("a.json"), dir.join("b.json"));
-    for (scenario, path) in [("healthy", &a), ("hiccup", &b)] {
-        ok(&[
-            "sim",
-            "--scenario",
-            scenario,
-            "--client",
-            "open",
-            "--rate",
-            "200",
-            "--duration",
-            "5s",
-            "--json",
-            arg(path),
-        ]);
-    }
+    let (a, b) = common::healthy_and_hiccup_runs(&dir);
     let d = dir.join("diff.json");
     ok(&[
         "diff",
@@ -319,25 +304,7 @@ fn the_merged_document_is_a_run_result() {
     let server = TestServer::start(false);
     let url = server.url("http");
     let dir = temp_dir("schema-merge");
-    let shards: Vec<PathBuf> = (0..2)
-        .map(|k| dir.join(format!("shard-{k}.json")))
-        .collect();
-    for (k, path) in shards.iter().enumerate() {
-        ok(&[
-            "run",
-            &url,
-            "--rate",
-            "200",
-            "--duration",
-            "500ms",
-            "--threads",
-            "1",
-            "--shard",
-            &format!("{k}/2"),
-            "--json",
-            arg(path),
-        ]);
-    }
+    let shards = common::shard_runs(&url, "200", 2, &dir, "shard-");
     let merged = dir.join("merged.json");
     ok(&[
         "merge",

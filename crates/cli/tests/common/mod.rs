@@ -245,3 +245,65 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// Runs `sojourn ARGS`, which must succeed, and returns what it printed.
+pub fn sojourn_ok(args: &[&str]) -> Output {
+    let out = sojourn(args);
+    assert!(
+        out.status.success(),
+        "sojourn {}: {:?}\n{}",
+        args.join(" "),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Two simulated open-loop results of one load (200 req/s for 5 s), `a.json` from the healthy
+/// scenario and `b.json` from hiccup's stall: what a command that compares two runs reads.
+pub fn healthy_and_hiccup_runs(dir: &Path) -> (PathBuf, PathBuf) {
+    let (a, b) = (dir.join("a.json"), dir.join("b.json"));
+    for (scenario, path) in [("healthy", &a), ("hiccup", &b)] {
+        let path = path.to_str().expect("a UTF-8 path");
+        sojourn_ok(&[
+            "sim",
+            "--scenario",
+            scenario,
+            "--client",
+            "open",
+            "--rate",
+            "200",
+            "--duration",
+            "5s",
+            "--json",
+            path,
+        ]);
+    }
+    (a, b)
+}
+
+/// The `count` shards of one plan (`rate` req/s for 500 ms, one thread each) run against `url`,
+/// written to `dir/{prefix}{k}.json`: what `merge` reads.
+pub fn shard_runs(url: &str, rate: &str, count: usize, dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    (0..count)
+        .map(|k| {
+            let path = dir.join(format!("{prefix}{k}.json"));
+            let shard = format!("{k}/{count}");
+            sojourn_ok(&[
+                "run",
+                url,
+                "--rate",
+                rate,
+                "--duration",
+                "500ms",
+                "--threads",
+                "1",
+                "--shard",
+                &shard,
+                "--json",
+                path.to_str().expect("a UTF-8 path"),
+            ]);
+            path
+        })
+        .collect()
+}
