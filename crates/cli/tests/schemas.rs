@@ -14,7 +14,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use common::{sojourn, temp_dir, TestServer};
+use common::{sojourn_ok, temp_dir, TestServer};
 
 /// The result schema's `$id`: the sweep and compare schemas refer to it for the results they
 /// embed.
@@ -85,18 +85,6 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// Runs `sojourn ARGS`, which must succeed.
-fn ok(args: &[&str]) {
-    let out = sojourn(args);
-    assert!(
-        out.status.success(),
-        "sojourn {}: {:?}\n{}",
-        args.join(" "),
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 fn arg(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -109,7 +97,7 @@ fn sweep_documents_match_their_schema() {
     let server = TestServer::start(false);
     let dir = temp_dir("schema-sweep");
     let real = dir.join("real.json");
-    ok(&[
+    sojourn_ok(&[
         "sweep",
         &server.url("http"),
         "--rates",
@@ -126,7 +114,7 @@ fn sweep_documents_match_their_schema() {
         arg(&real),
     ]);
     let simulated = dir.join("sim.json");
-    ok(&[
+    sojourn_ok(&[
         "sim",
         "--scenario",
         "bimodal",
@@ -230,7 +218,7 @@ fn the_diff_document_matches_its_schema() {
     let dir = temp_dir("schema-diff");
     let (a, b) = common::healthy_and_hiccup_runs(&dir);
     let d = dir.join("diff.json");
-    ok(&[
+    sojourn_ok(&[
         "diff",
         arg(&a),
         arg(&b),
@@ -263,7 +251,7 @@ fn the_compare_document_matches_its_schema() {
     let dir = temp_dir("schema-compare");
     let json = dir.join("compare.json");
     let report = dir.join("compare.html");
-    ok(&[
+    sojourn_ok(&[
         "compare",
         &server.url("http"),
         "--rate",
@@ -306,7 +294,7 @@ fn the_merged_document_is_a_run_result() {
     let dir = temp_dir("schema-merge");
     let shards = common::shard_runs(&url, "200", 2, &dir, "shard-");
     let merged = dir.join("merged.json");
-    ok(&[
+    sojourn_ok(&[
         "merge",
         arg(&shards[0]),
         arg(&shards[1]),
