@@ -33,7 +33,9 @@ use sojourn_core::RunResult;
 use sojourn_scenario::truth::read_csv;
 
 use common::tolerance::*;
-use sojourn_testkit::control::{on_a_quiet_machine, quiet_enough, NOISY_FLOOR_MS};
+use sojourn_testkit::control::{
+    on_a_quiet_machine, quiet_enough, Quiet, NOISY_FLOOR_MS, NOISY_OTHER_CORES,
+};
 
 /// The binary under test: this build's, or `SOJOURN_BIN`.
 fn bin() -> String {
@@ -451,12 +453,23 @@ fn every_nth_served_half_a_millisecond_late_is_rejected() {
 }
 
 /// The noisy-machine rule, with stand-in runs that report the floors given (ms; `None`: no
-/// control meter): which run is judged, and how many were made.
+/// control meter) and no other work: which run is judged, and how many were made.
 fn judged_run(ci: bool, floors: &[Option<f64>]) -> (usize, usize) {
+    let quiets: Vec<Quiet> = floors
+        .iter()
+        .map(|&floor| Quiet {
+            floor,
+            other_cores: Some(0.0),
+        })
+        .collect();
+    judged_quiets(ci, &quiets)
+}
+
+fn judged_quiets(ci: bool, quiets: &[Quiet]) -> (usize, usize) {
     let mut made = 0;
     let judged = quiet_enough(ci, "stand-in", || {
         made += 1;
-        (made, floors[made - 1])
+        (made, quiets[made - 1])
     });
     (judged, made)
 }
@@ -504,6 +517,23 @@ fn under_ci_a_noisy_run_is_rerun_once_and_the_rerun_judged() {
 #[should_panic(expected = "the machine was too noisy to judge this run")]
 fn under_ci_two_noisy_runs_fail_as_too_noisy() {
     judged_run(true, &[Some(1.5), Some(2.5), Some(0.1)]);
+}
+
+/// A quiet control meter beside busy neighbours (which it does not see) is a noisy machine
+/// too; other work that nobody could count triggers nothing.
+#[test]
+fn other_work_over_half_a_core_is_a_noisy_machine_whatever_the_floor() {
+    let quiet = |other_cores| Quiet {
+        floor: Some(0.05),
+        other_cores,
+    };
+    let busy = quiet(Some(NOISY_OTHER_CORES + 0.1));
+    assert_eq!(judged_quiets(true, &[busy, quiet(Some(0.1))]), (2, 2));
+    assert_eq!(
+        judged_quiets(true, &[quiet(Some(NOISY_OTHER_CORES))]),
+        (1, 1)
+    );
+    assert_eq!(judged_quiets(true, &[quiet(None)]), (1, 1));
 }
 
 /// The load flags of a paced closed loop: `connections` connections sharing `case`'s slots

@@ -7,6 +7,7 @@
 pub mod browser;
 pub mod control;
 pub mod fuzz;
+pub mod load;
 
 use std::path::PathBuf;
 
