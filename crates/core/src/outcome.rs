@@ -36,10 +36,16 @@ pub enum FailureClass {
     /// last one the server said it would handle), and a retry on a fresh connection failed too.
     #[serde(rename = "goaway")]
     GoAway,
+    /// A journey's step was answered, but not as its `expect` says (a status outside its set,
+    /// a body without the string it must contain).
+    Check,
+    /// A journey's step was answered, but a variable it must extract was not there (a JSON
+    /// pointer, regex group, header or cookie with no match).
+    Extract,
 }
 
 impl FailureClass {
-    pub const ALL: [FailureClass; 11] = [
+    pub const ALL: [FailureClass; 13] = [
         FailureClass::Timeout,
         FailureClass::Connect,
         FailureClass::Io,
@@ -51,6 +57,8 @@ impl FailureClass {
         FailureClass::Tls,
         FailureClass::Reset,
         FailureClass::GoAway,
+        FailureClass::Check,
+        FailureClass::Extract,
     ];
 
     /// The class of a non-2xx HTTP status, or `None` for success.
@@ -76,7 +84,14 @@ impl FailureClass {
             FailureClass::Tls => "tls",
             FailureClass::Reset => "reset",
             FailureClass::GoAway => "goaway",
+            FailureClass::Check => "check",
+            FailureClass::Extract => "extract",
         }
+    }
+
+    /// Only a journey's step fails this way (`check`, `extract`).
+    pub fn journeys_only(self) -> bool {
+        matches!(self, FailureClass::Check | FailureClass::Extract)
     }
 
     /// Its place in [`FailureClass::ALL`], for per-class arrays.
@@ -141,8 +156,11 @@ impl FailureCounts {
 impl Serialize for FailureCounts {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let mut map = s.serialize_map(Some(FailureClass::ALL.len()))?;
-        for (class, n) in self.iter() {
+        // The journey classes appear only when counted, so a run without journeys writes the
+        // document it always has.
+        let shown = |&(class, n): &(FailureClass, u64)| n > 0 || !class.journeys_only();
+        let mut map = s.serialize_map(None)?;
+        for (class, n) in self.iter().filter(shown) {
             map.serialize_entry(class.name(), &n)?;
         }
         map.end()
@@ -194,5 +212,20 @@ mod tests {
         assert_eq!(json["connect"], 0);
         assert_eq!(serde_json::from_value::<FailureCounts>(json).unwrap(), c);
         assert_eq!(c.total(), 3);
+    }
+
+    #[test]
+    fn journey_classes_are_written_only_when_counted() {
+        let mut c = FailureCounts::default();
+        let json = serde_json::to_value(c).unwrap();
+        assert!(json.get("check").is_none() && json.get("extract").is_none());
+        assert_eq!(json.as_object().unwrap().len(), FailureClass::ALL.len() - 2);
+        c.add(FailureClass::Extract);
+        let json = serde_json::to_value(c).unwrap();
+        assert_eq!(
+            (json["extract"].as_u64(), json.get("check")),
+            (Some(1), None)
+        );
+        assert_eq!(serde_json::from_value::<FailureCounts>(json).unwrap(), c);
     }
 }

@@ -447,6 +447,9 @@ pub struct Recorder {
     last_send: Option<f64>,
     /// Per label (`--targets`), indexed by label number; empty without labels.
     labels: Vec<LabelRecord>,
+    /// Per journey of a journey file, indexed by journey: each journey's time from its due time
+    /// to the end of its last step, and its counts. Empty without journeys.
+    journeys: Vec<LabelRecord>,
     statuses: StatusCounts,
 }
 
@@ -464,6 +467,7 @@ impl Recorder {
             gaps: GapRecord::new(),
             last_send: None,
             labels: Vec::new(),
+            journeys: Vec::new(),
             statuses: StatusCounts::new(),
         }
     }
@@ -473,6 +477,18 @@ impl Recorder {
         let mut r = Recorder::new(interval);
         r.labels = vec![LabelRecord::new(); labels];
         r
+    }
+
+    /// A recorder for journeys: a record per step (its labels) and per journey.
+    pub fn with_journeys(interval: Duration, steps: usize, journeys: usize) -> Self {
+        let mut r = Recorder::with_labels(interval, steps);
+        r.journeys = vec![LabelRecord::new(); journeys];
+        r
+    }
+
+    /// Journey `journey`'s record, or `None` when the recorder keeps no journeys.
+    pub fn journey(&mut self, journey: usize) -> Option<&mut LabelRecord> {
+        self.journeys.get_mut(journey)
     }
 
     /// A final answer with this HTTP status code.
@@ -642,14 +658,11 @@ impl Recorder {
         let mut width = Duration::from_secs(1);
         let mut records = Vec::new();
         let mut labels: Vec<LabelRecord> = Vec::new();
+        let mut journeys: Vec<LabelRecord> = Vec::new();
         let mut statuses = StatusCounts::new();
         for r in recorders {
-            if labels.len() < r.labels.len() {
-                labels.resize_with(r.labels.len(), LabelRecord::new);
-            }
-            for (into, from) in labels.iter_mut().zip(&r.labels) {
-                into.merge(from);
-            }
+            merge_records(&mut labels, &r.labels);
+            merge_records(&mut journeys, &r.journeys);
             for (code, n) in &r.statuses {
                 *statuses.entry(*code).or_default() += n;
             }
@@ -674,8 +687,19 @@ impl Recorder {
             interval: width,
             intervals: merge_intervals(records),
             labels,
+            journeys,
             statuses,
         }
+    }
+}
+
+/// Adds one sender's per-label (or per-journey) records into the run's, index by index.
+fn merge_records(into: &mut Vec<LabelRecord>, from: &[LabelRecord]) {
+    if into.len() < from.len() {
+        into.resize_with(from.len(), LabelRecord::new);
+    }
+    for (into, from) in into.iter_mut().zip(from) {
+        into.merge(from);
     }
 }
 
@@ -735,6 +759,10 @@ pub struct Measurements {
     /// Per label (`--targets`), indexed by label number; empty without labels. Whole-run
     /// histograms: a warm-up trim leaves them as they are.
     pub labels: Vec<LabelRecord>,
+    /// Per journey (`--journey`), indexed by journey; empty without journeys. Their tallies
+    /// count journeys: completed, failed at a step, censored (running at the end) and never
+    /// started (`never_sent`). Whole-run histograms, like the labels'.
+    pub journeys: Vec<LabelRecord>,
     /// Final answers by HTTP status code.
     pub statuses: StatusCounts,
 }

@@ -19,7 +19,7 @@ use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 use url::Url;
 
-use crate::transport::{Answer, Connection, Exchange, ExchangeError, Transport};
+use crate::transport::{Answer, Connection, Exchange, ExchangeError, Kept, StepRequest, Transport};
 
 /// The longest response head (status line and header fields) read before the answer is
 /// called malformed. Real servers send a few hundred bytes; 64 KiB is hyper's and nginx's
@@ -126,6 +126,8 @@ pub struct HttpTransport {
     addr: SocketAddr,
     tls: Option<Tls>,
     requests: Arc<[Encoded]>,
+    /// The origin every request goes to, for requests built at run time (journeys).
+    origin: Arc<Url>,
 }
 
 /// One request, encoded once for the whole run.
@@ -159,6 +161,7 @@ impl HttpTransport {
             addr,
             tls,
             requests: requests.into(),
+            origin: Arc::new(req.url.clone()),
         })
     }
 
@@ -234,42 +237,64 @@ fn tls_config(host: &str, trust: &Trust, alpn: &[u8]) -> Result<Tls, TargetError
 }
 
 fn encode(req: &HttpRequest) -> Result<Vec<u8>, TargetError> {
-    let mut target = req.url.path().to_string();
-    if let Some(q) = req.url.query() {
-        target.push('?');
-        target.push_str(q);
-    }
-    let host = match req.url.port() {
-        Some(p) => format!("{}:{p}", req.url.host_str().unwrap_or_default()),
-        None => req.url.host_str().unwrap_or_default().to_string(),
+    let mut out = Vec::new();
+    let request = StepRequest {
+        method: &req.method,
+        url: "",
+        headers: &req.headers,
+        body: &req.body,
     };
-    let mut out = format!("{} {target} HTTP/1.1\r\nHost: {host}\r\n", req.method);
+    encode_into(&request, &req.url, &mut out)?;
+    Ok(out)
+}
+
+/// Encodes `req` for `url` (its path, query and host) into `out`.
+fn encode_into(req: &StepRequest, url: &Url, out: &mut Vec<u8>) -> Result<(), TargetError> {
+    use std::io::Write as _;
+    let host = url.host_str().unwrap_or_default();
+    let _ = write!(out, "{} {}", req.method, url.path());
+    if let Some(q) = url.query() {
+        let _ = write!(out, "?{q}");
+    }
+    let _ = match url.port() {
+        Some(p) => write!(out, " HTTP/1.1\r\nHost: {host}:{p}\r\n"),
+        None => write!(out, " HTTP/1.1\r\nHost: {host}\r\n"),
+    };
     let has = |name: &str| {
         req.headers
             .iter()
             .any(|(n, _)| n.eq_ignore_ascii_case(name))
     };
     if !has("user-agent") {
-        out.push_str(concat!(
-            "User-Agent: sojourn/",
-            env!("CARGO_PKG_VERSION"),
-            "\r\n"
-        ));
+        out.extend_from_slice(
+            concat!("User-Agent: sojourn/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes(),
+        );
     }
-    for (name, value) in &req.headers {
+    for (name, value) in req.headers {
         let bad = |s: &str| s.contains(['\r', '\n']);
         if name.is_empty() || name.contains(':') || bad(name) || bad(value) {
             return Err(TargetError::Header(format!("{name}: {value}")));
         }
-        out.push_str(&format!("{name}: {value}\r\n"));
+        let _ = write!(out, "{name}: {value}\r\n");
     }
     if !req.body.is_empty() && !has("content-length") {
-        out.push_str(&format!("Content-Length: {}\r\n", req.body.len()));
+        let _ = write!(out, "Content-Length: {}\r\n", req.body.len());
     }
-    out.push_str("\r\n");
-    let mut bytes = out.into_bytes();
-    bytes.extend_from_slice(&req.body);
-    Ok(bytes)
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(req.body);
+    Ok(())
+}
+
+impl HttpTransport {
+    /// Where a journey's step goes: a path on the run's origin, or an absolute URL of it.
+    /// Another origin is refused: the journey's connection is to this one.
+    fn step_url(&self, url: &str) -> Option<Url> {
+        let joined = self.origin.join(url).ok()?;
+        let same = joined.scheme() == self.origin.scheme()
+            && joined.host_str() == self.origin.host_str()
+            && joined.port_or_known_default() == self.origin.port_or_known_default();
+        same.then_some(joined)
+    }
 }
 
 enum Stream {
@@ -333,6 +358,13 @@ impl HttpTransport {
 impl Transport for HttpTransport {
     type Conn = HttpConnection;
 
+    /// A step to another origin, or with a header HTTP forbids, fails as `error` before anything
+    /// is sent: the journey file names it, not the server.
+    fn encode(&self, req: &StepRequest, out: &mut Vec<u8>) -> Result<(), FailureClass> {
+        let url = self.step_url(req.url).ok_or(FailureClass::Error)?;
+        encode_into(req, &url, out).map_err(|_| FailureClass::Error)
+    }
+
     async fn connect(&self) -> Result<HttpConnection, FailureClass> {
         let stream = self.stream().await.map_err(|e| e.class)?;
         Ok(HttpConnection {
@@ -356,13 +388,20 @@ pub struct HttpConnection {
 
 impl Connection for HttpConnection {
     async fn exchange(&mut self, ex: &Exchange) -> Result<Outcome, ExchangeError> {
-        let req = &self.requests[ex.target()];
+        let own = ex.own_request();
+        let (bytes, head_only) = match &own {
+            Some(own) => (&**own, own.starts_with(b"HEAD ")),
+            None => {
+                let req = &self.requests[ex.target()];
+                (&*req.bytes, req.head_only)
+            }
+        };
+        let mut keep = ex.keep();
+        let keep = keep.as_deref_mut();
         ex.mark_sent();
         let result = match &mut self.stream {
-            Stream::Plain(s) => round_trip(s, &req.bytes, &mut self.buf, req.head_only).await,
-            Stream::Tls(s) => {
-                round_trip(s.as_mut(), &req.bytes, &mut self.buf, req.head_only).await
-            }
+            Stream::Plain(s) => round_trip(s, bytes, &mut self.buf, head_only, keep).await,
+            Stream::Tls(s) => round_trip(s.as_mut(), bytes, &mut self.buf, head_only, keep).await,
         };
         match result {
             Ok(head) => {
@@ -400,11 +439,14 @@ struct Head {
     keep_alive: bool,
 }
 
+/// Sends `request` and reads its answer. With `keep`, the final answer's header fields and
+/// body are kept there (journeys); without, the body is skipped.
 async fn round_trip<S>(
     s: &mut S,
     request: &[u8],
     buf: &mut BytesMut,
     head_only: bool,
+    mut keep: Option<&mut Kept>,
 ) -> Result<Head, Broken>
 where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -414,7 +456,7 @@ where
         return Err(Broken::BeforeAnswer);
     }
     loop {
-        let head = read_head(s, buf).await?;
+        let head = read_head(s, buf, keep.as_deref_mut()).await?;
         // 1xx answers are interim: the final answer follows on the same connection.
         if (100..200).contains(&head.status) && head.status != 101 {
             continue;
@@ -424,7 +466,7 @@ where
         } else {
             head.framing
         };
-        skip_body(s, buf, framing).await?;
+        skip_body(s, buf, framing, keep).await?;
         // Bytes past the end of the answer mean its framing lied (a Content-Length shorter
         // than the body): the next answer on this connection would be read from the middle of
         // this one.
@@ -455,9 +497,10 @@ struct ParsedHead {
 async fn read_head<S: AsyncRead + Unpin>(
     s: &mut S,
     buf: &mut BytesMut,
+    mut keep: Option<&mut Kept>,
 ) -> Result<ParsedHead, Broken> {
     loop {
-        if let Some((len, head)) = parse_head(buf)? {
+        if let Some((len, head)) = parse_head(buf, keep.as_deref_mut())? {
             buf.advance(len);
             return Ok(head);
         }
@@ -469,7 +512,8 @@ async fn read_head<S: AsyncRead + Unpin>(
 }
 
 /// Parses a response head if `buf` holds a whole one: `(bytes used, head)`.
-fn parse_head(buf: &[u8]) -> Result<Option<(usize, ParsedHead)>, Broken> {
+/// With `keep`, its header fields are kept there (replacing an interim answer's).
+fn parse_head(buf: &[u8], keep: Option<&mut Kept>) -> Result<Option<(usize, ParsedHead)>, Broken> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut res = httparse::Response::new(&mut headers);
     let len = match res.parse(buf) {
@@ -478,6 +522,14 @@ fn parse_head(buf: &[u8]) -> Result<Option<(usize, ParsedHead)>, Broken> {
         Err(_) => return Err(Broken::Protocol),
     };
     let status = res.code.ok_or(Broken::Protocol)?;
+    if let Some(keep) = keep {
+        keep.headers.clear();
+        keep.headers.extend(
+            res.headers
+                .iter()
+                .map(|h| (h.name.to_string(), h.value.to_vec())),
+        );
+    }
     let mut keep_alive = res.version == Some(1);
     let mut framing = Framing::UntilClose;
     for h in res.headers.iter() {
@@ -533,15 +585,20 @@ async fn fill<S: AsyncRead + Unpin>(
     }
 }
 
+/// Reads the body past, keeping it in `keep` when given.
 async fn skip_body<S: AsyncRead + Unpin>(
     s: &mut S,
     buf: &mut BytesMut,
     framing: Framing,
+    mut keep: Option<&mut Kept>,
 ) -> Result<(), Broken> {
     match framing {
-        Framing::Length(n) => skip_exact(s, buf, n).await,
-        Framing::Chunked => skip_chunked(s, buf).await,
+        Framing::Length(n) => skip_exact(s, buf, n, keep).await,
+        Framing::Chunked => skip_chunked(s, buf, keep).await,
         Framing::UntilClose => loop {
+            if let Some(k) = keep.as_deref_mut() {
+                k.extend_body(buf);
+            }
             buf.clear();
             match s.read_buf(buf).await {
                 Ok(0) => return Ok(()),
@@ -556,9 +613,13 @@ async fn skip_exact<S: AsyncRead + Unpin>(
     s: &mut S,
     buf: &mut BytesMut,
     mut n: u64,
+    mut keep: Option<&mut Kept>,
 ) -> Result<(), Broken> {
     loop {
         let take = n.min(buf.len() as u64);
+        if let Some(k) = keep.as_deref_mut() {
+            k.extend_body(&buf[..take as usize]);
+        }
         buf.advance(take as usize);
         n -= take;
         if n == 0 {
@@ -568,7 +629,11 @@ async fn skip_exact<S: AsyncRead + Unpin>(
     }
 }
 
-async fn skip_chunked<S: AsyncRead + Unpin>(s: &mut S, buf: &mut BytesMut) -> Result<(), Broken> {
+async fn skip_chunked<S: AsyncRead + Unpin>(
+    s: &mut S,
+    buf: &mut BytesMut,
+    mut keep: Option<&mut Kept>,
+) -> Result<(), Broken> {
     loop {
         let (used, size) = loop {
             match httparse::parse_chunk_size(buf) {
@@ -583,7 +648,8 @@ async fn skip_chunked<S: AsyncRead + Unpin>(s: &mut S, buf: &mut BytesMut) -> Re
         if size == 0 {
             return skip_trailers(s, buf).await;
         }
-        skip_exact(s, buf, size + 2).await?;
+        skip_exact(s, buf, size, keep.as_deref_mut()).await?;
+        skip_exact(s, buf, 2, None).await?;
     }
 }
 
@@ -681,7 +747,7 @@ mod tests {
         let mut out = Vec::new();
         for _ in 0..n {
             out.push(
-                match round_trip(&mut client, b"GET / HTTP/1.1\r\n\r\n", buf, false).await {
+                match round_trip(&mut client, b"GET / HTTP/1.1\r\n\r\n", buf, false, None).await {
                     Ok(h) => Ok((h.status, h.keep_alive)),
                     Err(Broken::BeforeAnswer) => Err("before".into()),
                     Err(Broken::Io) => Err("io".into()),
@@ -690,6 +756,108 @@ mod tests {
             );
         }
         out
+    }
+
+    /// One answer read with its headers and body kept, as a journey's step reads it.
+    async fn kept_answer(script: &'static [u8]) -> (u16, Kept) {
+        let (mut client, mut server) = duplex(64 * 1024);
+        tokio::spawn(async move {
+            let mut sink = [0u8; 1024];
+            let _ = server.read(&mut sink).await;
+            for chunk in script.chunks(5) {
+                let _ = server.write_all(chunk).await;
+            }
+            let _ = server.shutdown().await;
+        });
+        let mut kept = Kept::default();
+        let head = round_trip(
+            &mut client,
+            b"GET / HTTP/1.1\r\n\r\n",
+            &mut BytesMut::new(),
+            false,
+            Some(&mut kept),
+        )
+        .await;
+        (head.ok().expect("an answer").status, kept)
+    }
+
+    #[tokio::test]
+    async fn a_journeys_answer_keeps_its_final_headers_and_whole_body_in_every_framing() {
+        let framings: [&'static [u8]; 3] = [
+            b"HTTP/1.1 100 Continue\r\nX-Interim: 1\r\n\r\nHTTP/1.1 201 Created\r\nLocation: /items/7\r\nContent-Length: 11\r\n\r\n{\"id\": 7}\r\n",
+            b"HTTP/1.1 201 Created\r\nLocation: /items/7\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{\"id\r\n7\r\n\": 7}\r\n\r\n0\r\n\r\n",
+            b"HTTP/1.1 201 Created\r\nLocation: /items/7\r\nConnection: close\r\n\r\n{\"id\": 7}\r\n",
+        ];
+        for script in framings {
+            let (status, kept) = kept_answer(script).await;
+            assert_eq!(status, 201);
+            assert_eq!(
+                kept.headers
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>()[0],
+                "Location",
+                "the final answer's fields, not the interim one's"
+            );
+            assert_eq!(kept.headers[0].1, b"/items/7");
+            assert_eq!(
+                std::str::from_utf8(&kept.body).unwrap().trim_end(),
+                "{\"id\": 7}"
+            );
+            assert!(!kept.truncated);
+        }
+    }
+
+    #[test]
+    fn a_kept_body_stops_at_its_cap_and_says_so() {
+        let mut kept = Kept::default();
+        kept.extend_body(&vec![b'a'; crate::transport::MAX_KEPT_BODY - 1]);
+        assert!(!kept.truncated);
+        kept.extend_body(b"bc");
+        assert_eq!(kept.body.len(), crate::transport::MAX_KEPT_BODY);
+        assert!(kept.truncated && kept.body.ends_with(b"ab"));
+    }
+
+    #[test]
+    fn a_step_is_encoded_for_the_runs_origin_and_no_other() {
+        let t = HttpTransport {
+            addr: "127.0.0.1:8080".parse().unwrap(),
+            tls: None,
+            requests: Arc::from(Vec::new()),
+            origin: Arc::new(Url::parse("http://127.0.0.1:8080/api").unwrap()),
+        };
+        let headers = [("Authorization".to_string(), "Bearer t1".to_string())];
+        let step = |url| StepRequest {
+            method: "POST",
+            url,
+            headers: &headers,
+            body: b"{}",
+        };
+        let mut out = Vec::new();
+        t.encode(&step("/items?page=2"), &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!(
+                "POST /items?page=2 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: sojourn/{}\r\n\
+                 Authorization: Bearer t1\r\nContent-Length: 2\r\n\r\n{{}}",
+                env!("CARGO_PKG_VERSION")
+            )
+        );
+        let mut out = Vec::new();
+        t.encode(&step("http://127.0.0.1:8080/x"), &mut out)
+            .unwrap();
+        assert!(out.starts_with(b"POST /x HTTP/1.1\r\n"));
+        for other in [
+            "http://127.0.0.1:9090/x",
+            "https://127.0.0.1:8080/x",
+            "http://localhost:8080/",
+        ] {
+            assert_eq!(
+                t.encode(&step(other), &mut Vec::new()),
+                Err(FailureClass::Error),
+                "{other}"
+            );
+        }
     }
 
     #[test]

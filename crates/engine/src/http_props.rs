@@ -37,13 +37,20 @@ fn play(answers: Vec<Vec<u8>>, cuts: Vec<usize>) -> (Vec<Answer>, usize) {
         let mut buf = BytesMut::new();
         let mut answers = Vec::new();
         for _ in 0..n {
-            let answer =
-                match round_trip(&mut client, b"GET / HTTP/1.1\r\n\r\n", &mut buf, false).await {
-                    Ok(head) => Ok(head.status),
-                    Err(Broken::BeforeAnswer) => Err("before"),
-                    Err(Broken::Io) => Err("io"),
-                    Err(Broken::Protocol) => Err("protocol"),
-                };
+            let answer = match round_trip(
+                &mut client,
+                b"GET / HTTP/1.1\r\n\r\n",
+                &mut buf,
+                false,
+                None,
+            )
+            .await
+            {
+                Ok(head) => Ok(head.status),
+                Err(Broken::BeforeAnswer) => Err("before"),
+                Err(Broken::Io) => Err("io"),
+                Err(Broken::Protocol) => Err("protocol"),
+            };
             let failed = answer.is_err();
             answers.push(answer);
             if failed {

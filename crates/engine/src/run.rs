@@ -10,6 +10,7 @@ use sojourn_timer::{ControlCommand, ControlError, ControlMeter, ControlReport, H
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::journey::Script;
 use crate::progress::Progress;
 pub use crate::sleeper::Slack;
 use crate::transport::Transport;
@@ -145,6 +146,34 @@ pub fn execute<T: Transport>(
     cancel: CancellationToken,
     progress: Arc<Progress>,
 ) -> std::io::Result<RunReport> {
+    execute_with(plan, transport, cancel, progress, None)
+}
+
+/// Runs journeys of `script` on `transport`: the plan's open-loop schedule says when each
+/// journey is due, and its `connections` how many journeys may run at once (each on a
+/// connection of its own). The report's `scheduled` counts steps that fell due; its
+/// measurements' `journeys` count journeys.
+pub fn execute_journeys<T: Transport>(
+    plan: &Plan,
+    transport: T,
+    cancel: CancellationToken,
+    progress: Arc<Progress>,
+    script: Arc<dyn Script>,
+) -> std::io::Result<RunReport> {
+    assert!(
+        matches!(plan.load, Load::Open(_)),
+        "journeys arrive on an open-loop schedule"
+    );
+    execute_with(plan, transport, cancel, progress, Some(script))
+}
+
+fn execute_with<T: Transport>(
+    plan: &Plan,
+    transport: T,
+    cancel: CancellationToken,
+    progress: Arc<Progress>,
+    script: Option<Arc<dyn Script>>,
+) -> std::io::Result<RunReport> {
     let workers = plan.worker_count();
     // The child first: it starts up while the workers do, before the clock starts.
     let control = plan.control.as_ref().map(ControlMeter::start);
@@ -164,6 +193,8 @@ pub fn execute<T: Transport>(
                     cancel: cancel.clone(),
                     samples: plan.samples.clone(),
                     arrivals: match &plan.load {
+                        // Journeys' sends follow answers and think times, not the schedule.
+                        Load::Open(_) if script.is_some() => None,
                         Load::Open(schedule) => Some(Arrivals {
                             schedule: schedule.clone(),
                             senders: plan.shard.slot(0, workers).1,
@@ -174,10 +205,12 @@ pub fn execute<T: Transport>(
                     slack: plan.slack,
                     targets: plan.targets.clone(),
                 };
-                let transport = transport.clone();
+                let (transport, script) = (transport.clone(), script.clone());
                 std::thread::Builder::new()
                     .name(format!("sojourn-worker-{w}"))
-                    .spawn_scoped(scope, move || run_worker(plan, w, workers, transport, cfg))
+                    .spawn_scoped(scope, move || {
+                        run_worker(plan, w, workers, transport, cfg, script)
+                    })
                     .expect("spawning a worker thread")
             })
             .collect();
@@ -246,6 +279,7 @@ fn run_worker<T: Transport>(
     workers: usize,
     transport: T,
     cfg: WorkerConfig,
+    script: Option<Arc<dyn Script>>,
 ) -> std::io::Result<(WorkerReport, WorkerHealth)> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -255,6 +289,16 @@ fn run_worker<T: Transport>(
     Ok(local.block_on(&rt, async move {
         let mut timer = sojourn_timer::Timer::with_max_spin(plan.spin);
         let report = match &plan.load {
+            Load::Open(schedule) if script.is_some() => {
+                let (slice, slices) = plan.shard.slot(w, workers);
+                let slice = schedule.slice(slice, slices);
+                let places = cfg.connections;
+                let spin = plan.spin;
+                let script = script.expect("checked above");
+                let end = schedule_end(schedule);
+                let sleeper = move || sojourn_timer::Timer::with_max_spin(spin);
+                crate::journey::run(transport, cfg, slice, end, script, places, sleeper).await
+            }
             Load::Open(schedule) => {
                 let (slice, slices) = plan.shard.slot(w, workers);
                 let slice = schedule.slice(slice, slices);

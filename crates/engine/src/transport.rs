@@ -6,7 +6,7 @@
 //! Nothing here knows a protocol. A transport turns its protocol's answer into an [`Answer`]:
 //! the outcome the engine counts, and the protocol's own status code, which the result counts
 //! per code. HTTP's mapping lives with the HTTP transports ([`crate::http::answer`]).
-use std::cell::Cell;
+use std::cell::{Cell, Ref, RefCell, RefMut};
 use std::future::Future;
 
 use sojourn_core::{FailureClass, Outcome};
@@ -31,6 +31,52 @@ pub trait Transport: Clone + Send + 'static {
 
     /// Opens one connection.
     fn connect(&self) -> impl Future<Output = Result<Self::Conn, FailureClass>>;
+
+    /// Journeys: encodes a request built at run time (a rendered step) into `out`, which
+    /// [`Exchange::own_request`] then sends in place of a fixed one. Transports of fixed
+    /// requests only (in-process calls) refuse, as `error`.
+    fn encode(&self, _req: &StepRequest, _out: &mut Vec<u8>) -> Result<(), FailureClass> {
+        Err(FailureClass::Error)
+    }
+}
+
+/// A request built at run time: a journey's step, rendered.
+#[derive(Debug, Clone, Copy)]
+pub struct StepRequest<'a> {
+    pub method: &'a str,
+    /// A path (with its query) on the run's origin, or an absolute URL of that origin.
+    pub url: &'a str,
+    pub headers: &'a [(String, String)],
+    pub body: &'a [u8],
+}
+
+/// The most of an answer's body kept for a journey's checks and extractions; past it the body
+/// is read and dropped, and [`Kept::truncated`] says so.
+pub const MAX_KEPT_BODY: usize = 1024 * 1024;
+
+/// What a journey's step needs of its answer beyond the status: the header fields and the body
+/// (up to [`MAX_KEPT_BODY`]). Reused from exchange to exchange.
+#[derive(Debug, Default)]
+pub struct Kept {
+    pub headers: Vec<(String, Vec<u8>)>,
+    pub body: Vec<u8>,
+    /// The body was longer than [`MAX_KEPT_BODY`]: `body` holds its start.
+    pub truncated: bool,
+}
+
+impl Kept {
+    fn clear(&mut self) {
+        self.headers.clear();
+        self.body.clear();
+        self.truncated = false;
+    }
+
+    /// Appends body bytes, up to the cap.
+    pub fn extend_body(&mut self, bytes: &[u8]) {
+        let room = MAX_KEPT_BODY.saturating_sub(self.body.len());
+        self.body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        self.truncated |= bytes.len() > room;
+    }
 }
 
 /// A protocol's answer in the engine's terms: a success or a failure of its class, and the
@@ -48,6 +94,12 @@ pub struct Exchange {
     target: Cell<usize>,
     sent: Cell<Option<Instant>>,
     code: Cell<Option<u16>>,
+    /// Journeys: this exchange's own encoded request, sent in place of `target`'s.
+    own: RefCell<Vec<u8>>,
+    has_own: Cell<bool>,
+    /// Journeys: the answer's header fields and body, kept when `keeping`.
+    kept: RefCell<Kept>,
+    keeping: Cell<bool>,
 }
 
 impl Exchange {
@@ -88,6 +140,41 @@ impl Exchange {
         self.target.set(target);
         self.sent.set(None);
         self.code.set(None);
+        self.has_own.set(false);
+        self.keeping.set(false);
+    }
+
+    /// Journeys: a request of this exchange's own, encoded into the buffer `encode` is given
+    /// (by the transport's [`Transport::encode`]); the answer's headers and body are kept.
+    pub(crate) fn begin_own(
+        &self,
+        encode: impl FnOnce(&mut Vec<u8>) -> Result<(), FailureClass>,
+    ) -> Result<(), FailureClass> {
+        self.begin(0);
+        let mut own = self.own.borrow_mut();
+        own.clear();
+        encode(&mut own)?;
+        self.has_own.set(true);
+        self.keeping.set(true);
+        self.kept.borrow_mut().clear();
+        Ok(())
+    }
+
+    /// The request to send in place of a fixed one, if this exchange has its own.
+    pub fn own_request(&self) -> Option<Ref<'_, [u8]>> {
+        self.has_own
+            .get()
+            .then(|| Ref::map(self.own.borrow(), |v| v.as_slice()))
+    }
+
+    /// Where the answer's headers and body go, if they are to be kept.
+    pub fn keep(&self) -> Option<RefMut<'_, Kept>> {
+        self.keeping.get().then(|| self.kept.borrow_mut())
+    }
+
+    /// What was kept of the last answer.
+    pub fn kept(&self) -> Ref<'_, Kept> {
+        self.kept.borrow()
     }
 
     /// Keeps the first attempt's send stamp across a retry: the reconnect counts against the

@@ -1,0 +1,427 @@
+//! The journey loop: sessions of dependent steps that arrive on the open-loop schedule.
+//!
+//! Journey *i* is due at the schedule's time *i*. Its first step is due then; step k+1 is due
+//! when step k's answer arrived plus the think time drawn for it, which is when the user would
+//! have sent it. Whatever the generator adds after a due time (waiting for a free place under
+//! `--max-journeys`, a late wake-up, a connect) is send lag and stays in the step's response
+//! time. Each journey has its own keep-alive connection, as a browser does, opened by its first
+//! step and counted in that step's time.
+//!
+//! What a step sends and how its answer is judged belong to the journey file; the loop knows
+//! them only through [`Script`] and [`Session`], so it is tested without one.
+//!
+//! Every journey and every step that fell due is accounted for: a journey completes, fails at a
+//! step, is still running at the end (censored, with its lower bound), or never started (it
+//! waited for a place until the end; its first step, due with it, was never sent). A step
+//! completes, fails, is in flight at the end (censored) or was due and never sent. A step that
+//! was not yet due at the end (its journey was thinking) is not counted: nobody would have sent
+//! it yet.
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sojourn_core::schedule::Slice;
+use sojourn_core::{FailureClass, Outcome, Recorder, Stamps};
+use tokio::sync::Notify;
+
+use crate::backlog::Backlog;
+use crate::sleeper::Sleeper;
+use crate::transport::{Connection, Exchange, ExchangeError, Kept, StepRequest, Transport};
+use crate::worker::{WorkerConfig, WorkerReport};
+
+/// What the journey loop asks of a journey file.
+pub trait Script: Send + Sync + 'static {
+    /// How many step labels there are (every step of every journey) and how many journeys.
+    fn labels(&self) -> (usize, usize);
+    /// Which journey journey `index` of the schedule runs: a pure function of the index.
+    fn journey_of(&self, index: u64) -> usize;
+    /// The label of `journey`'s first step.
+    fn first_step(&self, journey: usize) -> usize;
+    /// Journey `index` begins.
+    fn begin(&self, index: u64) -> Box<dyn Session>;
+}
+
+/// One running journey: its variables, cookies and place in its steps.
+pub trait Session {
+    /// Renders the next step into `req` and says its label and the think time before it (zero
+    /// for the first); `None` when the journey is over.
+    fn next(&mut self, req: &mut StepBuf) -> Option<Step>;
+    /// The step's answer (its status and what was kept of it), or why there was none. Returns
+    /// the step's outcome and whether the journey goes on.
+    fn answered(&mut self, answer: Result<(u16, &Kept), FailureClass>) -> (Outcome, bool);
+}
+
+/// A step about to be due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    pub label: usize,
+    /// How long the user thinks after the previous answer before sending this step.
+    pub think: Duration,
+}
+
+/// A rendered step, reused from step to step.
+#[derive(Debug, Default, Clone)]
+pub struct StepBuf {
+    pub method: String,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl StepBuf {
+    fn request(&self) -> StepRequest<'_> {
+        StepRequest {
+            method: &self.method,
+            url: &self.url,
+            headers: &self.headers,
+            body: &self.body,
+        }
+    }
+}
+
+/// Where a running journey stands, shared between its task and the end of the run.
+struct Running {
+    due: Duration,
+    journey: usize,
+    /// When its first step left, once it has.
+    first_sent: Cell<Option<Duration>>,
+    /// The step due or in flight: its label and due time, and whether it has been counted as
+    /// due (its task woke to it).
+    step: Cell<Option<(usize, Duration, bool)>>,
+    /// That step's exchange, whose send stamp says whether it is in flight.
+    ex: Exchange,
+}
+
+impl Running {
+    /// When the step in hand left, if it has.
+    fn sent(&self, t0: tokio::time::Instant) -> Option<Duration> {
+        self.ex.sent().map(|at| at.saturating_duration_since(t0))
+    }
+}
+
+/// One worker's journeys.
+struct Journeys<T: Transport> {
+    transport: T,
+    cfg: WorkerConfig,
+    script: Arc<dyn Script>,
+    recorder: RefCell<Recorder>,
+    backlog: RefCell<Backlog>,
+    /// A place per journey that may run at once; `None` is free.
+    places: RefCell<Vec<Option<Rc<Running>>>>,
+    /// A place came free.
+    freed: Notify,
+    /// Steps that fell due.
+    steps_due: Cell<u64>,
+    /// Set once the run has been closed: late finishes must not record twice.
+    closed: Cell<bool>,
+}
+
+impl<T: Transport> Journeys<T> {
+    fn now(&self) -> Duration {
+        tokio::time::Instant::now().saturating_duration_since(self.cfg.t0)
+    }
+
+    fn free_place(&self) -> Option<usize> {
+        self.places.borrow().iter().position(Option::is_none)
+    }
+
+    /// Records one step that ended at `done`: answered or failed, sent or not.
+    fn record_step(&self, label: usize, stamps: Option<Stamps>, due: Duration, outcome: Outcome) {
+        if self.closed.get() {
+            return;
+        }
+        let done = self.now();
+        let mut recorder = self.recorder.borrow_mut();
+        match stamps {
+            Some(s) => {
+                recorder.record(&s, done, outcome);
+                if let Some(l) = recorder.label(label) {
+                    l.record(&s, done, outcome);
+                }
+            }
+            None => {
+                let class = match outcome {
+                    Outcome::Failed(class) => class,
+                    Outcome::Ok => FailureClass::Io,
+                };
+                recorder.record_unsent_failure(due, due, done, class);
+                if let Some(l) = recorder.label(label) {
+                    l.record_unsent_failure(due, done, class);
+                }
+            }
+        }
+    }
+
+    fn record_journey(&self, r: &Running, done: Duration, outcome: Outcome) {
+        if self.closed.get() {
+            return;
+        }
+        let mut recorder = self.recorder.borrow_mut();
+        let Some(record) = recorder.journey(r.journey) else {
+            return;
+        };
+        let stamps = Stamps {
+            intended: r.due,
+            dispatched: r.due,
+            sent: r.first_sent.get().unwrap_or(done),
+            waited_for_connection: false,
+        };
+        record.record(&stamps, done, outcome);
+    }
+}
+
+/// Runs one worker's slice of the journey schedule to its end, drains for one timeout, and
+/// accounts for what is left. At most `places` journeys run at once. Must run inside a
+/// `LocalSet`.
+pub async fn run<T: Transport, S: Sleeper + 'static>(
+    transport: T,
+    cfg: WorkerConfig,
+    slice: Slice,
+    schedule_end: Duration,
+    script: Arc<dyn Script>,
+    places: usize,
+    sleeper: impl Fn() -> S + 'static,
+) -> WorkerReport {
+    let (steps, kinds) = script.labels();
+    let journeys = Rc::new(Journeys {
+        transport,
+        recorder: RefCell::new(Recorder::with_journeys(cfg.interval, steps, kinds)),
+        cfg,
+        script,
+        backlog: RefCell::new(Backlog::new(slice)),
+        places: RefCell::new(vec![None; places.max(1)]),
+        freed: Notify::new(),
+        steps_due: Cell::new(0),
+        closed: Cell::new(false),
+    });
+    let stop = journeys.cfg.t0 + schedule_end + journeys.cfg.timeout;
+    let sleeper = Rc::new(sleeper);
+    tokio::select! {
+        biased;
+        _ = journeys.cfg.cancel.cancelled() => {}
+        _ = tokio::time::sleep_until(stop) => {}
+        _ = start_all(&journeys, &sleeper) => {}
+    }
+    close(&journeys, journeys.now())
+}
+
+/// Starts each journey as it falls due, in a free place, or the moment one frees (FIFO: the
+/// oldest due journey takes it); returns when the schedule is used up and every journey ended.
+async fn start_all<T: Transport, S: Sleeper + 'static>(
+    journeys: &Rc<Journeys<T>>,
+    sleeper: &Rc<impl Fn() -> S + 'static>,
+) {
+    let mut pacer = sleeper();
+    loop {
+        let Some(oldest) = journeys.backlog.borrow_mut().oldest() else {
+            break;
+        };
+        pacer.sleep_until(journeys.cfg.t0 + oldest.at).await;
+        let place = loop {
+            match journeys.free_place() {
+                Some(place) => break place,
+                None => journeys.freed.notified().await,
+            }
+        };
+        let due = journeys
+            .backlog
+            .borrow_mut()
+            .take_due(journeys.now())
+            .expect("the oldest journey is due");
+        let running = Rc::new(Running {
+            due: due.at,
+            journey: journeys.script.journey_of(due.index),
+            first_sent: Cell::new(None),
+            step: Cell::new(None),
+            ex: Exchange::default(),
+        });
+        journeys.places.borrow_mut()[place] = Some(running.clone());
+        tokio::task::spawn_local(run_journey(
+            journeys.clone(),
+            place,
+            running,
+            due.index,
+            sleeper(),
+        ));
+    }
+    while journeys.places.borrow().iter().any(Option::is_some) {
+        journeys.freed.notified().await;
+    }
+}
+
+/// One journey, step by step, on a connection of its own.
+async fn run_journey<T: Transport, S: Sleeper>(
+    journeys: Rc<Journeys<T>>,
+    place: usize,
+    running: Rc<Running>,
+    index: u64,
+    mut sleeper: S,
+) {
+    let mut session = journeys.script.begin(index);
+    let (t0, ex) = (journeys.cfg.t0, &running.ex);
+    let mut conn: Option<T::Conn> = None;
+    let mut req = StepBuf::default();
+    let mut due = running.due;
+    let mut outcome = Outcome::Ok;
+    while let Some(step) = session.next(&mut req) {
+        due += step.think;
+        running.step.set(Some((step.label, due, false)));
+        ex.begin_own(|_| Ok(())).expect("an empty request");
+        sleeper.sleep_until(t0 + due).await;
+        journeys.steps_due.set(journeys.steps_due.get() + 1);
+        running.step.set(Some((step.label, due, true)));
+        let dispatched = journeys.now();
+        let answer = exchange(&journeys, &mut conn, ex, &req).await;
+        let sent = running.sent(t0);
+        if running.first_sent.get().is_none() {
+            running.first_sent.set(sent);
+        }
+        let kept = ex.kept();
+        let (step_outcome, go_on) = session.answered(answer.map(|status| (status, &*kept)));
+        drop(kept);
+        let stamps = sent.map(|sent| Stamps {
+            intended: due,
+            dispatched,
+            sent,
+            waited_for_connection: false,
+        });
+        journeys.record_step(step.label, stamps, due, step_outcome);
+        running.step.set(None);
+        // The next step's think starts when this answer arrived.
+        due = journeys.now();
+        if let Outcome::Failed(_) = step_outcome {
+            outcome = step_outcome;
+        }
+        if !go_on {
+            break;
+        }
+    }
+    journeys.places.borrow_mut()[place] = None;
+    journeys.record_journey(&running, journeys.now(), outcome);
+    journeys.freed.notify_one();
+}
+
+/// Sends the rendered step on the journey's connection, opening it first if need be (and once
+/// more if a kept-alive connection was found closed before it answered). Returns the answer's
+/// status, or the class of failure; the send stamp is on `ex`.
+async fn exchange<T: Transport>(
+    journeys: &Journeys<T>,
+    conn: &mut Option<T::Conn>,
+    ex: &Exchange,
+    req: &StepBuf,
+) -> Result<u16, FailureClass> {
+    ex.begin_own(|out| journeys.transport.encode(&req.request(), out))?;
+    let timeout = journeys.cfg.timeout;
+    let attempt = async {
+        for retry in [false, true] {
+            let c = match conn {
+                Some(c) => c,
+                None => conn.insert(journeys.transport.connect().await?),
+            };
+            let first = ex.sent();
+            let result = c.exchange(ex).await;
+            if retry {
+                ex.restore_sent(first);
+            }
+            match result {
+                Ok(_) => {
+                    if !c.reusable() {
+                        *conn = None;
+                    }
+                    return ex.code().ok_or(FailureClass::Protocol);
+                }
+                Err(ExchangeError::Unprocessed(class)) if retry => {
+                    *conn = None;
+                    return Err(class);
+                }
+                Err(ExchangeError::Unprocessed(_)) => *conn = None,
+                Err(ExchangeError::Failed(class)) => {
+                    *conn = None;
+                    return Err(class);
+                }
+            }
+        }
+        unreachable!("the second attempt returns")
+    };
+    match tokio::time::timeout(timeout, attempt).await {
+        Ok(answer) => answer,
+        Err(_) => {
+            *conn = None;
+            Err(FailureClass::Timeout)
+        }
+    }
+}
+
+/// Ends the run at `end`: running journeys are censored (their step in flight censored, a due
+/// step not yet sent never sent), due journeys that never got a place never started (their
+/// first step never sent), and nothing records after this.
+fn close<T: Transport>(journeys: &Journeys<T>, end: Duration) -> WorkerReport {
+    journeys.closed.set(true);
+    let (steps, kinds) = journeys.script.labels();
+    let mut recorder =
+        journeys
+            .recorder
+            .replace(Recorder::with_journeys(journeys.cfg.interval, steps, kinds));
+    let mut steps_due = journeys.steps_due.get();
+    let t0 = journeys.cfg.t0;
+    for r in journeys
+        .places
+        .borrow_mut()
+        .iter_mut()
+        .filter_map(Option::take)
+    {
+        let sent = r.sent(t0);
+        if let Some((label, due, counted)) = r.step.get().filter(|&(_, due, _)| due <= end) {
+            // Due by the end, though its task may not have woken to it yet.
+            steps_due += u64::from(!counted);
+            unfinished_step(&mut recorder, label, due, sent, due, end);
+        }
+        let first_sent = r.first_sent.get().or(sent).unwrap_or(r.due);
+        if let Some(j) = recorder.journey(r.journey) {
+            j.record_unfinished(r.due, Some(first_sent), end);
+        }
+    }
+    let mut backlog = journeys.backlog.borrow_mut();
+    for due in backlog.take_all_due(end) {
+        let journey = journeys.script.journey_of(due.index);
+        if let Some(j) = recorder.journey(journey) {
+            j.record_unfinished(due.at, None, end);
+        }
+        let first = journeys.script.first_step(journey);
+        unfinished_step(&mut recorder, first, due.at, None, end, end);
+        steps_due += 1;
+    }
+    WorkerReport {
+        recorder,
+        end,
+        scheduled: steps_due,
+    }
+}
+
+/// A step due by the end: in flight (sent) or never sent (`dispatched`: when the generator had
+/// it in hand, or the end if it never did).
+fn unfinished_step(
+    recorder: &mut Recorder,
+    label: usize,
+    due: Duration,
+    sent: Option<Duration>,
+    dispatched: Duration,
+    end: Duration,
+) {
+    match sent {
+        Some(sent) => {
+            let stamps = Stamps {
+                intended: due,
+                dispatched,
+                sent,
+                waited_for_connection: false,
+            };
+            recorder.record_in_flight(&stamps, end);
+        }
+        None => recorder.record_never_sent(due, dispatched, end),
+    }
+    if let Some(l) = recorder.label(label) {
+        l.record_unfinished(due, sent, end);
+    }
+}
