@@ -119,7 +119,7 @@ pub struct RunArgs {
     /// Request body read from a file.
     #[arg(long)]
     pub body_file: Option<PathBuf>,
-    /// Write the result document (JSON, schema sojourn.result/4) here. `-`: to standard output, and the summary and everything else to standard error.
+    /// Write the result document (JSON, schema sojourn.result/5) here. `-`: to standard output, and the summary and everything else to standard error.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Width of the timeline's intervals, and of the last interval the live panel and

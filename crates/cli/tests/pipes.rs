@@ -105,7 +105,7 @@ fn run_json_stdout_pipes_into_report() {
     assert!(summary.contains("requests  scheduled 100"), "{summary}");
     let doc: Value = serde_json::from_slice(&std::fs::read(&copy).unwrap())
         .unwrap_or_else(|e| panic!("the run's standard output is not one document: {e}"));
-    assert_eq!(doc["schema"], "sojourn.result/4");
+    assert_eq!(doc["schema"], "sojourn.result/5");
     assert_eq!(doc["counts"]["scheduled"], 100);
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("piped run"), "the page shows the piped run");
@@ -223,7 +223,7 @@ fn every_document_alone_on_standard_output() {
                 "--json",
                 "-",
             ],
-            "sojourn.result/4",
+            "sojourn.result/5",
             "requests  scheduled 50",
         ),
         (
@@ -238,7 +238,7 @@ fn every_document_alone_on_standard_output() {
                 "--json",
                 "-",
             ],
-            "sojourn.result/4",
+            "sojourn.result/5",
             "requests  scheduled 100",
         ),
         (
@@ -282,12 +282,12 @@ fn every_document_alone_on_standard_output() {
         ),
         (
             vec!["merge", s0, s1, "-o", "-"],
-            "sojourn.result/4",
+            "sojourn.result/5",
             "merged: standard output",
         ),
         (
             vec!["merge", s0, s1, "--json", "-"],
-            "sojourn.result/4",
+            "sojourn.result/5",
             "shards (2 of 2)",
         ),
         (

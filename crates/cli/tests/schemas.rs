@@ -5,7 +5,7 @@
 //! type, down inside an embedded result too) and checks that the validator refuses it: a
 //! validator that accepted everything would pass the first half alone.
 //!
-//! `merge` writes an ordinary run result (`sojourn.result/4`), so its output is validated
+//! `merge` writes an ordinary run result (`sojourn.result/5`), so its output is validated
 //! against `result.schema.json`. The plan file is TOML: its parsed form (the JSON its TOML
 //! parses into) is validated against `plan.schema.json`, for every plan the docs ship.
 mod common;
@@ -18,7 +18,7 @@ use common::{sojourn_ok, temp_dir, TestServer};
 
 /// The result schema's `$id`: the sweep and compare schemas refer to it for the results they
 /// embed.
-const RESULT_ID: &str = "https://sojourn.dev/schema/result/4";
+const RESULT_ID: &str = "https://sojourn.dev/schema/result/5";
 
 fn schema_file(name: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -285,7 +285,7 @@ fn the_compare_document_matches_its_schema() {
 }
 
 /// `sojourn run` on two shards, then `sojourn merge`: the merged document is an ordinary run
-/// result, `sojourn.result/4`, with its shard table.
+/// result, `sojourn.result/5`, with its shard table.
 #[test]
 fn the_merged_document_is_a_run_result() {
     let v = validator("result");
@@ -303,7 +303,7 @@ fn the_merged_document_is_a_run_result() {
     ]);
     let doc = read_json(&merged);
     assert_valid(&v, &doc, "sojourn merge's document");
-    assert_eq!(doc["schema"], "sojourn.result/4");
+    assert_eq!(doc["schema"], "sojourn.result/5");
     assert_eq!(doc["merged"]["shards"].as_array().map(Vec::len), Some(2));
     assert_refused(
         &v,

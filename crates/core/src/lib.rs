@@ -33,7 +33,9 @@ pub mod verdict;
 pub use check::{Checks, GeneratorVerdict};
 pub use outcome::{FailureClass, FailureCounts, Outcome};
 pub use record::{Bound, LabelRecord, Measurements, Recorder, RequestSample, Stamps, StatusCounts};
-pub use result::{LabelCounts, Mode, RunConfig, RunFacts, RunResult, TargetResult, TargetsConfig};
+pub use result::{
+    JourneysConfig, LabelCounts, Mode, RunConfig, RunFacts, RunResult, TargetResult, TargetsConfig,
+};
 pub use schedule::{Arrival, Due, End, Schedule};
 pub use shard::Shard;
 pub use stages::{Stage, Stages};

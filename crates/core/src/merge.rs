@@ -29,6 +29,7 @@ use crate::placement::{
     ShardState, ShardStatus,
 };
 use crate::record::new_histogram;
+use crate::result::JourneysConfig;
 use crate::result::{
     decode_base64, Counts, HistogramSet, HistogramSummary, IntervalSummary, LabelCounts,
     RateSummary, RunConfig, RunResult, TargetResult, SCHEMA,
@@ -166,6 +167,9 @@ fn combine(
         statuses: status_codes(inputs),
         // Summed label by label.
         targets: targets(inputs, held)?,
+        // Summed step by step, and journey by journey.
+        steps: labelled(inputs, held, |r| &r.steps)?,
+        journeys: labelled(inputs, held, |r| &r.journeys)?,
         // None: `--repeat` and `--shard` exclude each other, so no shard is a repeated run.
         repetitions: None,
     }
@@ -194,6 +198,7 @@ fn config(inputs: &[Input]) -> RunConfig {
         protocol,
         streams,
         targets,
+        journeys,
     } = &inputs[0].result.config;
     RunConfig {
         target: target.clone(),
@@ -216,6 +221,15 @@ fn config(inputs: &[Input]) -> RunConfig {
         streams: *streams,
         // Equal but for the file's path, which may differ from node to node: the first's.
         targets: targets.clone(),
+        // The same, with the places summed: each shard ran its own.
+        journeys: journeys.clone().map(|j| JourneysConfig {
+            max_journeys: inputs
+                .iter()
+                .filter_map(|i| i.result.config.journeys.as_ref())
+                .map(|j| j.max_journeys)
+                .sum(),
+            ..j
+        }),
     }
 }
 
@@ -437,6 +451,16 @@ fn status_codes(inputs: &[Input]) -> BTreeMap<u16, u64> {
 /// the order of the inputs, and a merge of merges keeps it. A label that only some shards sent
 /// is merged from those.
 fn targets(inputs: &[Input], held: &BTreeMap<u32, usize>) -> Result<Vec<TargetResult>, MergeError> {
+    labelled(inputs, held, |r| &r.targets)
+}
+
+/// Per-label parts of every input (targets, journeys' steps, journeys), label by label: in
+/// the order the inputs first name them, the shard that holds the lowest slice first.
+pub(crate) fn labelled(
+    inputs: &[Input],
+    held: &BTreeMap<u32, usize>,
+    pick: fn(&RunResult) -> &Vec<TargetResult>,
+) -> Result<Vec<TargetResult>, MergeError> {
     let first_shard = |n: usize| {
         held.iter()
             .find(|(_, &input)| input == n)
@@ -447,7 +471,7 @@ fn targets(inputs: &[Input], held: &BTreeMap<u32, usize>) -> Result<Vec<TargetRe
     let mut labels: Vec<Vec<(&str, &TargetResult)>> = Vec::new();
     for n in order {
         let source = inputs[n].source.as_str();
-        for t in &inputs[n].result.targets {
+        for t in pick(&inputs[n].result) {
             match labels.iter_mut().find(|parts| parts[0].1.label == t.label) {
                 Some(parts) => parts.push((source, t)),
                 None => labels.push(vec![(source, t)]),

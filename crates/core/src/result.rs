@@ -23,14 +23,17 @@ use crate::units::nanos;
 /// `config.protocol`, `config.streams`, `config.targets` and the failure classes `reset` and
 /// `goaway`; a version 2 document reads as one without them. Version 4 added
 /// `statistics.validity` (the rate, arrival-law, independence and stationarity tests); a
-/// version 3 document reads as one without a verdict.
-pub const SCHEMA: &str = "sojourn.result/4";
+/// version 3 document reads as one without a verdict. Version 5 added `steps`, `journeys`,
+/// `config.journeys` and the failure classes `check` and `extract` (journeys); a version 4
+/// document reads as one without journeys.
+pub const SCHEMA: &str = "sojourn.result/5";
 
 /// Every version this build reads.
-pub const READABLE_SCHEMAS: [&str; 4] = [
+pub const READABLE_SCHEMAS: [&str; 5] = [
     "sojourn.result/1",
     "sojourn.result/2",
     "sojourn.result/3",
+    "sojourn.result/4",
     SCHEMA,
 ];
 
@@ -112,6 +115,24 @@ pub struct RunConfig {
     /// Many requests (`--targets`): where they came from and in what order they are sent.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub targets: Option<TargetsConfig>,
+    /// Journeys (`--journey`): the file, and how many may run at once. The run's `rate` is
+    /// then journeys per second, and `connections` is `max_journeys` (one connection each).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub journeys: Option<JourneysConfig>,
+}
+
+/// The journey file a run followed, as the result records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JourneysConfig {
+    pub file: String,
+    /// Journeys in the file.
+    pub count: u32,
+    /// Steps over all its journeys (each a label in `steps`).
+    pub steps: u32,
+    /// The most journeys that ran at once (`--max-journeys`).
+    pub max_journeys: u32,
+    /// The seed of the file's choices (journey, data row, think times, random values).
+    pub seed: u64,
 }
 
 /// The targets file a run sent, as the result records it.
@@ -732,6 +753,16 @@ pub struct RunResult {
     /// Many requests (`--targets`): one entry per label, in the targets file's order.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub targets: Vec<TargetResult>,
+    /// Journeys (`--journey`): one entry per step of every journey (`JOURNEY/STEP`), in the
+    /// file's order, each timed from its own due time. Their counts add up to the run's.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub steps: Vec<TargetResult>,
+    /// Journeys (`--journey`): one entry per journey, its time from its due time to the end of
+    /// its last step. Its counts count journeys: `never_sent` is never started, `censored`
+    /// still running at the end, and a failure is counted under the class of the step that
+    /// ended the journey. `share` is the journey's weight over all.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub journeys: Vec<TargetResult>,
     /// `--repeat N`: each repetition's own summary and the between-run interval of every
     /// percentile. The histograms, counts and timeline above are the repetitions merged.
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -841,6 +872,8 @@ impl RunResult {
             merged: None,
             statuses: m.statuses.clone(),
             targets: Vec::new(),
+            steps: Vec::new(),
+            journeys: Vec::new(),
             repetitions: None,
         }
         .with_batch_intervals();
@@ -1210,6 +1243,115 @@ pub(crate) mod tests {
             breaks(&mut d);
             assert!(!validator.is_valid(&d), "the schema must reject {what}");
         }
+    }
+
+    /// A journey run: one journey of two steps, the second failing its check once, and its
+    /// journey counted failed there; a journey that never started.
+    #[test]
+    fn a_result_with_journeys_round_trips_and_matches_the_schema() {
+        let mut r = Recorder::with_journeys(Duration::from_secs(1), 2, 1);
+        for i in 0..10u64 {
+            let due = Duration::from_millis(100 * i);
+            let second = due + Duration::from_millis(50);
+            let failed = i == 3;
+            let (first_done, done) = (
+                due + Duration::from_millis(5),
+                second + Duration::from_millis(5),
+            );
+            let s1 = Stamps::on_time(due);
+            let s2 = Stamps::on_time(second);
+            let outcome = if failed {
+                Outcome::Failed(FailureClass::Check)
+            } else {
+                Outcome::Ok
+            };
+            r.record(&s1, first_done, Outcome::Ok);
+            r.label(0).unwrap().record(&s1, first_done, Outcome::Ok);
+            r.record(&s2, done, outcome);
+            r.label(1).unwrap().record(&s2, done, outcome);
+            r.journey(0).unwrap().record(&s1, done, outcome);
+        }
+        let never = Duration::from_millis(990);
+        r.record_never_sent(never, never, Duration::from_secs(1));
+        r.label(0)
+            .unwrap()
+            .record_unfinished(never, None, Duration::from_secs(1));
+        r.journey(0)
+            .unwrap()
+            .record_unfinished(never, None, Duration::from_secs(1));
+        let m = Recorder::merge_all([r]);
+        let facts = RunFacts {
+            label: "journeys".into(),
+            mode: Mode::Open,
+            config: RunConfig {
+                rate: Some(10.0),
+                arrival: Some("constant".into()),
+                duration_ns: Some(1_000_000_000),
+                connections: 8,
+                interval_ns: 1_000_000_000,
+                journeys: Some(JourneysConfig {
+                    file: "shop.toml".into(),
+                    count: 1,
+                    steps: 2,
+                    max_journeys: 8,
+                    seed: 1,
+                }),
+                ..Default::default()
+            },
+            scheduled: m.tally.accounted(),
+            elapsed: Duration::from_secs(1),
+            interrupted: false,
+            checks: assess_open(&m, 8),
+            backfill_interval: None,
+        };
+        let mut result = RunResult::build(&m, facts);
+        let of = |names: &[&str], records: &[crate::record::LabelRecord]| -> Vec<TargetResult> {
+            names
+                .iter()
+                .zip(records)
+                .map(|(n, r)| TargetResult::of(n, 1.0, r))
+                .collect()
+        };
+        result.steps = of(&["shop/login", "shop/buy"], &m.labels);
+        result.journeys = of(&["shop"], &m.journeys);
+        let doc = serde_json::to_value(&result).unwrap();
+        assert_eq!(doc["counts"]["failed"]["check"], 1);
+        assert_eq!(doc["journeys"][0]["counts"]["failed"]["check"], 1);
+        assert_eq!(doc["journeys"][0]["counts"]["never_sent"], 1);
+        assert_eq!(doc["steps"][0]["counts"]["never_sent"], 1);
+        let back: RunResult = serde_json::from_value(doc.clone()).unwrap();
+        assert_eq!(back, result);
+        let validator = schema_validator();
+        let errors: Vec<String> = validator
+            .iter_errors(&doc)
+            .map(|e| format!("{e} at {}", e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+        type Break = fn(&mut serde_json::Value);
+        let broken: [(&str, Break); 3] = [
+            ("a journey without its response", |d| {
+                d["journeys"][0].as_object_mut().unwrap().remove("response");
+            }),
+            ("a step's unknown failure class", |d| {
+                d["steps"][1]["counts"]["failed"]["oops"] = 1.into();
+            }),
+            ("journeys with no file", |d| {
+                d["config"]["journeys"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("file");
+            }),
+        ];
+        for (what, breaks) in broken {
+            let mut d = doc.clone();
+            breaks(&mut d);
+            assert!(!validator.is_valid(&d), "the schema must reject {what}");
+        }
+        // Written as version 4 knew it, a run without journeys validates against that version.
+        let mut v4 = serde_json::to_value(sample_result()).unwrap();
+        v4["schema"] = "sojourn.result/4".into();
+        assert!(v4["counts"]["failed"].get("check").is_none());
+        assert!(validator.is_valid(&v4));
     }
 
     /// A version 2 document (no statuses, no targets, no protocol) is still valid and reads

@@ -31,6 +31,20 @@ pub struct About {
     /// The scenario the target served, when the run knows it (`demo`, `suite`: their own
     /// pathology server), as the result document stores it.
     pub scenario: Option<serde_json::Value>,
+    /// Journeys (`--journey`): the file as the result records it, and the names of its steps
+    /// and journeys.
+    pub journeys: Option<JourneyNames>,
+}
+
+/// What a journey run's result names: each step label (`JOURNEY/STEP`) and each journey, with
+/// its share of the schedule (its weight over all), in the file's order.
+#[derive(Debug, Clone)]
+pub struct JourneyNames {
+    pub config: sojourn_core::JourneysConfig,
+    /// Per step label: its name and its journey's share.
+    pub steps: Vec<(String, f64)>,
+    /// Per journey: its name and share.
+    pub journeys: Vec<(String, f64)>,
 }
 
 impl About {
@@ -50,6 +64,7 @@ pub fn config(plan: &Plan, about: &About) -> RunConfig {
         target: about.target.clone(),
         protocol: about.protocol.clone(),
         targets: about.targets.clone(),
+        journeys: about.journeys.as_ref().map(|j| j.config.clone()),
         connections: (plan.connections / streams) as u32,
         streams: plan.streams.map(|s| s as u32),
         threads: Some(plan.worker_count() as u32),
@@ -136,12 +151,26 @@ pub fn build(plan: &Plan, report: &RunReport, about: &About) -> RunResult {
         if !plan.shard.is_whole() {
             share_of_the_plan(&mut result, m, plan, schedule);
         }
-        result.checks.rate = rate_verdict(&result, schedule, plan.shard);
+        // Journeys: the schedule's rate is journeys per second, not the answers it counts.
+        if about.journeys.is_none() {
+            result.checks.rate = rate_verdict(&result, schedule, plan.shard);
+        }
     }
     result.placement = Some(placement(plan, report, &result));
     result.scenario = about.scenario.clone();
     if let Some(targets) = &plan.targets {
         result.targets = per_label(targets, m);
+    }
+    if let Some(names) = &about.journeys {
+        let of = |names: &[(String, f64)], records: &[sojourn_core::record::LabelRecord]| {
+            names
+                .iter()
+                .zip(records)
+                .map(|((name, share), r)| sojourn_core::TargetResult::of(name, *share, r))
+                .collect()
+        };
+        result.steps = of(&names.steps, &m.labels);
+        result.journeys = of(&names.journeys, &m.journeys);
     }
     result
 }

@@ -315,13 +315,20 @@ fn loading_names_what_is_wrong() {
         matches!(newer, ReportError::Schema { .. }) && newer.to_string().contains("result/9"),
         "{newer}"
     );
-    let [s1, s2, s3, s4] = READABLE_SCHEMAS;
+    let [s1, s2, s3, s4, s5] = READABLE_SCHEMAS;
     assert!(
         newer
             .to_string()
-            .contains(&format!("reads {s1}, {s2}, {s3} and {s4}")),
+            .contains(&format!("reads {s1}, {s2}, {s3}, {s4} and {s5}")),
         "{newer}"
     );
+    // A version 4 document reads as one without journeys.
+    let (open, _) = common::open_run();
+    let mut doc = serde_json::to_value(&open).unwrap();
+    doc["schema"] = s4.into();
+    let old = load_result(&temp_file("v4.json", &doc.to_string())).unwrap();
+    assert!(old.steps.is_empty() && old.journeys.is_empty());
+    assert_eq!(old.counts, open.counts);
     // A version 3 document reads as one without a validity verdict.
     let (open, _) = common::open_run();
     let mut doc = serde_json::to_value(&open).unwrap();

@@ -54,7 +54,7 @@ pub struct RunSettings {
     /// paced closed loop: each connection owns rate/N of the slots and sends at its next slot
     /// or when its answer arrives, whichever is later (hey -q, bombardier -r, fortio -qps).
     pub closed: bool,
-    /// Write the result document (JSON, schema sojourn.result/4) here.
+    /// Write the result document (JSON, schema sojourn.result/5) here.
     pub json: Option<PathBuf>,
     /// Width of the timeline's intervals, and of the last interval the live panel and
     /// --metrics-listen show.

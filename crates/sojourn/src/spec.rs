@@ -164,6 +164,7 @@ impl RunSpec {
             warmup: self.warmup,
             // A run of a URL does not know what the target serves.
             scenario: None,
+            journeys: None,
         }
     }
 

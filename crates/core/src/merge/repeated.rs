@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::{add_counts, interval as window, MergeError};
-use super::{checks, histograms, rate, statistics, status_codes, summed, targets, Input};
+use super::{checks, histograms, labelled, rate, statistics, status_codes, summed, targets, Input};
 use crate::record::new_histogram;
 use crate::repeat::{Repetition, Repetitions};
 use crate::result::{Counts, HistogramSummary, IntervalSummary, RunResult, SCHEMA};
@@ -95,6 +95,8 @@ pub fn repeated(runs: Vec<Repeated>, asked: u32, pause_ns: u64) -> Result<RunRes
         statuses: status_codes(&inputs),
         // Summed label by label, in the first repetition's order.
         targets: targets(&inputs, &BTreeMap::new())?,
+        steps: labelled(&inputs, &BTreeMap::new(), |r| &r.steps)?,
+        journeys: labelled(&inputs, &BTreeMap::new(), |r| &r.journeys)?,
         repetitions: Some(Repetitions::of(summaries, asked, pause_ns)),
     })
 }
