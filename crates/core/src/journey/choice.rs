@@ -95,7 +95,10 @@ impl Think {
         if let Some(mean) = text.strip_prefix("exp(").and_then(|t| t.strip_suffix(')')) {
             let mean = duration(mean)?;
             if mean.is_zero() {
-                return Err(format!("think {text:?}: the mean is 0; give a positive mean, or think = \"0s\" for no pause"));
+                return Err(format!(
+                    "think {text:?}: the mean is 0; give a positive mean, or \
+                    think = \"0s\" for no pause"
+                ));
             }
             return Ok(Think::Exponential(mean));
         }

@@ -67,8 +67,12 @@ impl Rows {
         let at_key =
             |problem: String| JourneyError::new(journey_file, Some(line), Kind::Data, problem);
         let shown = path.display();
-        let text = std::fs::read(path)
-            .map_err(|e| at_key(format!("data file {shown}: cannot read it ({e}); check the path, which is relative to the journey file's folder")))?;
+        let text = std::fs::read(path).map_err(|e| {
+            at_key(format!(
+                "data file {shown}: cannot read it ({e}); check the \
+                path, which is relative to the journey file's folder"
+            ))
+        })?;
         let text = String::from_utf8(text).map_err(|_| {
             at_key(format!(
                 "data file {shown} is not UTF-8 text: save it as UTF-8"

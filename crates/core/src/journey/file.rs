@@ -153,7 +153,10 @@ pub(super) fn read(text: &str, path: &Path) -> Result<JourneyFile, JourneyError>
     if steps > MAX_STEPS {
         return Err(reader.whole(
             Kind::TooManySteps,
-            format!("{steps} steps, at most {MAX_STEPS}: each step is reported on its own; split the file"),
+            format!(
+                "{steps} steps, at most {MAX_STEPS}: each step is reported on its own; \
+                split the file"
+            ),
         ));
     }
     let (origin, _) = origin.expect("every journey has a step");
@@ -188,7 +191,7 @@ impl Reader<'_> {
 
     /// TOML's own error (syntax, a type, an unknown or missing key), on its line, in our words.
     fn toml_error(&self, e: &toml::de::Error) -> JourneyError {
-        let message = e.message().lines().collect::<Vec<_>>().join(" ");
+        let message = e.message().lines().collect::<Vec<_>>().join("; ");
         let message = message.trim_end_matches('.');
         let (kind, problem) = if let Some(rest) = message.strip_prefix("unknown field") {
             (
@@ -364,17 +367,33 @@ impl Reader<'_> {
     ) -> Result<Template, JourneyError> {
         let whole = match (text.starts_with('/'), &self.base_url) {
             (true, Some(base)) => format!("{base}{text}"),
-            (true, None) => return Err(self.at(line, Kind::Url, format!("url {text:?} is a path: give base_url = \"http://host:port\" at the top of the file, or write the whole URL"))),
+            (true, None) => {
+                return Err(self.at(
+                    line,
+                    Kind::Url,
+                    format!(
+                        "url {text:?} is a \
+                path: give base_url = \"http://host:port\" at the top of the file, or write \
+                    the whole URL"
+                    ),
+                ))
+            }
             (false, _) => text.to_string(),
         };
         let template = self.template(&whole, "url", line)?;
         let mine = origin_of(&template)
             .map_err(|why| self.at(line, Kind::Url, format!("url {text:?}: {why}")))?;
         match origin {
-            Some((first, first_line)) if first.origin() != mine.origin() => Err(self.at(line, Kind::Url, format!(
-                "url {text:?} is for {}, but the step on line {first_line} is for {}: one file sends to one origin (scheme, host and port)",
-                mine.origin().ascii_serialization(), first.origin().ascii_serialization()
-            ))),
+            Some((first, first_line)) if first.origin() != mine.origin() => Err(self.at(
+                line,
+                Kind::Url,
+                format!(
+                    "url {text:?} is for {}, but the step on line {first_line} is for {}: one \
+                    file sends to one origin (scheme, host and port)",
+                    mine.origin().ascii_serialization(),
+                    first.origin().ascii_serialization()
+                ),
+            )),
             Some(_) => Ok(template),
             None => {
                 *origin = Some((mine, line));
@@ -396,10 +415,15 @@ impl Reader<'_> {
         };
         let file = self.dir.join(name);
         let contents = std::fs::read_to_string(&file).map_err(|e| {
-            self.at(line, Kind::Body, format!(
-                "body file {}: cannot read it ({e}); the path is relative to the journey file's folder (write @@ for a body that begins with @)",
-                file.display()
-            ))
+            self.at(
+                line,
+                Kind::Body,
+                format!(
+                    "body file {}: cannot read it ({e}); the path is relative to the journey \
+                    file's folder (write @@ for a body that begins with @)",
+                    file.display()
+                ),
+            )
         })?;
         self.template(&contents, &format!("body file {}", file.display()), line)
     }
@@ -458,9 +482,14 @@ impl Reader<'_> {
         match raw.map(|r| (r, r.get_ref().as_str())) {
             None | Some((_, "fail")) => Ok(OnError::Fail),
             Some((_, "continue")) => Ok(OnError::Continue),
-            Some((r, other)) => Err(self.at(self.spot(r), Kind::Value, format!(
-                "on_error = {other:?}: write \"fail\" (the journey ends, failed at this step; the default) or \"continue\""
-            ))),
+            Some((r, other)) => Err(self.at(
+                self.spot(r),
+                Kind::Value,
+                format!(
+                    "on_error = {other:?}: write \"fail\" (the journey ends, failed at this \
+                    step; the default) or \"continue\""
+                ),
+            )),
         }
     }
 
@@ -503,14 +532,24 @@ impl Reader<'_> {
             } else {
                 known.join(", ")
             };
-            return self.at(line, Kind::UnknownVariable, format!(
-                "step {user:?} uses ${{{var}}}, but no step of journey {journey:?} extracts {var:?} (it extracts: {known}): add an extract for it to a step before {user:?}, or use ${{row.COLUMN}}, ${{journey}} or ${{random.int(A,B)}}"
-            ));
+            let problem = format!(
+                "step {user:?} uses ${{{var}}}, but no step of journey {journey:?} extracts \
+                 {var:?} (it extracts: {known}): add an extract for it to a step before \
+                 {user:?}, or use ${{row.COLUMN}}, ${{journey}} or ${{random.int(A,B)}}"
+            );
+            return self.at(line, Kind::UnknownVariable, problem);
         };
         let problem = if later.name == *user {
-            format!("step {user:?} uses ${{{var}}} in its own request, but extracts it only from its own answer: extract {var:?} in a step before {user:?}")
+            format!(
+                "step {user:?} uses ${{{var}}} in its own request, but extracts it only \
+                from its own answer: extract {var:?} in a step before {user:?}"
+            )
         } else {
-            format!("step {user:?} uses ${{{var}}}, but only step {:?}, which comes later, extracts it: extract {var:?} in a step before {user:?}", later.name)
+            format!(
+                "step {user:?} uses ${{{var}}}, but only step {:?}, which comes later, \
+                extracts it: extract {var:?} in a step before {user:?}",
+                later.name
+            )
         };
         self.at(line, Kind::NotYetExtracted, problem)
     }
@@ -535,12 +574,27 @@ impl Reader<'_> {
                     continue;
                 };
                 let Some(rows) = rows else {
-                    return Err(self.at(line, Kind::Data, format!("${{row.{column}}} needs a data file: add [data] with file = \"users.csv\" (or .jsonl) at the top")));
+                    return Err(self.at(
+                        line,
+                        Kind::Data,
+                        format!(
+                            "${{row.{column}}} needs a \
+                        data file: add [data] with file = \"users.csv\" (or .jsonl) at the top"
+                        ),
+                    ));
                 };
-                template.bind(rows).map_err(|missing| self.at(line, Kind::Column, format!(
-                    "${{row.{missing}}}: data file {} has no column {missing:?}; its columns are {}",
-                    rows.path().display(), rows.columns().join(", ")
-                )))?;
+                template.bind(rows).map_err(|missing| {
+                    self.at(
+                        line,
+                        Kind::Column,
+                        format!(
+                            "${{row.{missing}}}: data file {} has no column {missing:?}; its \
+                        columns are {}",
+                            rows.path().display(),
+                            rows.columns().join(", ")
+                        ),
+                    )
+                })?;
             }
         }
         Ok(())
@@ -571,14 +625,26 @@ fn check_name(name: &str, what: &str) -> Result<(), Fault> {
         ));
     }
     if name.contains('/') {
-        return Err((Kind::Name, format!("{what} name {name:?} holds '/', which separates journey and step in a label: use another character")));
+        return Err((
+            Kind::Name,
+            format!(
+                "{what} name {name:?} holds '/', which separates \
+            journey and step in a label: use another character"
+            ),
+        ));
     }
     Ok(())
 }
 
 fn check_weight(weight: i64) -> Result<u32, Fault> {
     if weight < 1 || weight as u64 > MAX_CYCLE {
-        return Err((Kind::Weight, format!("weight = {weight}: a weight is a whole number from 1 to {MAX_CYCLE}; to run none of a journey, leave it out")));
+        return Err((
+            Kind::Weight,
+            format!(
+                "weight = {weight}: a weight is a whole number \
+            from 1 to {MAX_CYCLE}; to run none of a journey, leave it out"
+            ),
+        ));
     }
     Ok(weight as u32)
 }
@@ -664,10 +730,14 @@ fn status_set(value: &toml::Value) -> Result<StatusSet, String> {
 /// One `extract` entry: a variable name and exactly one source.
 fn extract(var: &str, raw: &RawExtract) -> Result<Extract, Fault> {
     if !is_identifier(var) || RESERVED.contains(&var) {
-        return Err((Kind::Extract, format!(
-            "extract {var:?}: a variable's name is a letter or _ then letters, digits and _, and not {}",
-            RESERVED.join(", ")
-        )));
+        return Err((
+            Kind::Extract,
+            format!(
+                "extract {var:?}: a variable's name is a letter or _ then letters, digits and \
+                _, and not {}",
+                RESERVED.join(", ")
+            ),
+        ));
     }
     let given = [
         raw.json.is_some(),
@@ -676,9 +746,13 @@ fn extract(var: &str, raw: &RawExtract) -> Result<Extract, Fault> {
         raw.cookie.is_some(),
     ];
     if given.iter().filter(|&&g| g).count() != 1 {
-        return Err((Kind::Extract, format!(
-            "extract {var:?} needs exactly one source: json = \"/pointer\", regex = \"…(group)…\", header = \"Name\" or cookie = \"name\""
-        )));
+        return Err((
+            Kind::Extract,
+            format!(
+                "extract {var:?} needs exactly one source: json = \"/pointer\", regex = \
+                \"…(group)…\", header = \"Name\" or cookie = \"name\""
+            ),
+        ));
     }
     if raw.group.is_some() && raw.regex.is_none() {
         return Err((
@@ -704,7 +778,13 @@ fn extract(var: &str, raw: &RawExtract) -> Result<Extract, Fault> {
 /// or `~1`.
 fn check_pointer(var: &str, pointer: &str) -> Result<(), Fault> {
     let bad = |why: &str| {
-        (Kind::Pointer, format!("extract {var:?}: JSON pointer {pointer:?} {why}; write it as /field/0/name (RFC 6901)"))
+        (
+            Kind::Pointer,
+            format!(
+                "extract {var:?}: JSON pointer {pointer:?} {why}; write it \
+            as /field/0/name (RFC 6901)"
+            ),
+        )
     };
     if !pointer.is_empty() && !pointer.starts_with('/') {
         return Err(bad("does not start with /"));
@@ -719,15 +799,30 @@ fn check_pointer(var: &str, pointer: &str) -> Result<(), Fault> {
 fn regex_source(var: &str, pattern: &str, group: Option<i64>) -> Result<Source, Fault> {
     let regex = regex::bytes::Regex::new(pattern).map_err(|e| {
         let why = e.to_string();
-        let why = why.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("invalid").to_string();
-        (Kind::Regex, format!("extract {var:?}: regex {pattern:?} does not compile ({why}); fix it (the syntax is Rust's regex crate)"))
+        let why = why
+            .lines()
+            .map(str::trim)
+            .rfind(|l| !l.is_empty())
+            .unwrap_or("invalid")
+            .to_string();
+        (
+            Kind::Regex,
+            format!(
+                "extract {var:?}: regex {pattern:?} does not compile ({why}); \
+            fix it (the syntax is Rust's regex crate)"
+            ),
+        )
     })?;
     let groups = regex.captures_len() - 1;
     let group = group.unwrap_or(if groups >= 1 { 1 } else { 0 });
     if group < 0 || group as usize > groups {
-        return Err((Kind::Regex, format!(
-            "extract {var:?}: regex {pattern:?} has {groups} capture groups, so no group {group}: add ( ) around the part to take, or give group = 0 for the whole match"
-        )));
+        return Err((
+            Kind::Regex,
+            format!(
+                "extract {var:?}: regex {pattern:?} has {groups} capture groups, so no group \
+                {group}: add ( ) around the part to take, or give group = 0 for the whole match"
+            ),
+        ));
     }
     Ok(Source::Regex {
         regex,
