@@ -9,11 +9,12 @@ use serde::Deserialize;
 use toml::Spanned;
 use url::Url;
 
+use super::choice::Think;
 use super::data::{DataOrder, Rows};
 use super::error::{JourneyError, JourneyErrorKind as Kind};
 use super::extract::{Expect, Extract, Source, StatusSet};
+use super::model::{Journey, JourneyFile, OnError, Step, MAX_REPEAT, MAX_STEPS};
 use super::template::{is_identifier, Template, RESERVED};
-use super::{Journey, JourneyFile, OnError, Step, Think, MAX_REPEAT, MAX_STEPS};
 use crate::targets::{MAX_CYCLE, METHODS};
 
 #[derive(Deserialize)]
@@ -123,7 +124,26 @@ struct Reader<'a> {
     base_url: Option<String>,
 }
 
-pub(super) fn read(text: &str, path: &Path) -> Result<JourneyFile, JourneyError> {
+impl JourneyFile {
+    /// Reads and checks the file at `path`; a data file and `@file` bodies are read relative to
+    /// its folder.
+    pub fn from_path(path: &Path) -> Result<JourneyFile, JourneyError> {
+        let unreadable = |problem: String| JourneyError::new(path, None, Kind::Unreadable, problem);
+        let bytes = std::fs::read(path)
+            .map_err(|e| unreadable(format!("cannot read the journey file: {e}")))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| unreadable("not UTF-8 text: save the journey file as UTF-8".into()))?;
+        JourneyFile::from_str(&text, path)
+    }
+
+    /// Reads and checks `text`, naming `path` in every error; a data file and `@file` bodies
+    /// are read relative to `path`'s folder.
+    pub fn from_str(text: &str, path: &Path) -> Result<JourneyFile, JourneyError> {
+        read(text, path)
+    }
+}
+
+fn read(text: &str, path: &Path) -> Result<JourneyFile, JourneyError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut reader = Reader {
         text,

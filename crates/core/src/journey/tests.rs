@@ -20,6 +20,11 @@ impl Folder {
         );
         write("users.jsonl", "{\"email\": \"a@x.org\", \"id\": 1}\n");
         write("empty.csv", "email,password\n");
+        std::fs::write(
+            dir.path().join("latin1.csv"),
+            b"email\nj\xe9r\xf4me@x.org\n",
+        )
+        .expect("write");
         write(
             "login.json",
             "{\"email\": \"${row.email}\", \"password\": \"${row.password}\"}",
@@ -306,6 +311,7 @@ fn every_bad_file_is_one_line_on_its_line() {
         ("bad regex", step_a_with("extract = { t = { regex = \"id=(\\\\d+\" } }"), Some(7), K::Regex, "does not compile"),
         ("no such group", step_a_with("extract = { t = { regex = \"id=(\\\\d+)\", group = 2 } }"), Some(7), K::Regex, "has 1 capture groups, so no group 2"),
         ("missing data file", "[data]\nfile = \"nobody.csv\"\n".into(), Some(2), K::Data, "nobody.csv: cannot read it"),
+        ("unreadable data file", "[data]\nfile = \"latin1.csv\"\n".into(), Some(2), K::Data, "latin1.csv is not UTF-8 text"),
         ("empty data file", "[data]\nfile = \"empty.csv\"\n".into(), Some(2), K::Data, "holds no rows"),
         ("bad order", "[data]\nfile = \"users.csv\"\norder = \"shuffled\"\n".into(), Some(3), K::Value, "order \"shuffled\""),
         (
