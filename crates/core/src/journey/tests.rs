@@ -378,3 +378,35 @@ fn paths_in_the_file_are_relative_to_its_folder() {
     assert_eq!(e.kind, JourneyErrorKind::Data, "{e}");
     assert!(Path::new(&e.file).ends_with("shop.toml"));
 }
+
+/// The first TOML block of docs/journeys.md, and the example messages under "Checked before
+/// any run": the page shows what the code reads and says.
+#[test]
+fn the_docs_example_reads_and_its_messages_are_real() {
+    let page = include_str!("../../../../docs/journeys.md");
+    let example = page
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|block| block.split("```").next())
+        .expect("a toml block");
+    let folder = Folder::new();
+    let file = folder.read(example).expect("the docs' example reads");
+    assert_eq!(
+        file.step_labels(),
+        ["browse/login", "browse/list", "browse/open", "look/home"]
+    );
+    let shown = |e: JourneyError| {
+        let dir = format!("{}/", folder.dir.path().display());
+        e.to_string().replace(&dir, "")
+    };
+    let typo = example.replacen("Bearer ${token}", "Bearer ${tokn}", 1);
+    let no_data = example.replace("users.csv", "nobody.csv");
+    for text in [typo, no_data] {
+        let message = shown(folder.read(&text).unwrap_err());
+        let message = message.replace("nobody.csv", "users.csv");
+        assert!(
+            page.contains(&format!("\n{message}\n")),
+            "not on the page: {message}"
+        );
+    }
+}
