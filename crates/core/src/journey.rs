@@ -17,6 +17,7 @@ mod extract;
 mod file;
 mod model;
 mod template;
+mod value;
 
 pub use choice::Think;
 pub use data::{unique_rows_suffice, DataOrder, Row, Rows};
