@@ -11,6 +11,7 @@ pub mod conformance;
 pub mod diff;
 pub mod evidence;
 pub mod gate;
+pub mod journey;
 pub mod merge;
 pub mod outcome;
 pub mod placement;
