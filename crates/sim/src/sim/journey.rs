@@ -100,7 +100,9 @@ impl Sim<'_> {
             .schedule
             .as_mut()
             .expect("only scheduled lanes get Due");
-        let due = schedule.next().expect("a Due event has a journey behind it");
+        let due = schedule
+            .next()
+            .expect("a Due event has a journey behind it");
         if let Some(next) = schedule.peek() {
             self.events
                 .push(nanos(next.at), Kind::Due { lane: l as u32 });
@@ -176,8 +178,7 @@ impl Sim<'_> {
             Some(next) => {
                 // The user thinks from the moment the answer arrived.
                 j.step_due = now + nanos(next.think);
-                self.events
-                    .push(j.step_due, Kind::Step { journey: h });
+                self.events.push(j.step_due, Kind::Step { journey: h });
             }
             None => self.end_journey(h),
         }
@@ -210,7 +211,10 @@ impl Sim<'_> {
     pub(super) fn close_journeys(&mut self, end: u64) {
         let Some(model) = self.model else { return };
         let at = d(end);
-        for j in std::mem::take(&mut self.journeys.slots).into_iter().flatten() {
+        for j in std::mem::take(&mut self.journeys.slots)
+            .into_iter()
+            .flatten()
+        {
             let recorder = &mut self.lanes[j.lane as usize].recorder;
             let label = j.steps[j.step].label;
             if let Some(req) = j.in_flight.and_then(|k| self.table.remove(k)) {
@@ -220,7 +224,13 @@ impl Sim<'_> {
                 }
             } else if j.step_due <= end {
                 self.lanes[j.lane as usize].scheduled += 1;
-                never_sent(&mut self.lanes[j.lane as usize].recorder, label, j.step_due, j.step_due, end);
+                never_sent(
+                    &mut self.lanes[j.lane as usize].recorder,
+                    label,
+                    j.step_due,
+                    j.step_due,
+                    end,
+                );
             }
             let first_sent = j.first_sent.unwrap_or(j.due);
             if let Some(record) = self.lanes[j.lane as usize].recorder.journey(j.kind) {
