@@ -427,11 +427,21 @@ fn a_failed_step_ends_its_journey_unless_it_goes_on() {
     }
 }
 
-fn fingerprint(sim: &Simulation) -> String {
-    format!(
+/// Everything a simulation produced, hashed (`DefaultHasher::new` has fixed keys), beside a
+/// short summary for the failure message.
+fn fingerprint(sim: &Simulation) -> (u64, String) {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let all = format!(
         "{} {:?} {:?} {:?} {:?}",
         sim.scheduled, sim.elapsed, sim.measurements, sim.impact, sim.server
-    )
+    );
+    let mut h = DefaultHasher::new();
+    all.hash(&mut h);
+    let summary = format!(
+        "{} steps, {:?}, {:?}",
+        sim.scheduled, sim.elapsed, sim.measurements.tally
+    );
+    (h.finish(), summary)
 }
 
 /// The same inputs give the same simulation, bit for bit; another seed of the schedule, the
