@@ -210,46 +210,44 @@ impl Sim<'_> {
     /// and never sent); waiting ones never started, and their first step was never sent.
     pub(super) fn close_journeys(&mut self, end: u64) {
         let Some(model) = self.model else { return };
-        let at = d(end);
-        for j in std::mem::take(&mut self.journeys.slots)
-            .into_iter()
-            .flatten()
-        {
-            let recorder = &mut self.lanes[j.lane as usize].recorder;
-            let label = j.steps[j.step].label;
-            if let Some(req) = j.in_flight.and_then(|k| self.table.remove(k)) {
-                recorder.record_in_flight(&step_stamps(&req), at);
-                if let Some(l) = recorder.label(label) {
-                    l.record_unfinished(d(req.intended), Some(step_stamps(&req).sent), at);
-                }
-            } else if j.step_due <= end {
-                self.lanes[j.lane as usize].scheduled += 1;
-                never_sent(
-                    &mut self.lanes[j.lane as usize].recorder,
-                    label,
-                    j.step_due,
-                    j.step_due,
-                    end,
-                );
-            }
-            let first_sent = j.first_sent.unwrap_or(j.due);
-            if let Some(record) = self.lanes[j.lane as usize].recorder.journey(j.kind) {
-                record.record_unfinished(d(j.due), Some(d(first_sent)), at);
-            }
+        let running = std::mem::take(&mut self.journeys.slots);
+        for j in running.into_iter().flatten() {
+            self.censor(&j, end);
         }
-        let mut steps = Vec::new();
+        let (at, mut steps) = (d(end), Vec::new());
         for lane in &mut self.lanes {
             for due in std::mem::take(&mut lane.journeys_waiting) {
-                model.steps(due.index, &mut steps);
                 let kind = model.journey_of(due.index);
                 if let Some(record) = lane.recorder.journey(kind) {
                     record.record_unfinished(due.at, None, at);
                 }
+                model.steps(due.index, &mut steps);
                 if let Some(first) = steps.first() {
                     lane.scheduled += 1;
                     never_sent(&mut lane.recorder, first.label, nanos(due.at), end, end);
                 }
             }
+        }
+    }
+
+    /// A journey running at `end`, and its step in hand if that was due.
+    fn censor(&mut self, j: &Journey, end: u64) {
+        let (lane, at) = (&mut self.lanes[j.lane as usize], d(end));
+        let label = j.steps[j.step].label;
+        if let Some(req) = j.in_flight.and_then(|k| self.table.remove(k)) {
+            let stamps = step_stamps(&req);
+            lane.recorder.record_in_flight(&stamps, at);
+            if let Some(l) = lane.recorder.label(label) {
+                l.record_unfinished(stamps.intended, Some(stamps.sent), at);
+            }
+        } else if j.step_due <= end {
+            // Due, and not sent yet; a step not yet due is nobody's loss.
+            lane.scheduled += 1;
+            never_sent(&mut lane.recorder, label, j.step_due, j.step_due, end);
+        }
+        let first_sent = d(j.first_sent.unwrap_or(j.due));
+        if let Some(record) = lane.recorder.journey(j.kind) {
+            record.record_unfinished(d(j.due), Some(first_sent), at);
         }
     }
 }
