@@ -36,6 +36,8 @@ pub(crate) enum Kind {
     Answer { req: Key, attempt: u8, reply: Reply },
     /// The client gives up on a request.
     Timeout { req: Key },
+    /// A running journey's next step is due (its think time after the last answer is over).
+    Step { journey: u32 },
 }
 
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]

@@ -9,7 +9,7 @@
 //! indistinguishable in shape from a real run's. Nothing is random that the scenario or the
 //! schedule did not seed: the same inputs give the same result, bit for bit.
 //!
-//! Four client models ([`Client`]):
+//! Five client models ([`Client`]):
 //! - **open**: requests due on a schedule (constant, Poisson, ramp), each dispatched at its due
 //!   time into a FIFO pool of at most N connections, measured from when it was due;
 //! - **closed**: N connections, each looping send → wait → record, until a duration or a count;
@@ -17,7 +17,16 @@
 //!   measured from its slot on the schedule. Its response time is the seeds' "sojourn", its
 //!   service time their "latency", its send lag their "queue wait";
 //! - **paced**: N tracking clients, each on its share of the schedule's slots — the paced closed
-//!   loop of hey `-q`, bombardier `-r` and fortio `-qps`, as `sojourn run --closed --rate` runs it.
+//!   loop of hey `-q`, bombardier `-r` and fortio `-qps`, as `sojourn run --closed --rate` runs it;
+//! - **journeys**: sessions of dependent steps due on a schedule, at most N running at once, as
+//!   the engine's journey loop runs them. A due journey takes a free place or waits FIFO, timed
+//!   from its due time; step 1 is due with its journey and step k+1 when step k's answer arrived
+//!   plus its think time; each journey has a connection of its own, so a step is sent at its due
+//!   time (step 1: when its journey got its place). A failed step ends its journey unless the
+//!   model says it goes on. What each journey's steps are comes from a [`JourneyModel`], whatever
+//!   file describes them. At the end, running journeys are censored (their step in flight with
+//!   them), journeys still waiting never started (their first step never sent), and steps not yet
+//!   due (the journey was thinking) are not counted.
 //!
 //! What the simulation leaves out, on purpose: the network (unless [`Plan::rtt`] adds a fixed
 //! round trip), timer error, and CPU. Every difference between a real run and its simulation is
@@ -26,17 +35,20 @@
 
 mod event;
 mod impact;
+mod journey;
 mod result;
 mod server;
 mod sim;
 mod table;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use sojourn_core::{End, Measurements, Mode, RunResult, Schedule};
 use sojourn_scenario::Scenario;
 
 pub use impact::{Impact, SlowImpact, StallImpact};
+pub use journey::{JourneyModel, ModelStep};
 pub use result::{build_result, config};
 pub use server::ServerStats;
 
@@ -79,12 +91,23 @@ pub enum Client {
         schedule: Schedule,
         connections: usize,
     },
+    /// Journeys due on `schedule` (journey *i* at the schedule's time *i*), at most
+    /// `max_journeys` running at once, split over `threads` lanes as the open loop is, each lane
+    /// with its even share of the places. `model` says what each journey's steps are. Models
+    /// compare by identity.
+    Journeys {
+        schedule: Schedule,
+        max_journeys: usize,
+        threads: usize,
+        model: Arc<dyn JourneyModel>,
+    },
 }
 
 impl Client {
     pub fn mode(&self) -> Mode {
         match self {
-            Client::Open { .. } => Mode::Open,
+            // An open loop of journeys.
+            Client::Open { .. } | Client::Journeys { .. } => Mode::Open,
             Client::Closed { .. } => Mode::Closed,
             Client::Tracking { .. } => Mode::Tracking,
             Client::Paced { .. } => Mode::Paced,
@@ -126,7 +149,8 @@ impl Plan {
 #[derive(Debug, Clone)]
 pub struct Simulation {
     pub measurements: Measurements,
-    /// Requests the client scheduled (open, tracking) or started (closed).
+    /// Requests the client scheduled (open, tracking) or started (closed); for journeys, the
+    /// steps that fell due.
     pub scheduled: u64,
     /// From the start of the run to the end of its drain.
     pub elapsed: Duration,

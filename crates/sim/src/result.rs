@@ -27,6 +27,16 @@ pub fn config(scenario: &Scenario, plan: &Plan) -> RunConfig {
             c.connections = u32::try_from(*connections).unwrap_or(u32::MAX);
             c.threads = Some((*threads).clamp(1, (*connections).max(1)) as u32);
         }
+        Client::Journeys {
+            schedule,
+            max_journeys,
+            threads,
+            ..
+        } => {
+            c.describe_schedule(schedule);
+            c.connections = u32::try_from(*max_journeys).unwrap_or(u32::MAX);
+            c.threads = Some((*threads).clamp(1, (*max_journeys).max(1)) as u32);
+        }
         Client::Tracking { schedule } => {
             c.describe_schedule(schedule);
             c.connections = 1;
@@ -57,7 +67,11 @@ pub fn config(scenario: &Scenario, plan: &Plan) -> RunConfig {
 pub fn build_result(scenario: &Scenario, plan: &Plan, sim: &Simulation, label: &str) -> RunResult {
     let m = &sim.measurements;
     let (mut checks, backfill_interval) = match &plan.client {
-        Client::Open { connections, .. } => (
+        Client::Open { connections, .. }
+        | Client::Journeys {
+            max_journeys: connections,
+            ..
+        } => (
             assess_open(m, u32::try_from(*connections).unwrap_or(u32::MAX)),
             None,
         ),

@@ -9,6 +9,8 @@
 //!   censored and what never got a connection is counted as never sent;
 //! - closed: each connection sends the moment its previous answer arrives, while tickets last;
 //!   its intended time is its send time;
+//! - journeys (`journey.rs`): an open loop of journeys, each with a place of its own among the
+//!   lane's `max_journeys`, and its steps sent on a connection of its own;
 //! - a timeout ends the exchange `timeout` after the send and drops the connection;
 //! - a connection reset before any answer, on a connection that had served before, is retried
 //!   once on a fresh connection (it could have been a stale keep-alive); the send stamp stays the
@@ -18,21 +20,26 @@ use std::iter::Peekable;
 use std::time::Duration;
 
 use sojourn_core::schedule::Slice;
-use sojourn_core::{nanos, End, FailureClass, Outcome, Recorder, Schedule, Stamps};
+use sojourn_core::{nanos, Due, End, FailureClass, Outcome, Recorder, Schedule, Stamps};
 use sojourn_scenario::Scenario;
 
 use crate::event::{Key, Kind, Queue, Reply};
 use crate::impact::{Answered, Tracker};
 use crate::server::{Server, Started};
 use crate::table::{Req, Table};
-use crate::{Client, Plan, Simulation, MIN_EXCHANGE};
+use crate::{Client, JourneyModel, Plan, Simulation, MIN_EXCHANGE};
+
+mod journey;
 
 struct Lane {
     recorder: Recorder,
-    /// The pool's size (open, tracking) or the number of looping connections (closed).
+    /// The pool's size (open, tracking), the number of looping connections (closed) or of
+    /// places for journeys.
     limit: usize,
     busy: usize,
     waiting: VecDeque<Key>,
+    /// Journeys due and waiting for a place, oldest first.
+    journeys_waiting: VecDeque<Due>,
     /// Idle keep-alive connections; every one has served at least one request.
     idle: usize,
     schedule: Option<Peekable<Slice>>,
@@ -46,7 +53,10 @@ struct Lane {
 impl Lane {
     fn finished(&mut self) -> bool {
         let exhausted = self.schedule.as_mut().is_none_or(|s| s.peek().is_none());
-        exhausted && self.busy == 0 && (self.waiting.is_empty() || self.stopped)
+        exhausted
+            && self.busy == 0
+            && (self.waiting.is_empty() || self.stopped)
+            && self.journeys_waiting.is_empty()
     }
 
     /// Closed loop: whether a connection free at `now` may start another request.
@@ -67,6 +77,9 @@ pub(crate) struct Sim<'a> {
     server: Server<'a>,
     table: Table,
     lanes: Vec<Lane>,
+    /// Journeys: what their steps are, and the ones that hold a place.
+    model: Option<&'a dyn JourneyModel>,
+    journeys: journey::Running,
     tracker: Tracker<'a>,
     closed: bool,
     timeout: u64,
@@ -99,6 +112,7 @@ fn lane(recorder: Recorder, limit: usize) -> Lane {
         limit: limit.max(1),
         busy: 0,
         waiting: VecDeque::new(),
+        journeys_waiting: VecDeque::new(),
         idle: 0,
         schedule: None,
         tickets: None,
@@ -138,6 +152,8 @@ impl<'a> Sim<'a> {
             server: Server::new(scenario, plan.server_lead),
             table: Table::default(),
             lanes: Vec::new(),
+            model: None,
+            journeys: journey::Running::default(),
             tracker: Tracker::new(scenario, Duration::ZERO),
             closed: matches!(plan.client, Client::Closed { .. }),
             timeout,
@@ -155,8 +171,8 @@ impl<'a> Sim<'a> {
     }
 
     fn build_lanes(&mut self) {
-        let interval = self.plan.interval;
-        match &self.plan.client {
+        let (plan, interval) = (self.plan, self.plan.interval);
+        match &plan.client {
             Client::Open {
                 schedule,
                 connections,
@@ -181,6 +197,20 @@ impl<'a> Sim<'a> {
                 if let End::After(d) = end {
                     self.deadline = Some(nanos(*d) + self.timeout);
                 }
+            }
+            Client::Journeys {
+                schedule,
+                max_journeys,
+                threads,
+                model,
+            } => {
+                let (steps, kinds) = model.labels();
+                self.lanes = split(*max_journeys, *threads, interval, |l, w, n| {
+                    l.recorder = Recorder::with_journeys(interval, steps, kinds);
+                    l.schedule = Some(schedule.slice(w, n).peekable());
+                });
+                self.model = Some(&**model);
+                self.deadline = Some(schedule_end(schedule) + self.timeout);
             }
             Client::Tracking { schedule } => self.paced_lanes(schedule, 1),
             Client::Paced {
@@ -266,6 +296,7 @@ impl<'a> Sim<'a> {
                 reply,
             } => self.answer(req, attempt, reply),
             Kind::Timeout { req } => self.time_out(req),
+            Kind::Step { journey } => self.send_step(journey),
         }
     }
 
@@ -273,6 +304,9 @@ impl<'a> Sim<'a> {
     /// after this one's events, so an answer arriving at the very instant it is due frees its
     /// connection first (one request every 10 ms on one connection at 10 ms each never waits).
     fn due(&mut self, l: usize) {
+        if self.model.is_some() {
+            return self.journey_due(l);
+        }
         let lane = &mut self.lanes[l];
         let schedule = lane
             .schedule
@@ -297,15 +331,21 @@ impl<'a> Sim<'a> {
 
     /// A request takes a connection (an idle one if any) and is sent now.
     fn begin(&mut self, key: Key, waited: bool) {
-        let now = self.now;
         let req = self.table.get_mut(key).expect("begun requests are live");
         let lane = &mut self.lanes[req.lane as usize];
         lane.busy += 1;
         req.reused = lane.idle > 0;
         lane.idle -= usize::from(req.reused);
+        req.waited = waited;
+        self.launch(key);
+    }
+
+    /// Sends a request's first attempt now, and gives up on it `timeout` later.
+    fn launch(&mut self, key: Key) {
+        let now = self.now;
+        let req = self.table.get_mut(key).expect("launched requests are live");
         req.sent = Some(now);
         req.attempt_sent = now;
-        req.waited = waited;
         self.events
             .push(now.saturating_add(self.timeout), Kind::Timeout { req: key });
         self.send(key, 0);
@@ -388,13 +428,16 @@ impl<'a> Sim<'a> {
     /// lane go on.
     fn finish(&mut self, key: Key, outcome: Outcome, keep: bool) {
         let req = self.table.remove(key).expect("finished requests are live");
+        self.blame(&req);
+        if let Some(j) = req.journey {
+            return self.step_done(j, &req, outcome, keep);
+        }
         let l = req.lane as usize;
         let lane = &mut self.lanes[l];
         lane.recorder
             .record(&stamps(&req), Duration::from_nanos(self.now), outcome);
         lane.idle += usize::from(keep);
         lane.busy -= 1;
-        self.blame(&req);
         self.next(l);
     }
 
@@ -433,6 +476,7 @@ impl<'a> Sim<'a> {
 
     /// Ends the run at `end`: what is in flight is censored, what was never sent is counted.
     fn close(mut self, end: u64) -> Simulation {
+        self.close_journeys(end);
         for req in self.table.drain().collect::<Vec<_>>() {
             let recorder = &mut self.lanes[req.lane as usize].recorder;
             let at = Duration::from_nanos(end);

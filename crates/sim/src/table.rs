@@ -25,6 +25,8 @@ pub(crate) struct Req {
     pub reused: bool,
     /// What the server did with the current attempt, once it started service.
     pub served: Option<Served>,
+    /// A journey's step: the journey's handle (see `sim/journey.rs`).
+    pub journey: Option<u32>,
 }
 
 /// One attempt's path through the server, on the scenario clock.
@@ -51,6 +53,7 @@ impl Req {
             attempt_sent: intended,
             reused: false,
             served: None,
+            journey: None,
         }
     }
 }

@@ -197,7 +197,8 @@ fn reseeded_client(client: &Client, k: u32) -> (Client, Option<u64>) {
     let seed = match &mut client {
         Client::Open { schedule, .. }
         | Client::Tracking { schedule }
-        | Client::Paced { schedule, .. } => {
+        | Client::Paced { schedule, .. }
+        | Client::Journeys { schedule, .. } => {
             let (s, seed) = reseeded_schedule(schedule, k);
             *schedule = s;
             seed
