@@ -15,7 +15,7 @@ use crate::exit::{CHECK_FAILED, GATE_FAILED, INTERRUPTED};
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
     /// The target, e.g. http://127.0.0.1:8080/api (or `url` in the --plan file).
-    #[arg(required_unless_present_any = ["plan", "targets"], conflicts_with = "targets")]
+    #[arg(required_unless_present_any = ["plan", "targets", "journey"], conflicts_with = "targets")]
     pub url: Option<String>,
     /// Many different requests instead of one URL: a file in vegeta's HTTP format (a
     /// `METHOD URL` line, header lines, an optional `@body-file`, a blank line between
@@ -29,6 +29,17 @@ pub struct RunArgs {
     /// (seeded by --seed).
     #[arg(long, value_enum, default_value_t = sojourn::transport::TargetsOrder::RoundRobin)]
     pub targets_order: sojourn::transport::TargetsOrder,
+    /// Journeys instead of requests: a TOML journey file (see docs/journeys.md). Journeys
+    /// arrive by --rate (journeys per second), --arrival, --stages or --plan; step 1 is due with
+    /// its journey, step k+1 when step k's answer arrived plus its think time, and every step
+    /// is timed from when it was due. Each step and each journey gets its own histograms.
+    #[arg(long, value_name = "FILE",
+          conflicts_with_all = ["url", "targets", "method", "headers", "body", "body_file", "closed", "http2"])]
+    pub journey: Option<PathBuf>,
+    /// With --journey: the most journeys running at once, each on a connection of its own; a
+    /// due journey with no free place waits, FIFO, timed from its due time. [default: 1000]
+    #[arg(long, value_name = "N", requires = "journey")]
+    pub max_journeys: Option<usize>,
     /// Speak HTTP/2: ALPN h2 over TLS for https://, prior-knowledge h2c for http://. Each
     /// connection carries up to --streams requests at once; a due request takes any free
     /// stream on any connection, FIFO.
@@ -221,6 +232,7 @@ impl From<RunArgs> for sojourn::RunSettings {
                 headers: a.reach.headers,
                 body: a.body,
                 body_file: a.body_file,
+                journey: a.journey,
             },
             protocol: sojourn::transport::ProtocolSettings {
                 http2: a.http2,
@@ -244,6 +256,7 @@ impl From<RunArgs> for sojourn::RunSettings {
                 requests: a.requests,
             },
             connections: a.connections,
+            max_journeys: a.max_journeys,
             threads: a.threads,
             timeout: a.timeout,
             closed: a.closed,
@@ -329,6 +342,7 @@ fn watched_run(
         transport,
         progress: sojourn::execute::progress(plan, sojourn::execute::Sinks::live(&sinks)),
         about: v.about(),
+        journeys: v.script(),
     };
     sojourn::execute::run(rt, job, &mut sinks)
 }

@@ -64,6 +64,15 @@ pub struct SimArgs {
     /// A fixed round trip added to every exchange (network plus client overhead).
     #[arg(long, value_parser = args::duration, default_value = "0s")]
     rtt: Duration,
+    /// Journeys in virtual time: a TOML journey file (see docs/journeys.md), arriving by --rate
+    /// (journeys per second); each step's service is drawn from the scenario, and its think
+    /// times are the draws `run --journey` makes with the same --seed. The ground truth for
+    /// `run --journey`.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["closed_connections", "sweep"])]
+    journey: Option<PathBuf>,
+    /// With --journey: the most journeys at once, each on a connection of its own. [default: 1000]
+    #[arg(long, value_name = "N", requires = "journey")]
+    max_journeys: Option<usize>,
     /// Write the result document(s); with both clients, FILE.closed.json and FILE.open.json.
     /// `-`: the document of one client (or of --sweep) to standard output, and everything
     /// else to standard error.
@@ -120,6 +129,8 @@ impl From<SimArgs> for sojourn::sim::SimSettings {
             sweep: a.sweep,
             sweep_flags: a.sweep_flags.into(),
             repeat: a.repeat,
+            journey: a.journey,
+            max_journeys: a.max_journeys,
         }
     }
 }

@@ -162,17 +162,49 @@ pub fn build(plan: &Plan, report: &RunReport, about: &About) -> RunResult {
         result.targets = per_label(targets, m);
     }
     if let Some(names) = &about.journeys {
-        let of = |names: &[(String, f64)], records: &[sojourn_core::record::LabelRecord]| {
-            names
-                .iter()
-                .zip(records)
-                .map(|((name, share), r)| sojourn_core::TargetResult::of(name, *share, r))
-                .collect()
-        };
-        result.steps = of(&names.steps, &m.labels);
-        result.journeys = of(&names.journeys, &m.journeys);
+        with_journeys(&mut result, names, m, report.elapsed);
     }
     result
+}
+
+/// Gives a journey run's result (real or simulated) its steps and journeys, named, and its
+/// rate in journeys per second.
+pub fn with_journeys(
+    result: &mut RunResult,
+    names: &JourneyNames,
+    m: &Measurements,
+    elapsed: Duration,
+) {
+    let of = |names: &[(String, f64)], records: &[sojourn_core::record::LabelRecord]| {
+        names
+            .iter()
+            .zip(records)
+            .map(|((name, share), r)| sojourn_core::TargetResult::of(name, *share, r))
+            .collect()
+    };
+    result.config.journeys = Some(names.config.clone());
+    result.steps = of(&names.steps, &m.labels);
+    result.journeys = of(&names.journeys, &m.journeys);
+    journey_rates(result, elapsed);
+}
+
+/// A journey run's rate is journeys per second over the schedule's length (the run's, if it
+/// has none): achieved and sent count the journeys that started (a place was free before the
+/// end). The validity verdict's rate test reads them.
+fn journey_rates(result: &mut RunResult, elapsed: Duration) {
+    let length = result
+        .config
+        .duration_ns
+        .map_or(elapsed, Duration::from_nanos);
+    let secs = length.min(elapsed).as_secs_f64().max(1e-9);
+    let started: u64 = result
+        .journeys
+        .iter()
+        .map(|j| j.counts.total() - j.counts.never_sent)
+        .sum();
+    result.rate.achieved = started as f64 / secs;
+    result.rate.sent = started as f64 / secs;
+    result.statistics.validity = Some(sojourn_core::validity::validity_of(result));
 }
 
 /// Each label's own counts and histograms, with the share of the schedule the file gives it.

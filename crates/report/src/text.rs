@@ -296,6 +296,23 @@ pub fn describe(r: &RunResult) -> String {
         (_, Some(n)) => format!("for {n} requests"),
         _ => String::new(),
     };
+    if let Some(j) = &c.journeys {
+        let arrival = c.arrival.as_deref().unwrap_or("constant");
+        let rate = match stages_text(r) {
+            Some(stages) => format!("arrivals along stages {stages}"),
+            None => c
+                .rate
+                .map(|r| format!("{r} journeys/s"))
+                .unwrap_or_default(),
+        };
+        return format!(
+            "{}, journeys of {}: {arrival} {rate} {bound}, up to {} at once, each on a \
+             connection of its own",
+            r.mode.label(),
+            j.file,
+            j.max_journeys
+        );
+    }
     if let Some(stages) = stages_text(r) {
         let arrival = c.arrival.as_deref().unwrap_or("constant");
         let mean = c.rate.map(|r| format!("{r:.1}")).unwrap_or_default();
@@ -407,26 +424,45 @@ const MAX_LABEL_WIDTH: usize = 40;
 /// requests, its share of them (as the targets file expects / as sent), completed and failed,
 /// response p50 … max, and its service and send-lag p99.
 pub fn target_table(r: &RunResult) -> String {
+    let from = if r.mode == Mode::Paced { "slot" } else { "due" };
+    let title =
+        format!("by target (share: expected / actual of the requests; response from {from}):");
+    label_table(&title, &r.targets, "requests")
+}
+
+/// Journey by journey (`--journey`): journeys, their share, completed and failed, the journey
+/// time (from its due time to the end of its last step), its first step's send lag.
+pub fn journey_table(r: &RunResult) -> String {
+    let title = "by journey (share: expected / actual of the journeys; time from the journey's \
+                 due time to the end of its last step):";
+    label_table(title, &r.journeys, "journeys")
+}
+
+/// Step by step (`--journey`): each step timed from its own due time (its journey's previous
+/// answer plus its think time).
+pub fn step_table(r: &RunResult) -> String {
+    let title = "by step (share: its journey's / actual of the steps; response from the step's \
+                 due time):";
+    label_table(title, &r.steps, "steps")
+}
+
+/// A row per label of `rows` under `title`; `what` names what the counts count.
+fn label_table(title: &str, rows: &[TargetResult], what: &str) -> String {
     let mut out = String::new();
-    if r.targets.is_empty() {
+    if rows.is_empty() {
         return out;
     }
-    let w = r
-        .targets
+    let w = rows
         .iter()
         .map(|t| t.label.chars().count().min(MAX_LABEL_WIDTH))
         .chain([5])
         .max()
         .unwrap_or(5)
         + 2;
-    let from = if r.mode == Mode::Paced { "slot" } else { "due" };
-    let _ = writeln!(
-        out,
-        "by target (share: expected / actual of the requests; response from {from}):"
-    );
+    let _ = writeln!(out, "{title}");
     let mut head = format!(
         "{:<w$}{:>10}{:>17}{:>11}{:>8}",
-        "label", "requests", "share", "completed", "failed"
+        "label", what, "share", "completed", "failed"
     );
     for p in TARGET_PERCENTILES {
         let name = if p >= 100.0 {
@@ -438,10 +474,42 @@ pub fn target_table(r: &RunResult) -> String {
     }
     let _ = write!(head, "{:>14}{:>14}", "service p99", "send lag p99");
     let _ = writeln!(out, "{head}");
-    for t in &r.targets {
-        let _ = writeln!(out, "{}", target_row(t, &r.targets, w));
+    for t in rows {
+        let _ = writeln!(out, "{}", target_row(t, rows, w));
     }
     out
+}
+
+/// `journeys due 100  completed 97  failed 2 (check 2)  running at the end 1  never started 0`.
+fn journey_counts(r: &RunResult) -> Option<String> {
+    r.config.journeys.as_ref()?;
+    let mut total = sojourn_core::LabelCounts::default();
+    for j in &r.journeys {
+        total.completed += j.counts.completed;
+        total.failed.merge(&j.counts.failed);
+        total.censored += j.counts.censored;
+        total.never_sent += j.counts.never_sent;
+    }
+    let failed: Vec<String> = total
+        .failed
+        .iter()
+        .filter(|&(_, n)| n > 0)
+        .map(|(k, n)| format!("{} {n}", k.name()))
+        .collect();
+    let failed = if failed.is_empty() {
+        "none".into()
+    } else {
+        failed.join(", ")
+    };
+    Some(format!(
+        "journeys  due {}  completed {}  failed {} ({failed})  running at the end {}  never \
+         started {}",
+        total.total(),
+        total.completed,
+        total.failed.total(),
+        total.censored,
+        total.never_sent
+    ))
 }
 
 fn target_row(t: &TargetResult, all: &[TargetResult], w: usize) -> String {
@@ -557,8 +625,12 @@ fn counts(r: &RunResult) -> String {
         (0, true) => "  not measured 0".into(),
         (n, _) => format!("  NOT MEASURED {n} (shards missing or cut short)"),
     };
+    let what = match r.config.journeys {
+        Some(_) => "steps     due",
+        None => "requests  scheduled",
+    };
     format!(
-        "requests  scheduled {}  completed {}  failed {} ({})  censored {}  never sent {}{not_measured}",
+        "{what} {}  completed {}  failed {} ({})  censored {}  never sent {}{not_measured}",
         c.scheduled,
         c.completed,
         c.failed.total(),
@@ -644,6 +716,13 @@ fn signed_ns_i(ns: i64) -> String {
 }
 
 fn rates(r: &RunResult) -> String {
+    if r.config.journeys.is_some() {
+        let target = r.rate.target.map_or("—".into(), |t| format!("{t:.1}"));
+        return format!(
+            "rate      target {target} journeys/s  started {:.1}/s",
+            r.rate.achieved
+        );
+    }
     let target = r
         .rate
         .target
@@ -687,6 +766,9 @@ pub fn summary(r: &RunResult) -> String {
         );
     }
     let _ = writeln!(out, "{}", counts(r));
+    if let Some(line) = journey_counts(r) {
+        let _ = writeln!(out, "{line}");
+    }
     if let Some(line) = partial_line(r) {
         let _ = writeln!(out, "{line}");
     }
@@ -724,14 +806,21 @@ pub fn summary(r: &RunResult) -> String {
     if h.hiccup.is_some() {
         let _ = writeln!(out, "‡ the same, from a thread inside this process: its own work can make it late, so it excuses nothing");
     }
-    let by_target = target_table(r);
-    if !by_target.is_empty() {
-        let _ = writeln!(out);
-        out.push_str(&by_target);
+    for table in [target_table(r), journey_table(r), step_table(r)] {
+        if !table.is_empty() {
+            let _ = writeln!(out);
+            out.push_str(&table);
+        }
     }
     let lower_bounds = [&h.response, &h.service]
         .into_iter()
-        .chain(r.targets.iter().flat_map(|t| [&t.response, &t.service]))
+        .chain(
+            r.targets
+                .iter()
+                .chain(&r.steps)
+                .chain(&r.journeys)
+                .flat_map(|t| [&t.response, &t.service]),
+        )
         .any(|h| !h.lower_bounds.is_empty());
     if lower_bounds {
         let _ = writeln!(out, "{}", lower_bound_note(&r.counts));

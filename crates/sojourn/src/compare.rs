@@ -276,6 +276,7 @@ fn run_loops(
             target: Some(url.clone()),
             ..About::labelled(label)
         },
+        journeys: None,
     };
     let jobs = [
         job(&plans.0, rt.block_on(closed.connectable())?, &closed.label),

@@ -11,6 +11,12 @@ pub const OPEN_CONNECTIONS: usize = 2048;
 pub const HTTP2_CONNECTIONS: usize = 16;
 /// The closed loop's callers.
 pub const CLOSED_CONNECTIONS: usize = 10;
+/// Journeys running at once (`--max-journeys`), each on a connection of its own: room for a
+/// stall's worth of journeys at hundreds per second, and a bound on the generator's memory.
+pub const MAX_JOURNEYS: usize = 1000;
+/// The seed of a journey file's choices when `--seed` is not given: fixed, so that two runs of
+/// one file (and its shards, and `sim`) make the same choices.
+pub const JOURNEY_SEED: u64 = 1;
 /// `demo`'s and `suite`'s open loops against the pathology server: every request due during
 /// the longest built-in stall at their rates can be in flight at once, so the pool never
 /// decides what the stall looks like.

@@ -247,6 +247,7 @@ pub fn against_fresh_server(
             scenario: serde_json::to_value(scenario).ok(),
             ..sojourn_engine::result::About::labelled(label)
         },
+        journeys: None,
     };
     let result = crate::execute::run(rt, job, sinks);
     drop(plan);

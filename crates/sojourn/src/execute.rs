@@ -82,6 +82,8 @@ pub struct Job<'a> {
     pub progress: Arc<Progress>,
     /// What the result says of itself beyond the plan: label, target, protocol, warm-up.
     pub about: About,
+    /// Journeys (`--journey`): the plan's schedule says when each is due.
+    pub journeys: Option<Arc<dyn sojourn_engine::journey::Script>>,
 }
 
 /// Runs `job` on worker threads while this thread calls `watchers` and listens for Ctrl-C and
@@ -109,6 +111,7 @@ pub fn run_spec(
         plan: &plan,
         transport,
         about: spec.about(),
+        journeys: spec.script(),
     };
     run(rt, job, sinks)
 }
@@ -132,8 +135,13 @@ pub fn run_together<const N: usize>(
             .map(|job| {
                 let (cancel, progress, transport) =
                     (cancel.clone(), job.progress.clone(), job.transport.clone());
-                let plan = job.plan;
-                scope.spawn(move || sojourn_engine::execute(plan, transport, cancel, progress))
+                let (plan, journeys) = (job.plan, job.journeys.clone());
+                scope.spawn(move || match journeys {
+                    Some(script) => {
+                        sojourn_engine::execute_journeys(plan, transport, cancel, progress, script)
+                    }
+                    None => sojourn_engine::execute(plan, transport, cancel, progress),
+                })
             })
             .collect();
         rt.block_on(watch(&cancel, &mut watchers, || {

@@ -151,6 +151,9 @@ pub mod execute;
 /// Results judged against objectives (`--slo`): the verdict table and JUnit XML.
 ///
 pub mod gate;
+/// A journey file, run: the engine's journey script over a checked file (`--journey`).
+///
+pub mod journeys;
 /// A running run as its watchers see it: live counters and the last interval.
 ///
 pub mod live;

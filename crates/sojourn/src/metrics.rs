@@ -478,6 +478,7 @@ mod tests {
                 target: Some(url.to_string()),
                 ..sojourn_engine::result::About::labelled("t")
             },
+            journeys: None,
         };
         let result = crate::execute::run(&rt, job, &mut Endpoint(Some(listener))).unwrap();
         assert_eq!(result.counts.scheduled, 300);

@@ -43,6 +43,9 @@ pub struct RunSettings {
     /// Closed loop: the number of looping connections. With --http2, connections each carry
     /// --streams requests. [default: 2048 open, 10 closed; with --http2, 16]
     pub connections: Option<usize>,
+    /// Journeys: the most running at once, each on a connection of its own; a due journey with
+    /// no free place waits, FIFO, timed from its due time. [default: 1000]
+    pub max_journeys: Option<usize>,
     /// Worker threads, each with its own connections and slice of the schedule.
     /// [default: closed loop, the number of CPUs; open loop, one per 50,000 req/s of peak
     /// rate, up to the number of CPUs]
@@ -138,6 +141,7 @@ impl Default for RunSettings {
             start_at: None,
             explicit: Vec::new(),
             connections: None,
+            max_journeys: None,
             threads: None,
             timeout: defaults::TIMEOUT,
             closed: false,

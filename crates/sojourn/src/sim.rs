@@ -65,6 +65,12 @@ pub struct SimSettings {
     /// each after the first) and report each plus a between-run interval for every
     /// percentile. `None`: one simulation.
     pub repeat: Option<u32>,
+    /// Journeys in virtual time (`--journey FILE`): the file's journeys arrive on the open
+    /// schedule, each step's service drawn from the scenario, think times the same seeded draws
+    /// a real run makes.
+    pub journey: Option<PathBuf>,
+    /// With `journey`: the most journeys at once. [default: 1000]
+    pub max_journeys: Option<usize>,
 }
 
 /// Which client model meets the scenario (`--client`).
@@ -116,6 +122,8 @@ struct Validated {
     hgrm: Option<PathBuf>,
     hlog: Option<PathBuf>,
     repeat: Option<u32>,
+    /// Journeys: the file, to name the result's steps and journeys.
+    journeys: Option<crate::journeys::FileScript>,
 }
 
 /// Simulates each client against the scenario and prints its summary, the side-by-side table
@@ -149,7 +157,14 @@ pub fn run(args: SimSettings) -> anyhow::Result<()> {
                 None,
             ),
             None => {
-                let (result, sim) = sojourn_sim::run(&v.scenario, plan, label);
+                let (mut result, sim) = sojourn_sim::run(&v.scenario, plan, label);
+                if let (Some(script), Client::Journeys { max_journeys, .. }) =
+                    (&v.journeys, &plan.client)
+                {
+                    let names = script.names(*max_journeys);
+                    let (m, elapsed) = (&sim.measurements, sim.elapsed);
+                    sojourn_engine::result::with_journeys(&mut result, &names, m, elapsed);
+                }
                 (result, Some(sim.impact))
             }
         };
@@ -246,6 +261,25 @@ fn validate(a: SimSettings) -> anyhow::Result<Validated> {
     }
     check_client_flags(&a)?;
     let schedule = schedule(&a, end)?;
+    let seed = a.load.seed.unwrap_or(crate::defaults::JOURNEY_SEED);
+    let journeys = journey_file(&a, seed)?;
+    if let Some(script) = &journeys {
+        let client = Client::Journeys {
+            schedule,
+            max_journeys: a.max_journeys.unwrap_or(crate::defaults::MAX_JOURNEYS),
+            threads: a.threads,
+            model: std::sync::Arc::new(script.clone()),
+        };
+        return Ok(Validated {
+            scenario,
+            plans: vec![("open", plan(&a, client))],
+            json: a.json,
+            hgrm: a.hgrm,
+            hlog: a.hlog,
+            repeat: a.repeat,
+            journeys,
+        });
+    }
     // Stages set their own end; the closed loop stops with them.
     let end = schedule.end;
     let mut plans = Vec::new();
@@ -278,7 +312,38 @@ fn validate(a: SimSettings) -> anyhow::Result<Validated> {
         hgrm: a.hgrm,
         hlog: a.hlog,
         repeat: a.repeat,
+        journeys: None,
     })
+}
+
+/// `--journey FILE`, read and checked, with the flags that mean nothing beside it refused.
+fn journey_file(a: &SimSettings, seed: u64) -> anyhow::Result<Option<crate::journeys::FileScript>> {
+    let Some(path) = &a.journey else {
+        if a.max_journeys.is_some() {
+            return Err(bad_input!("--max-journeys: only with --journey FILE"));
+        }
+        return Ok(None);
+    };
+    // `both` is the flag's default: journeys are the open loop's, and that is what runs.
+    if !matches!(a.client, ClientKind::Open | ClientKind::Both) {
+        return Err(bad_input!("--client: journeys arrive on the open-loop schedule; drop --client (or give --client open)"));
+    }
+    if a.repeat.is_some() {
+        return Err(bad_input!(
+            "--repeat: not with --journey yet; simulate the seeds one by one"
+        ));
+    }
+    if a.connections.is_some() {
+        return Err(bad_input!(
+            "--connections: each journey has a connection of its own; use --max-journeys"
+        ));
+    }
+    if a.max_journeys == Some(0) {
+        return Err(bad_input!("--max-journeys: must be at least 1, got 0"));
+    }
+    let file =
+        sojourn_core::journey::JourneyFile::from_path(path).map_err(|e| bad_input!("{e}"))?;
+    Ok(Some(crate::journeys::FileScript::new(file, seed)))
 }
 
 /// Flags that only make sense for some clients are refused elsewhere, naming the flag.

@@ -9,6 +9,7 @@
 //! [`defaults`]: crate::defaults
 //! [`BadInput`]: crate::BadInput
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sojourn_core::{End, Shard};
@@ -69,6 +70,9 @@ pub struct RunSpec {
     pub gate: crate::gate::Gate,
     /// `--repeat`: how many repetitions and the pause between them; `None` for one run.
     pub repeat: Option<crate::repeat::Repeat>,
+    /// Journeys (`--journey`): the file and the seed of its choices; `connections` is then the
+    /// most journeys at once.
+    pub journeys: Option<crate::journeys::FileScript>,
 }
 
 /// How the pacer waits, and whether the hiccup meters run.
@@ -118,6 +122,7 @@ impl RunSpec {
             warmup: None,
             gate: Default::default(),
             repeat: None,
+            journeys: None,
         }
     }
 
@@ -164,8 +169,14 @@ impl RunSpec {
             warmup: self.warmup,
             // A run of a URL does not know what the target serves.
             scenario: None,
-            journeys: None,
+            journeys: self.journeys.as_ref().map(|j| j.names(self.connections)),
         }
+    }
+
+    /// The journeys to run, for the engine (`--journey`).
+    pub fn script(&self) -> Option<Arc<dyn sojourn_engine::journey::Script>> {
+        let script = self.journeys.clone()?;
+        Some(Arc::new(script))
     }
 
     /// The fingerprint of the plan this process runs a shard of, before it runs: the one its
@@ -190,13 +201,22 @@ pub fn validate(mut a: RunSettings) -> anyhow::Result<RunSpec> {
     }
     let gate = crate::gate::Gate::parse(a.gate.clone())?;
     partners(&a)?;
-    let requests = a.workload.requests(a.load.seed)?;
+    let journeys = a
+        .workload
+        .journeys(a.load.seed.unwrap_or(defaults::JOURNEY_SEED))?;
+    if journeys.is_some() {
+        journey_partners(&a)?;
+    }
+    let requests = a.workload.requests(a.load.seed, journeys.as_ref())?;
     let end = end(&a)?;
     let load = if a.closed {
         closed_load(&a, end)?
     } else {
         open_load(&a, end)?
     };
+    if let (Some(script), Load::Open(schedule)) = (&journeys, &load) {
+        rows_suffice(script, schedule)?;
+    }
     let (connections, threads) = pool(&a, &load)?;
     let shard = shard(&a, &|name| std::env::var(name).ok())?;
     if !shard.is_whole() && matches!(load, Load::Closed(_)) {
@@ -245,7 +265,58 @@ pub fn validate(mut a: RunSettings) -> anyhow::Result<RunSpec> {
         warmup: a.warmup,
         gate,
         repeat,
+        journeys,
     })
+}
+
+/// Flags that mean nothing beside `--journey`, each refused with what to do instead.
+fn journey_partners(a: &RunSettings) -> anyhow::Result<()> {
+    let w = &a.workload;
+    let refused = [
+        (
+            w.url.is_some(),
+            "URL",
+            "the journey file names its origin (base_url)",
+        ),
+        (
+            w.targets.is_some(),
+            "--targets",
+            "a run follows journeys or sends targets, not both",
+        ),
+        (
+            a.closed,
+            "--closed",
+            "journeys arrive on the open-loop schedule; give --rate in journeys per second",
+        ),
+        (a.protocol.http2, "--http2", "journeys speak HTTP/1.1 today"),
+        (
+            a.connections.is_some(),
+            "--connections",
+            "each journey has a connection of its own: use --max-journeys",
+        ),
+        (
+            a.samples.is_some(),
+            "--samples",
+            "per-request samples are not written for journeys yet",
+        ),
+    ];
+    for (given, flag, why) in refused {
+        if given {
+            return Err(bad_input!("{flag}: not with --journey: {why}"));
+        }
+    }
+    Ok(())
+}
+
+/// `order = "unique"` data must hold a row for every journey the whole plan schedules.
+fn rows_suffice(
+    script: &crate::journeys::FileScript,
+    schedule: &sojourn_core::Schedule,
+) -> anyhow::Result<()> {
+    let (Some(rows), Some(journeys)) = (script.file().rows(), schedule.planned_count()) else {
+        return Ok(());
+    };
+    sojourn_core::journey::unique_rows_suffice(rows, journeys).map_err(|e| bad_input!("{e}"))
 }
 
 /// `--repeat` beside flags that cannot repeat, each refused with the reason.
@@ -369,10 +440,16 @@ fn pool(a: &RunSettings, load: &Load) -> anyhow::Result<(usize, usize)> {
         true => defaults::CLOSED_CONNECTIONS,
         false => a.protocol.open_connections(),
     };
-    let connections = match a.connections {
-        Some(0) => return Err(bad_input!("--connections: must be at least 1, got 0")),
-        Some(n) => n,
-        None => default_connections,
+    let connections = match (a.connections, a.max_journeys) {
+        (_, Some(0)) => return Err(bad_input!("--max-journeys: must be at least 1, got 0")),
+        (_, Some(_)) if a.workload.journey.is_none() => {
+            return Err(bad_input!("--max-journeys: only with --journey FILE"))
+        }
+        (_, Some(n)) => n,
+        (None, None) if a.workload.journey.is_some() => defaults::MAX_JOURNEYS,
+        (Some(0), _) => return Err(bad_input!("--connections: must be at least 1, got 0")),
+        (Some(n), _) => n,
+        (None, None) => default_connections,
     };
     let threads = match a.threads {
         Some(0) => return Err(bad_input!("--threads: must be at least 1, got 0")),

@@ -132,6 +132,9 @@ pub struct WorkloadSettings {
     pub body: Option<String>,
     /// Request body read from a file.
     pub body_file: Option<PathBuf>,
+    /// Journeys instead of requests: a TOML journey file (docs/journeys.md). Journey i is due
+    /// at the schedule's time i, and every step is timed from when it was due.
+    pub journey: Option<PathBuf>,
 }
 
 impl WorkloadSettings {
@@ -145,12 +148,36 @@ impl WorkloadSettings {
         Ok(())
     }
 
-    /// What is sent, read and checked; `seed` orders random targets.
-    pub fn requests(&self, seed: Option<u64>) -> anyhow::Result<Requests> {
+    /// What is sent, read and checked; `seed` orders random targets. With journeys, the one
+    /// request is to the journey file's origin: what the check before the run connects to.
+    pub fn requests(
+        &self,
+        seed: Option<u64>,
+        journeys: Option<&crate::journeys::FileScript>,
+    ) -> anyhow::Result<Requests> {
+        if let Some(script) = journeys {
+            return Ok(Requests::one(HttpRequest {
+                url: script.file().origin().clone(),
+                method: "GET".into(),
+                headers: Vec::new(),
+                body: Vec::new(),
+            }));
+        }
         match &self.targets {
             Some(path) => Requests::from_file(path, self.targets_order, seed),
             None => Ok(Requests::one(self.request()?)),
         }
+    }
+
+    /// The journey file, read and checked (`--journey`); its choices are seeded by `seed`.
+    /// A bad file is one line, `FILE:LINE: problem`.
+    pub fn journeys(&self, seed: u64) -> anyhow::Result<Option<crate::journeys::FileScript>> {
+        let Some(path) = &self.journey else {
+            return Ok(None);
+        };
+        let file =
+            sojourn_core::journey::JourneyFile::from_path(path).map_err(|e| bad_input!("{e}"))?;
+        Ok(Some(crate::journeys::FileScript::new(file, seed)))
     }
 
     /// The URL, method, headers and body, checked.
@@ -292,6 +319,16 @@ macro_rules! transports {
                 Ok(match self {
                     $(AnyTransport::$name(t) => AnyConnection::$name(t.connect().await?),)+
                 })
+            }
+
+            fn encode(
+                &self,
+                req: &sojourn_engine::StepRequest,
+                out: &mut Vec<u8>,
+            ) -> Result<(), sojourn_core::FailureClass> {
+                match self {
+                    $(AnyTransport::$name(t) => t.encode(req, out),)+
+                }
             }
         }
 
