@@ -65,7 +65,7 @@ pub fn staged_schedule(
 fn spacing(arrival: ArrivalKind, seed: Option<u64>) -> anyhow::Result<Option<Arrival>> {
     if seed.is_some() && arrival != ArrivalKind::Poisson {
         return Err(bad_input!(
-            "--seed: only applies to --arrival poisson or --targets-order random"
+            "--seed: only applies to --arrival poisson, --targets-order random or --journey"
         ));
     }
     Ok(match arrival {

@@ -382,8 +382,11 @@ fn plan(a: &SimSettings, client: Client) -> SimPlan {
 /// The open schedule (also the tracking client's slots, and the count of a count-bound closed
 /// loop), validated like `run`'s.
 fn schedule(a: &SimSettings, end: End) -> anyhow::Result<Schedule> {
+    // A journey file's choices take the seed too, so it is not a mistake without Poisson.
+    let for_journeys = a.journey.is_some() && a.load.arrival != crate::parse::ArrivalKind::Poisson;
+    let seed = a.load.seed.filter(|_| !for_journeys);
     a.load
-        .schedule(a.load.seed, end, || Ok(a.load.rate.unwrap_or(DEFAULT_RATE)))
+        .schedule(seed, end, || Ok(a.load.rate.unwrap_or(DEFAULT_RATE)))
 }
 
 fn closed(a: &SimSettings, end: End, schedule: &Schedule) -> anyhow::Result<Client> {

@@ -467,14 +467,15 @@ fn pool(a: &RunSettings, load: &Load) -> anyhow::Result<(usize, usize)> {
     Ok((connections, threads))
 }
 
-/// `--seed` as the arrival process sees it: random target order takes it too, so it is not
-/// a mistake there without Poisson arrivals.
+/// `--seed` as the arrival process sees it: random target order and a journey file's choices
+/// take it too, so it is not a mistake there without Poisson arrivals.
 fn arrival_seed(a: &RunSettings) -> Option<u64> {
     let w = &a.workload;
     let for_targets = w.targets.is_some() && w.targets_order == TargetsOrder::Random;
+    let for_choices = for_targets || w.journey.is_some();
     a.load
         .seed
-        .filter(|_| a.load.arrival == ArrivalKind::Poisson || !for_targets)
+        .filter(|_| a.load.arrival == ArrivalKind::Poisson || !for_choices)
 }
 
 fn open_load(a: &RunSettings, end: End) -> anyhow::Result<Load> {

