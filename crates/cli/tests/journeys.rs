@@ -1,0 +1,303 @@
+//! Journeys from the command line. A journey run against json-server (npm), a REST application
+//! nobody here wrote, whose own request log is the witness that every record a journey created
+//! was read back by that id, by that journey. And every bad journey file, and every flag that
+//! means nothing beside `--journey`: exit 2 and one line naming FILE:LINE or the flag.
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{assert_nothing_lost, read_result, sojourn_ok, temp_dir};
+use sojourn_core::{LabelCounts, RunResult};
+
+/// json-server: `$SOJOURN_JSON_SERVER` (the executable; `.ci/run` installs it there), or
+/// `json-server` on PATH.
+fn json_server_bin() -> Option<PathBuf> {
+    std::env::var_os("SOJOURN_JSON_SERVER")
+        .map(PathBuf::from)
+        .filter(|p| p.is_file())
+        .or_else(|| sojourn_testkit::on_path("json-server"))
+}
+
+/// A free port on 127.0.0.1 (json-server cannot bind port 0 and report it).
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// json-server on a free loopback port over `dir/db.json`, its stdout (one line per request)
+/// gathered as it comes. Killed when dropped.
+struct JsonServer {
+    child: Child,
+    port: u16,
+    log: Arc<Mutex<String>>,
+}
+
+impl JsonServer {
+    fn start(bin: &Path, dir: &Path) -> JsonServer {
+        let port = free_port();
+        let mut child = Command::new(bin)
+            .args([
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+                "db.json",
+            ])
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
+        let log = Arc::new(Mutex::new(String::new()));
+        let (out, sink) = (child.stdout.take().unwrap(), log.clone());
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                let mut log = sink.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        let server = JsonServer { child, port, log };
+        server.wait_until_it_answers();
+        server
+    }
+
+    fn wait_until_it_answers(&self) {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while get(self.port, "/users").map(|(status, _)| status) != Some(200) {
+            assert!(
+                Instant::now() < deadline,
+                "json-server did not answer on port {} within 15 s; it printed:\n{}",
+                self.port,
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// What it printed so far, without its colours.
+    fn log(&self) -> String {
+        strip_ansi(&self.log.lock().unwrap())
+    }
+}
+
+impl Drop for JsonServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI: ESC [ parameters, ended by a letter.
+            chars.by_ref().find(|c| c.is_ascii_alphabetic());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// One GET over a fresh connection: the status and the body.
+fn get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).ok()?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).ok()?;
+    let (head, body) = answer.split_once("\r\n\r\n")?;
+    let status = head.split(' ').nth(1)?.parse().ok()?;
+    Some((status, body.to_owned()))
+}
+
+const USERS: usize = 50;
+const JOURNEYS: u64 = 30;
+
+fn email(row: usize) -> String {
+    format!("user{row}@example.test")
+}
+
+/// Creates a user from the journey's own data row, marked with the journey's index, reads it
+/// back by the id the server gave it (the journey's index rides along in the query, so the
+/// server's log says which journey asked), then lists them all.
+fn signup_journey(port: u16) -> String {
+    format!(
+        r#"base_url = "http://127.0.0.1:{port}"
+
+[data]
+file = "users.csv"
+order = "unique"
+
+[[journey]]
+name = "signup"
+
+  [[journey.step]]
+  name = "create"
+  method = "POST"
+  url = "/users"
+  headers = {{ Content-Type = "application/json" }}
+  body = '{{"name": "${{row.name}}", "email": "${{row.email}}", "journey": ${{journey}}}}'
+  expect = {{ status = 201, body = "@example.test" }}
+  extract = {{ id = {{ json = "/id" }} }}
+
+  [[journey.step]]
+  name = "read"
+  url = "/users/${{id}}?journey=${{journey}}"
+  expect = {{ status = 200, body = "@example.test" }}
+
+  [[journey.step]]
+  name = "list"
+  url = "/users"
+  expect = {{ status = 200 }}
+"#
+    )
+}
+
+fn users_csv() -> String {
+    let mut csv = String::from("name,email\n");
+    for row in 0..USERS {
+        csv.push_str(&format!("user{row},{}\n", email(row)));
+    }
+    csv
+}
+
+#[test]
+fn a_journey_against_json_server_reads_back_every_record_it_created_by_the_same_journey() {
+    let Some(bin) = json_server_bin() else {
+        return sojourn_testkit::skip(
+            "json-server is not installed (npm install json-server@0.17.4; set SOJOURN_JSON_SERVER)",
+        );
+    };
+    let dir = temp_dir("journeys-json-server");
+    std::fs::write(dir.join("db.json"), r#"{"users": []}"#).unwrap();
+    let server = JsonServer::start(&bin, &dir);
+    std::fs::write(dir.join("users.csv"), users_csv()).unwrap();
+    let journey = dir.join("signup.toml");
+    std::fs::write(&journey, signup_journey(server.port)).unwrap();
+    let out = dir.join("out.json");
+    sojourn_ok(&[
+        "run",
+        "--journey",
+        journey.to_str().unwrap(),
+        "--rate",
+        "10",
+        "--duration",
+        "3s",
+        "--json",
+        out.to_str().unwrap(),
+    ]);
+    let result = read_result(&out);
+    every_count_adds_up(&result);
+    let (status, body) = get(server.port, "/users").expect("json-server lists its users");
+    assert_eq!(status, 200);
+    let records: Vec<serde_json::Value> = serde_json::from_str(&body).unwrap();
+    each_journey_made_one_record_from_its_own_row(&records);
+    the_log_reads_back_every_record_by_its_id_and_journey(&server.log(), &records);
+}
+
+/// Journeys: 30 due, all completed. Steps: the run's counts add up, the step rows sum to
+/// them, and each step completed once per journey.
+fn every_count_adds_up(r: &RunResult) {
+    assert_nothing_lost(r);
+    let journeys = r.config.journeys.as_ref().expect("config.journeys");
+    assert_eq!((journeys.count, journeys.steps), (1, 3));
+    assert_eq!(r.journeys.len(), 1, "one journey row");
+    let j = &r.journeys[0].counts;
+    assert_eq!(j.total(), JOURNEYS, "journeys accounted for: {j:?}");
+    assert_eq!(j.completed, JOURNEYS, "every journey completed: {j:?}");
+    let labels: Vec<&str> = r.steps.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(labels, ["signup/create", "signup/read", "signup/list"]);
+    let mut sum = LabelCounts::default();
+    for step in &r.steps {
+        assert_eq!(
+            step.counts.completed, JOURNEYS,
+            "{}: {:?}",
+            step.label, step.counts
+        );
+        sum.completed += step.counts.completed;
+        sum.failed.merge(&step.counts.failed);
+        sum.censored += step.counts.censored;
+        sum.never_sent += step.counts.never_sent;
+    }
+    let c = &r.counts;
+    assert_eq!(
+        c.scheduled,
+        sum.total(),
+        "the step rows account for the run"
+    );
+    assert_eq!(
+        (c.completed, c.failed, c.censored, c.never_sent),
+        (sum.completed, sum.failed, sum.censored, sum.never_sent),
+        "the step rows sum to the run's counts"
+    );
+    assert_eq!(c.scheduled, 3 * JOURNEYS);
+}
+
+/// The record journey *i* created holds row *i* (order = "unique") and its own index.
+fn each_journey_made_one_record_from_its_own_row(records: &[serde_json::Value]) {
+    let mut by_journey: Vec<u64> = records
+        .iter()
+        .map(|r| {
+            let j = r["journey"].as_u64().unwrap_or_else(|| panic!("{r}"));
+            assert_eq!(r["email"], email(j as usize), "journey {j}'s row: {r}");
+            assert_eq!(r["name"], format!("user{j}"), "journey {j}'s row: {r}");
+            j
+        })
+        .collect();
+    by_journey.sort_unstable();
+    assert_eq!(by_journey, (0..JOURNEYS).collect::<Vec<_>>());
+}
+
+/// From json-server's own log: one `POST /users 201` per record, and for every record one
+/// `GET /users/ID?journey=J 200` with its id and the journey that created it, and no other
+/// read by id.
+fn the_log_reads_back_every_record_by_its_id_and_journey(log: &str, records: &[serde_json::Value]) {
+    let posts = log
+        .lines()
+        .filter(|l| l.starts_with("POST /users "))
+        .count();
+    let created = log
+        .lines()
+        .filter(|l| l.starts_with("POST /users 201 "))
+        .count();
+    let mut reads: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for line in log.lines() {
+        let Some(rest) = line.strip_prefix("GET /users/") else {
+            continue;
+        };
+        let (target, status) = rest.split_once(' ').unwrap_or((rest, ""));
+        assert!(
+            status.starts_with("200 "),
+            "a read by id that failed: {line}"
+        );
+        let (id, query) = target.split_once('?').unwrap_or((target, ""));
+        let journey = query.strip_prefix("journey=").unwrap_or(query);
+        *reads
+            .entry((id.to_owned(), journey.to_owned()))
+            .or_default() += 1;
+    }
+    let mut want = BTreeMap::new();
+    for r in records {
+        want.insert((r["id"].to_string(), r["journey"].to_string()), 1);
+    }
+    assert_eq!(
+        (posts, created, records.len()),
+        (JOURNEYS as usize, JOURNEYS as usize, JOURNEYS as usize),
+        "one created record per journey; the log:\n{log}"
+    );
+    assert_eq!(
+        reads, want,
+        "each record read back once, by its id, by the journey that created it; the log:\n{log}"
+    );
+}
