@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{assert_nothing_lost, read_result, sojourn_ok, temp_dir};
+use common::{assert_nothing_lost, read_result, sojourn, sojourn_ok, temp_dir, TestServer};
 use sojourn_core::{LabelCounts, RunResult};
 
 /// json-server: `$SOJOURN_JSON_SERVER` (the executable; `.ci/run` installs it there), or
@@ -300,4 +300,222 @@ fn the_log_reads_back_every_record_by_its_id_and_journey(log: &str, records: &[s
         reads, want,
         "each record read back once, by its id, by the journey that created it; the log:\n{log}"
     );
+}
+
+/// A journey file that runs (its `create` extracts `id`, its `read` uses it); each row of the
+/// table below breaks one thing in it.
+const GOOD: &str = r#"base_url = "http://ORIGIN"
+
+[data]
+file = "users.csv"
+
+[[journey]]
+name = "signup"
+
+  [[journey.step]]
+  name = "create"
+  method = "POST"
+  url = "/users"
+  body = '{"email": "${row.email}"}'
+  extract = { id = { json = "/id" } }
+  think = "10ms"
+
+  [[journey.step]]
+  name = "read"
+  url = "/users/${id}"
+"#;
+
+/// One mistake in the good file: `from` replaced by `to`, and a text its line must hold.
+struct Bad {
+    what: &'static str,
+    from: &'static str,
+    to: &'static str,
+    says: &'static str,
+}
+
+const BAD_FILES: &[Bad] = &[
+    Bad {
+        what: "unknown variable",
+        from: "/users/${id}",
+        to: "/users/${rows.email}",
+        says: "unknown template variable ${rows.email}",
+    },
+    Bad {
+        what: "a variable no step extracts",
+        from: "/users/${id}",
+        to: "/users/${token}",
+        says: "uses ${token}, but no step of journey \"signup\" extracts \"token\"",
+    },
+    Bad {
+        what: "a variable only its own step extracts",
+        from: "${row.email}",
+        to: "${id}",
+        says: "uses ${id} in its own request, but extracts it only from its own answer",
+    },
+    Bad {
+        what: "bad JSON pointer",
+        from: r#"json = "/id""#,
+        to: r#"json = "id""#,
+        says: "JSON pointer \"id\" does not start with /",
+    },
+    Bad {
+        what: "bad regex",
+        from: r#"json = "/id""#,
+        to: r#"regex = 'id=(\d+'"#,
+        says: "does not compile",
+    },
+    Bad {
+        what: "missing data file",
+        from: r#"file = "users.csv""#,
+        to: r#"file = "nobody.csv""#,
+        says: "nobody.csv: cannot read it",
+    },
+    Bad {
+        what: "missing column",
+        from: "${row.email}",
+        to: "${row.phone}",
+        says: "users.csv has no column \"phone\"; its columns are name, email",
+    },
+    Bad {
+        what: "unknown key",
+        from: r#"method = "POST""#,
+        to: r#"methd = "POST""#,
+        says: "unknown key `methd`",
+    },
+    Bad {
+        what: "bad think time",
+        from: r#"think = "10ms""#,
+        to: r#"think = "soon""#,
+        says: "think \"soon\": \"soon\" is not a duration",
+    },
+];
+
+/// The good file with `bad`'s mistake, written to `dir`, and the line the mistake is on.
+fn broken(dir: &Path, origin: &str, bad: &Bad) -> (PathBuf, usize) {
+    let good = GOOD.replace("ORIGIN", origin);
+    let at = good
+        .find(bad.from)
+        .unwrap_or_else(|| panic!("{}: {:?} is not in the good file", bad.what, bad.from));
+    let text = good.replacen(bad.from, bad.to, 1);
+    let path = dir.join(format!("{}.toml", bad.what.replace(' ', "-")));
+    std::fs::write(&path, text).unwrap();
+    (path, 1 + good[..at].matches('\n').count())
+}
+
+/// What went wrong with one refusal, if anything: exit 2 and one line (blank lines aside) that
+/// starts with `starts` and holds `says`.
+fn refused(args: &[&str], starts: &str, says: &str) -> Option<String> {
+    let out = sojourn(args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let line = lines.first().copied().unwrap_or("");
+    let said = line.strip_prefix("error: ").unwrap_or(line);
+    let right = out.status.code() == Some(2)
+        && lines.len() == 1
+        && said.starts_with(starts)
+        && said.contains(says);
+    (!right).then(|| {
+        format!(
+            "sojourn {}: exit {:?}\n  said: {stderr}\n  want: {starts}…{says}…",
+            args.join(" "),
+            out.status.code()
+        )
+    })
+}
+
+#[test]
+fn each_bad_journey_file_and_each_refused_flag_is_one_line_and_exit_2() {
+    let server = TestServer::start(false);
+    let origin = server.addr.to_string();
+    let dir = temp_dir("journeys-bad");
+    std::fs::write(
+        dir.join("users.csv"),
+        "name,email\na,a@x.test\nb,b@x.test\n",
+    )
+    .unwrap();
+    let good = dir.join("good.toml");
+    std::fs::write(&good, GOOD.replace("ORIGIN", &origin)).unwrap();
+    let good = good.to_str().unwrap();
+    // The good file runs, so each row below fails for its own mistake alone.
+    sojourn_ok(&[
+        "run",
+        "--journey",
+        good,
+        "--rate",
+        "10",
+        "--duration",
+        "200ms",
+    ]);
+    let mut wrong = Vec::new();
+    for bad in BAD_FILES {
+        let (path, line) = broken(&dir, &origin, bad);
+        let file = path.to_str().unwrap();
+        let args = ["run", "--journey", file, "--rate", "10", "--duration", "1s"];
+        let starts = format!("{file}:{line}: ");
+        wrong.extend(refused(&args, &starts, bad.says).map(|w| format!("{}: {w}", bad.what)));
+    }
+    wrong.extend(rows_run_out(&dir, &origin));
+    wrong.extend(sim_refuses_a_bad_file(&dir, &origin));
+    wrong.extend(refused_flags(&dir, good));
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// `sim --journey` reads the file with the same checks.
+fn sim_refuses_a_bad_file(dir: &Path, origin: &str) -> Option<String> {
+    let bad = BAD_FILES
+        .iter()
+        .find(|b| b.what == "bad think time")
+        .unwrap();
+    let (path, line) = broken(dir, origin, bad);
+    let file = path.to_str().unwrap();
+    let args = ["sim", "--journey", file, "--scenario", "healthy"];
+    refused(&args, &format!("{file}:{line}: "), bad.says).map(|w| format!("sim: {w}"))
+}
+
+/// `order = "unique"` with 2 rows and 10 journeys due (10/s for 1 s): refused before the run,
+/// naming the data file.
+fn rows_run_out(dir: &Path, origin: &str) -> Option<String> {
+    let unique = Bad {
+        what: "unique rows run out",
+        from: r#"file = "users.csv""#,
+        to: "file = \"users.csv\"\norder = \"unique\"",
+        says: "the file has 2 rows for 10 scheduled journeys",
+    };
+    let (path, _) = broken(dir, origin, &unique);
+    let data = dir.join("users.csv");
+    let args = [
+        "run",
+        "--journey",
+        path.to_str().unwrap(),
+        "--rate",
+        "10",
+        "--duration",
+        "1s",
+    ];
+    refused(&args, &format!("{}: ", data.display()), unique.says)
+        .map(|w| format!("{}: {w}", unique.what))
+}
+
+/// Flags that mean nothing beside `--journey`, each refused by name.
+fn refused_flags(dir: &Path, good: &str) -> Vec<String> {
+    let targets = dir.join("targets.txt");
+    std::fs::write(&targets, "GET http://127.0.0.1:9/\n").unwrap();
+    let samples = dir.join("samples.csv");
+    let (targets, samples) = (targets.to_str().unwrap(), samples.to_str().unwrap());
+    let rows: [(&[&str], &str); 7] = [
+        (&["--connections", "5"], "--connections"),
+        (&["--closed"], "--closed"),
+        (&["--targets", targets], "--targets"),
+        (&["http://127.0.0.1:9/"], "URL"),
+        (&["--http2"], "--http2"),
+        (&["--max-journeys", "0"], "--max-journeys"),
+        (&["--samples", samples], "--samples"),
+    ];
+    rows.iter()
+        .filter_map(|(flag, names)| {
+            let mut args = vec!["run", "--journey", good, "--rate", "10", "--duration", "1s"];
+            args.extend_from_slice(flag);
+            refused(&args, "", names)
+        })
+        .collect()
 }
