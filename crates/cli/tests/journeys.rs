@@ -176,7 +176,7 @@ fn users_csv() -> String {
 fn a_journey_against_json_server_reads_back_every_record_it_created_by_the_same_journey() {
     let Some(bin) = json_server_bin() else {
         return sojourn_testkit::skip(
-            "json-server is not installed (npm install json-server@0.17.4; set SOJOURN_JSON_SERVER)",
+            "json-server is not installed (.ci/run installs json-server@0.17.4 with npm and sets SOJOURN_JSON_SERVER)",
         );
     };
     let dir = temp_dir("journeys-json-server");
@@ -515,7 +515,7 @@ fn refused_flags(dir: &Path, good: &str) -> Vec<String> {
         .filter_map(|(flag, names)| {
             let mut args = vec!["run", "--journey", good, "--rate", "10", "--duration", "1s"];
             args.extend_from_slice(flag);
-            refused(&args, "", names)
+            refused(&args, "", names).map(|w| format!("{}: {w}", flag[0]))
         })
         .collect()
 }
