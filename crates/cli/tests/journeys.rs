@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{assert_nothing_lost, read_result, sojourn, sojourn_ok, temp_dir, TestServer};
+use sojourn_core::validity::{TestName, TestOutcome};
 use sojourn_core::{LabelCounts, RunResult};
 
 /// json-server: `$SOJOURN_JSON_SERVER` (the executable; `.ci/run` installs it there), or
@@ -242,6 +243,15 @@ fn every_count_adds_up(r: &RunResult) {
         "the step rows sum to the run's counts"
     );
     assert_eq!(c.scheduled, 3 * JOURNEYS);
+    // The rate asked for is journeys per second, and so is the rate the verdict judges.
+    let validity = r.statistics.validity.as_ref().expect("a validity verdict");
+    let rate = validity.tests.iter().find(|t| t.name == TestName::Rate);
+    let rate = rate.expect("a rate test");
+    assert_eq!(
+        rate.outcome,
+        TestOutcome::Pass,
+        "all 30 journeys started on time: {rate:?}"
+    );
 }
 
 /// The record journey *i* created holds row *i* (order = "unique") and its own index.
@@ -518,4 +528,65 @@ fn refused_flags(dir: &Path, good: &str) -> Vec<String> {
             refused(&args, "", names).map(|w| format!("{}: {w}", flag[0]))
         })
         .collect()
+}
+
+/// The rate of a journey run is journeys per second, in each shard and in their merge, and the
+/// validity verdict judges it against the journeys scheduled, not the steps (two per journey).
+/// 50 journeys a shard: achieved counts them over the time to the last answer, which a
+/// handful of journeys would make much shorter than the schedule.
+#[test]
+fn sharded_journeys_merge_at_the_journey_rate_asked_for() {
+    let server = TestServer::start(false);
+    let dir = temp_dir("journeys-shards");
+    let file = dir.join("two.toml");
+    let two_steps = format!(
+        "base_url = \"http://{}\"\n\n[[journey]]\nname = \"two\"\n\n  [[journey.step]]\n  \
+         name = \"a\"\n  url = \"/a\"\n\n  [[journey.step]]\n  name = \"b\"\n  url = \"/b\"\n",
+        server.addr
+    );
+    std::fs::write(&file, two_steps).unwrap();
+    let shards: Vec<(PathBuf, Child)> = (0..2)
+        .map(|k| {
+            let out = dir.join(format!("shard{k}.json"));
+            let shard = format!("{k}/2");
+            let child = Command::new(env!("CARGO_BIN_EXE_sojourn"))
+                .args(["run", "--journey", file.to_str().unwrap(), "--rate", "100"])
+                .args(["--duration", "1s", "--shard", &shard, "--json"])
+                .arg(&out)
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap();
+            (out, child)
+        })
+        .collect();
+    let mut paths = Vec::new();
+    for (out, mut child) in shards {
+        assert!(child.wait().unwrap().success(), "shard {}", out.display());
+        rate_is_journeys_per_second(&read_result(&out), 50.0);
+        paths.push(out.to_str().unwrap().to_owned());
+    }
+    let merged = dir.join("merged.json");
+    let mut args = vec!["merge", "--json", merged.to_str().unwrap()];
+    args.extend(paths.iter().map(String::as_str));
+    sojourn_ok(&args);
+    let merged = read_result(&merged);
+    assert_nothing_lost(&merged);
+    rate_is_journeys_per_second(&merged, 100.0);
+}
+
+/// Every journey completed with both its steps, and the rate, achieved and judged, is the
+/// journeys' (`rate` journeys per second), not the steps'.
+fn rate_is_journeys_per_second(r: &RunResult, rate: f64) {
+    let journeys: u64 = r.journeys.iter().map(|j| j.counts.completed).sum();
+    assert_eq!(r.counts.completed, 2 * journeys, "{:?}", r.counts);
+    let off = r.rate.achieved / rate - 1.0;
+    assert!(
+        off.abs() < 0.1,
+        "achieved {} journeys/s, asked {rate}",
+        r.rate.achieved
+    );
+    let validity = r.statistics.validity.as_ref().expect("a validity verdict");
+    let test = validity.tests.iter().find(|t| t.name == TestName::Rate);
+    let test = test.expect("a rate test");
+    assert_eq!(test.outcome, TestOutcome::Pass, "{test:?}");
 }
