@@ -163,11 +163,21 @@ fn rate_test(r: &RunResult) -> ValidityTest {
 /// The schedule's mean rate: what it scheduled over its duration (a ramp's or a shaped run's
 /// mean too), or the configured rate when the run was bounded by a count.
 fn target_rate(r: &RunResult) -> Option<f64> {
+    let scheduled = scheduled(r);
     match r.config.duration_ns {
-        Some(d) if d > 0 && r.counts.scheduled > 0 && r.config.rate.is_some() => {
-            Some(r.counts.scheduled as f64 / (d as f64 / 1e9))
+        Some(d) if d > 0 && scheduled > 0 && r.config.rate.is_some() => {
+            Some(scheduled as f64 / (d as f64 / 1e9))
         }
         _ => r.rate.target.filter(|t| *t > 0.0),
+    }
+}
+
+/// What the schedule scheduled: requests, or in a journey run journeys, which its rates count
+/// (its `counts` count steps, several per journey).
+fn scheduled(r: &RunResult) -> u64 {
+    match r.config.journeys {
+        Some(_) => r.journeys.iter().map(|j| j.counts.total()).sum(),
+        None => r.counts.scheduled,
     }
 }
 
@@ -383,6 +393,36 @@ mod tests {
         );
         r.mode = Mode::Closed;
         assert_eq!(rate_test(&r).outcome, TestOutcome::NotApplicable);
+    }
+
+    #[test]
+    fn a_journey_runs_rate_is_judged_in_journeys_against_the_journeys_scheduled() {
+        let mut r = sample_result();
+        // 3,001 journeys due over 3 s, each of 3 steps: the target is 1,000.33 journeys/s.
+        r.config.journeys = Some(crate::JourneysConfig {
+            file: "shop.toml".into(),
+            count: 1,
+            steps: 3,
+            max_journeys: 1_000,
+            seed: 1,
+        });
+        let mut journey = crate::TargetResult::of("shop", 1.0, &crate::LabelRecord::new());
+        journey.counts = crate::LabelCounts {
+            completed: 3_000,
+            censored: 1,
+            ..Default::default()
+        };
+        r.journeys = vec![journey];
+        r.counts.scheduled = 3 * 3_001;
+        r.rate.achieved = 1_000.0;
+        assert_eq!(
+            rate_test(&r).outcome,
+            TestOutcome::Pass,
+            "{:?}",
+            rate_test(&r)
+        );
+        r.rate.achieved = 895.0;
+        assert_eq!(rate_test(&r).outcome, TestOutcome::Fail);
     }
 
     fn poisson_result(gap: impl Fn(f64) -> f64) -> RunResult {
