@@ -3,6 +3,10 @@
 //! was read back by that id, by that journey. And every bad journey file, and every flag that
 //! means nothing beside `--journey`: exit 2 and one line naming FILE:LINE or the flag.
 mod common;
+/// Journeys against their ground truth, `sim --journey`: a module of this binary, so the suite
+/// links one test binary for journeys.
+#[path = "journeys/model.rs"]
+mod model;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -175,6 +179,8 @@ fn users_csv() -> String {
 
 #[test]
 fn a_journey_against_json_server_reads_back_every_record_it_created_by_the_same_journey() {
+    // One at a time: the model test beside them judges timing.
+    let _guard = common::serial();
     let Some(bin) = json_server_bin() else {
         return sojourn_testkit::skip(
             "json-server is not installed (.ci/run installs json-server@0.17.4 with npm and sets SOJOURN_JSON_SERVER)",
@@ -435,6 +441,8 @@ fn refused(args: &[&str], starts: &str, says: &str) -> Option<String> {
 
 #[test]
 fn each_bad_journey_file_and_each_refused_flag_is_one_line_and_exit_2() {
+    // One at a time: the model test beside them judges timing.
+    let _guard = common::serial();
     let server = TestServer::start(false);
     let origin = server.addr.to_string();
     let dir = temp_dir("journeys-bad");
@@ -536,6 +544,8 @@ fn refused_flags(dir: &Path, good: &str) -> Vec<String> {
 /// handful of journeys would make much shorter than the schedule.
 #[test]
 fn sharded_journeys_merge_at_the_journey_rate_asked_for() {
+    // One at a time: the model test beside them judges timing.
+    let _guard = common::serial();
     let server = TestServer::start(false);
     let dir = temp_dir("journeys-shards");
     let file = dir.join("two.toml");

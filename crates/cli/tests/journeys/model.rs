@@ -1,12 +1,10 @@
 //! Journeys against their ground truth: `run --journey` against `sojourn serve --scenario
 //! hiccup` agrees with `sim --journey` step by step and journey by journey, within fixed
-//! ceilings; and the shards of a journey plan run exactly the single process's journeys.
-mod common;
-
+//! ceilings.
 use std::path::Path;
 
-use common::tolerance::{agreement, Ceilings};
-use common::{listening_addr, read_result, serial, sojourn_ok, spawn, temp_dir};
+use crate::common::tolerance::{agreement, Ceilings};
+use crate::common::{listening_addr, read_result, serial, sojourn_ok, spawn, temp_dir};
 use sojourn_core::RunResult;
 use sojourn_testkit::control::on_a_quiet_machine;
 
