@@ -299,6 +299,11 @@ fn journey_partners(a: &RunSettings) -> anyhow::Result<()> {
             "--samples",
             "per-request samples are not written for journeys yet",
         ),
+        (
+            a.repeat.is_some(),
+            "--repeat",
+            "repetitions of journeys are not merged yet; run them one by one with different --seed",
+        ),
     ];
     for (given, flag, why) in refused {
         if given {
