@@ -816,6 +816,13 @@ mod tests {
         kept.extend_body(b"bc");
         assert_eq!(kept.body.len(), crate::transport::MAX_KEPT_BODY);
         assert!(kept.truncated && kept.body.ends_with(b"ab"));
+        // A step that reads no body keeps none.
+        let mut headless = Kept {
+            limit: 0,
+            ..Kept::default()
+        };
+        headless.extend_body(b"{\"id\": 7}");
+        assert!(headless.body.is_empty());
     }
 
     #[test]

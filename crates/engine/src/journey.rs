@@ -58,6 +58,9 @@ pub struct Step {
     pub label: usize,
     /// How long the user thinks after the previous answer before sending this step.
     pub think: Duration,
+    /// Whether judging its answer reads the body (a check or an extraction from it): only then
+    /// is the body kept.
+    pub reads_body: bool,
 }
 
 /// A rendered step, reused from step to step.
@@ -267,12 +270,12 @@ async fn run_journey<T: Transport, S: Sleeper>(
     while let Some(step) = session.next(&mut req) {
         due += step.think;
         running.step.set(Some((step.label, due, false)));
-        ex.begin_own(|_| Ok(())).expect("an empty request");
+        ex.begin_own(false, |_| Ok(())).expect("an empty request");
         sleeper.sleep_until(t0 + due).await;
         journeys.steps_due.set(journeys.steps_due.get() + 1);
         running.step.set(Some((step.label, due, true)));
         let dispatched = journeys.now();
-        let answer = exchange(&journeys, &mut conn, ex, &req).await;
+        let answer = exchange(&journeys, &mut conn, ex, &req, step.reads_body).await;
         let sent = running.sent(t0);
         if running.first_sent.get().is_none() {
             running.first_sent.set(sent);
@@ -310,8 +313,11 @@ async fn exchange<T: Transport>(
     conn: &mut Option<T::Conn>,
     ex: &Exchange,
     req: &StepBuf,
+    reads_body: bool,
 ) -> Result<u16, FailureClass> {
-    ex.begin_own(|out| journeys.transport.encode(&req.request(), out))?;
+    ex.begin_own(reads_body, |out| {
+        journeys.transport.encode(&req.request(), out)
+    })?;
     let timeout = journeys.cfg.timeout;
     let attempt = async {
         for retry in [false, true] {

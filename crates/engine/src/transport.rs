@@ -55,25 +55,40 @@ pub struct StepRequest<'a> {
 pub const MAX_KEPT_BODY: usize = 1024 * 1024;
 
 /// What a journey's step needs of its answer beyond the status: the header fields and the body
-/// (up to [`MAX_KEPT_BODY`]). Reused from exchange to exchange.
-#[derive(Debug, Default)]
+/// (up to [`MAX_KEPT_BODY`], and only when the step reads it). Reused from exchange to exchange.
+#[derive(Debug)]
 pub struct Kept {
     pub headers: Vec<(String, Vec<u8>)>,
     pub body: Vec<u8>,
-    /// The body was longer than [`MAX_KEPT_BODY`]: `body` holds its start.
+    /// The body was longer than the bytes kept: `body` holds its start.
     pub truncated: bool,
+    /// The most body bytes to keep: [`MAX_KEPT_BODY`], or 0 for a step that reads no body (a
+    /// thousand journeys in flight then hold no bodies).
+    pub limit: usize,
+}
+
+impl Default for Kept {
+    fn default() -> Kept {
+        Kept {
+            headers: Vec::new(),
+            body: Vec::new(),
+            truncated: false,
+            limit: MAX_KEPT_BODY,
+        }
+    }
 }
 
 impl Kept {
-    fn clear(&mut self) {
+    fn clear(&mut self, limit: usize) {
         self.headers.clear();
         self.body.clear();
         self.truncated = false;
+        self.limit = limit;
     }
 
-    /// Appends body bytes, up to the cap.
+    /// Appends body bytes, up to the limit.
     pub fn extend_body(&mut self, bytes: &[u8]) {
-        let room = MAX_KEPT_BODY.saturating_sub(self.body.len());
+        let room = self.limit.saturating_sub(self.body.len());
         self.body.extend_from_slice(&bytes[..bytes.len().min(room)]);
         self.truncated |= bytes.len() > room;
     }
@@ -145,9 +160,11 @@ impl Exchange {
     }
 
     /// Journeys: a request of this exchange's own, encoded into the buffer `encode` is given
-    /// (by the transport's [`Transport::encode`]); the answer's headers and body are kept.
+    /// (by the transport's [`Transport::encode`]); the answer's headers are kept, and its body
+    /// when `body` says the step reads it.
     pub(crate) fn begin_own(
         &self,
+        body: bool,
         encode: impl FnOnce(&mut Vec<u8>) -> Result<(), FailureClass>,
     ) -> Result<(), FailureClass> {
         self.begin(0);
@@ -156,7 +173,8 @@ impl Exchange {
         encode(&mut own)?;
         self.has_own.set(true);
         self.keeping.set(true);
-        self.kept.borrow_mut().clear();
+        let limit = if body { MAX_KEPT_BODY } else { 0 };
+        self.kept.borrow_mut().clear(limit);
         Ok(())
     }
 

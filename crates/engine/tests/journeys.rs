@@ -156,7 +156,11 @@ impl Session for ThreeStepSession {
         } else {
             self.think
         };
-        Some(Step { label, think })
+        Some(Step {
+            label,
+            think,
+            reads_body: label == 0,
+        })
     }
 
     fn answered(&mut self, answer: Result<(u16, &Kept), FailureClass>) -> (Outcome, bool) {

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use sojourn_core::journey::{Context, CookieJar, JourneyFile, OnError, Step, Vars};
+use sojourn_core::journey::{Context, CookieJar, JourneyFile, OnError, Source, Step, Vars};
 use sojourn_core::{FailureClass, JourneysConfig, Outcome};
 use sojourn_engine::journey::{Script, Session, Step as EngineStep, StepBuf};
 use sojourn_engine::result::JourneyNames;
@@ -123,6 +123,16 @@ impl sojourn_sim::JourneyModel for FileScript {
     }
 }
 
+/// Whether judging a step's answer reads its body: a body check, or an extraction from the
+/// body (a header or a cookie needs only the head).
+fn reads_body(step: &Step) -> bool {
+    step.expect.body.is_some()
+        || step
+            .extract
+            .iter()
+            .any(|e| matches!(e.source(), Source::Json(_) | Source::Regex { .. }))
+}
+
 /// One running journey of a file.
 struct FileSession {
     file: Arc<JourneyFile>,
@@ -217,13 +227,18 @@ impl Session for FileSession {
         let think = self.think_after_current();
         self.render(req);
         let label = self.file.journeys()[self.journey].first_label() + self.step;
+        let reads_body = reads_body(&self.steps()[self.step]);
         self.current = Some((self.step, self.repeat));
         self.repeat += 1;
         if self.repeat >= self.steps()[self.step].repeat {
             self.step += 1;
             self.repeat = 0;
         }
-        Some(EngineStep { label, think })
+        Some(EngineStep {
+            label,
+            think,
+            reads_body,
+        })
     }
 
     fn answered(&mut self, answer: Result<(u16, &Kept), FailureClass>) -> (Outcome, bool) {
@@ -278,7 +293,7 @@ weight = 1
                 .map(|(n, v)| (n.to_string(), v.as_bytes().to_vec()))
                 .collect(),
             body: body.as_bytes().to_vec(),
-            truncated: false,
+            ..Kept::default()
         }
     }
 
@@ -290,6 +305,7 @@ weight = 1
         let mut req = StepBuf::default();
         let first = s.next(&mut req).unwrap();
         assert_eq!((first.label, first.think), (0, Duration::ZERO));
+        assert!(first.reads_body, "the login extracts from its body");
         assert_eq!(
             (req.method.as_str(), req.url.as_str()),
             ("POST", "http://127.0.0.1:8080/login")
@@ -302,6 +318,7 @@ weight = 1
             (second.label, second.think),
             (1, Duration::from_millis(100))
         );
+        assert!(second.reads_body, "the list checks its body");
         assert!(req
             .headers
             .contains(&("Authorization".into(), "Bearer t9".into())));
@@ -370,6 +387,36 @@ weight = 1
             (Outcome::Failed(FailureClass::Extract), true)
         );
         assert_eq!(s.next(&mut req).unwrap().label, 1);
+    }
+
+    #[test]
+    fn only_a_step_that_checks_or_extracts_from_its_body_keeps_it() {
+        let text = SHOP
+            .replace(
+                "extract = { token = { json = \"/token\" } }",
+                "extract = { token = { header = \"X-Token\" } }",
+            )
+            .replace(
+                "expect = { status = [200], body = \"items\" }",
+                "expect = { status = [200] }",
+            );
+        let script = FileScript::new(file(&text), 7);
+        let mut s = script.begin(0);
+        let mut req = StepBuf::default();
+        assert!(
+            !s.next(&mut req).unwrap().reads_body,
+            "a header extraction reads the head"
+        );
+        let answer = kept(&[("X-Token", "t1")], "");
+        assert_eq!(s.answered(Ok((200, &answer))), (Outcome::Ok, true));
+        assert!(
+            !s.next(&mut req).unwrap().reads_body,
+            "a status check reads the head"
+        );
+        assert!(req
+            .headers
+            .contains(&("Authorization".into(), "Bearer t1".into())));
+        assert!(reads_body(&file(SHOP).journeys()[0].steps[0]));
     }
 
     #[test]
