@@ -83,7 +83,9 @@ pub fn render_gated(
     crate::validity_page::section(&mut page, &views);
     percentile_section(&mut page, &views);
     stage_section(&mut page, &views);
-    target_section(&mut page, &views);
+    for kind in [&TARGET_TABLE, &JOURNEY_TABLE, &STEP_TABLE] {
+        label_section(&mut page, &views, kind);
+    }
     spectrum_section(&mut page, &views)?;
     timeline_section(&mut page, &views)?;
     throughput_section(&mut page, &views)?;
@@ -874,30 +876,74 @@ const TARGET_PERCENTILES: [(f64, &str); 5] = [
     (100.0, "max"),
 ];
 
-/// A run of many requests (`--targets`) label by label: one table per such run.
-fn target_section(page: &mut String, views: &[RunView]) {
-    let labelled: Vec<&RunView> = views.iter().filter(|v| !v.r().targets.is_empty()).collect();
+/// One kind of per-label table: a run's targets, journeys or steps.
+struct LabelTable {
+    id: &'static str,
+    heading: &'static str,
+    /// What the counts count.
+    counted: &'static str,
+    rows: fn(&RunResult) -> &[sojourn_core::TargetResult],
+    note: &'static str,
+}
+
+const TARGET_TABLE: LabelTable = LabelTable {
+    id: "targets",
+    heading: "Target by target",
+    counted: "requests",
+    rows: |r| &r.targets,
+    note: "One row per label of the targets file. <i>Share</i> is the part of the schedule the file's weights give the label, then the part of the requests it actually had. Response time is measured from when each request was due, as for the whole run; a value marked ≥ is only a lower bound, and a grey one rests on fewer than ten samples beyond it (not meaningful at this label's size).",
+};
+
+const JOURNEY_TABLE: LabelTable = LabelTable {
+    id: "journeys",
+    heading: "Journey by journey",
+    counted: "journeys",
+    rows: |r| &r.journeys,
+    note: "One row per journey of the journey file. Its time runs from when the journey was due to the end of its last step: what the user lived, thinking included. Its counts count journeys: those still running at the end are lower bounds (≥), and those that never got a place are in the run's counts as never started. <i>Share</i> is the journey's weight over all, then the part of the journeys it actually had. Send lag is its first step's.",
+};
+
+const STEP_TABLE: LabelTable = LabelTable {
+    id: "steps",
+    heading: "Step by step",
+    counted: "steps",
+    rows: |r| &r.steps,
+    note: "One row per step of every journey (<code>JOURNEY/STEP</code>). Each step is timed from when it was due: when its journey's previous answer arrived plus the think time drawn for it (the first step: when its journey was due), so a wait for a place, a connect or a stall before the send is in it. <i>Share</i> is its journey's weight over all, then the part of the steps it actually had.",
+};
+
+/// A run's labels of one kind (`--targets`, or a journey file's journeys and steps): one
+/// table per run that has them.
+fn label_section(page: &mut String, views: &[RunView], kind: &LabelTable) {
+    let labelled: Vec<&RunView> = views
+        .iter()
+        .filter(|v| !(kind.rows)(v.r()).is_empty())
+        .collect();
     if labelled.is_empty() {
         return;
     }
-    page.push_str("<section id=\"targets\">\n<h2>Target by target</h2>\n");
+    let _ = writeln!(
+        page,
+        "<section id=\"{}\">\n<h2>{}</h2>",
+        kind.id, kind.heading
+    );
     for v in labelled {
         let _ = write!(
             page,
-            "<h3>{}{}</h3>\n<table class=\"targets\">\n<thead><tr><th>label</th><th>requests</th><th>share expected / actual</th><th>completed</th><th>failed</th>",
+            "<h3>{}{}</h3>\n<table class=\"targets\">\n<thead><tr><th>label</th><th>{}</th><th>share expected / actual</th><th>completed</th><th>failed</th>",
             swatch(v.look),
-            escape(&v.name())
+            escape(&v.name()),
+            kind.counted
         );
         for (_, name) in TARGET_PERCENTILES {
             let _ = write!(page, "<th>{name}</th>");
         }
         page.push_str("<th>service p99</th><th>send lag p99</th></tr></thead>\n<tbody>\n");
-        for t in &v.r().targets {
-            target_row(page, t, &v.r().targets);
+        let rows = (kind.rows)(v.r());
+        for t in rows {
+            target_row(page, t, rows);
         }
         page.push_str("</tbody>\n</table>\n");
     }
-    page.push_str("<p class=\"muted\">One row per label of the targets file. <i>Share</i> is the part of the schedule the file's weights give the label, then the part of the requests it actually had. Response time is measured from when each request was due, as for the whole run; a value marked ≥ is only a lower bound, and a grey one rests on fewer than ten samples beyond it (not meaningful at this label's size).</p>\n</section>\n");
+    let _ = writeln!(page, "<p class=\"muted\">{}</p>\n</section>", kind.note);
 }
 
 fn target_row(

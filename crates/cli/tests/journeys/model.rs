@@ -143,4 +143,36 @@ fn journeys_against_a_hiccup_agree_with_the_model_step_by_step() {
         &|_| false,
     ));
     assert!(disagree.is_empty(), "{disagree:#?}");
+    the_report_has_a_row_per_journey_and_step(&dir);
+}
+
+/// The HTML report of the run and its model: a table of journeys and one of steps for each, a
+/// row per label with its counts.
+fn the_report_has_a_row_per_journey_and_step(dir: &Path) {
+    let page = dir.join("report.html");
+    let (real, model) = (dir.join("real.json"), dir.join("model.json"));
+    sojourn_ok(&[
+        "report",
+        real.to_str().unwrap(),
+        model.to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    for section in ["<section id=\"journeys\">", "<section id=\"steps\">"] {
+        assert_eq!(html.matches(section).count(), 1, "{section}");
+    }
+    let rows = |label: &str| html.matches(&format!("<tr><th>{label}</th><td>")).count();
+    assert_eq!(
+        rows("shop"),
+        2,
+        "the journey, in the run's table and the model's"
+    );
+    for step in ["shop/login", "shop/list", "shop/open"] {
+        assert_eq!(rows(step), 2, "{step}");
+    }
+    assert!(
+        html.contains("<tr><th>shop/open</th><td>400</td>"),
+        "400 steps counted"
+    );
 }
