@@ -129,12 +129,21 @@ impl<T: Transport> Journeys<T> {
         self.places.borrow().iter().position(Option::is_none)
     }
 
-    /// Records one step that ended at `done`: answered or failed, sent or not.
+    fn counters(&self) -> &crate::progress::WorkerCounters {
+        self.cfg.progress.worker(self.cfg.worker)
+    }
+
+    /// Records one step that ended at `done`: answered or failed, sent or not; the live
+    /// histograms (panel, metrics) see it too.
     fn record_step(&self, label: usize, stamps: Option<Stamps>, due: Duration, outcome: Outcome) {
         if self.closed.get() {
             return;
         }
         let done = self.now();
+        if let Some(live) = self.cfg.progress.live() {
+            let send_lag = stamps.map(|s| s.sent.saturating_sub(s.intended));
+            live.record(self.cfg.worker, done.saturating_sub(due), send_lag);
+        }
         let mut recorder = self.recorder.borrow_mut();
         match stamps {
             Some(s) => {
@@ -187,6 +196,8 @@ pub async fn run<T: Transport, S: Sleeper + 'static>(
     sleeper: impl Fn() -> S + 'static,
 ) -> WorkerReport {
     let (steps, kinds) = script.labels();
+    // The panel's oldest-in-flight reads one cell per place.
+    cfg.progress.worker(cfg.worker).track(places.max(1));
     let journeys = Rc::new(Journeys {
         transport,
         recorder: RefCell::new(Recorder::with_journeys(cfg.interval, steps, kinds)),
@@ -275,6 +286,9 @@ async fn run_journey<T: Transport, S: Sleeper>(
         journeys.steps_due.set(journeys.steps_due.get() + 1);
         running.step.set(Some((step.label, due, true)));
         let dispatched = journeys.now();
+        let counters = journeys.counters();
+        counters.on_carry(place, due);
+        counters.on_sent();
         let answer = exchange(&journeys, &mut conn, ex, &req, step.reads_body).await;
         let sent = running.sent(t0);
         if running.first_sent.get().is_none() {
@@ -290,6 +304,8 @@ async fn run_journey<T: Transport, S: Sleeper>(
             waited_for_connection: false,
         });
         journeys.record_step(step.label, stamps, due, step_outcome);
+        counters.on_answer(step_outcome);
+        counters.on_free(place);
         running.step.set(None);
         // The next step's think starts when this answer arrived.
         due = journeys.now();

@@ -193,16 +193,30 @@ fn run_journeys(
     timeout: Duration,
     script: ThreeSteps,
 ) -> RunReport {
+    run_watched(server, rate, duration, places, timeout, script).0
+}
+
+/// The same, with the live counters and histograms a panel or the metrics endpoint reads.
+fn run_watched(
+    server: &SessionServer,
+    rate: f64,
+    duration: Duration,
+    places: usize,
+    timeout: Duration,
+    script: ThreeSteps,
+) -> (RunReport, Arc<Progress>) {
     let mut plan = open_plan(rate, duration, places);
     plan.timeout = timeout;
-    sojourn_engine::execute_journeys(
+    let progress = Progress::with_live(plan.worker_count(), 200 * MS);
+    let report = sojourn_engine::execute_journeys(
         &plan,
         transport(&format!("http://{}/", server.addr)),
         CancellationToken::new(),
-        Progress::new(plan.worker_count()),
+        progress.clone(),
         Arc::new(script),
     )
-    .unwrap()
+    .unwrap();
+    (report, progress)
 }
 
 /// Journeys and steps each end one way only, and the schedule's journeys are all there.
@@ -235,7 +249,7 @@ fn ms(ns: u64) -> f64 {
 fn journeys_run_their_steps_in_order_with_their_think_times_and_carry_what_they_extract() {
     let server = SessionServer::start(Instant::now(), None);
     let think = 100 * MS;
-    let report = run_journeys(
+    let (report, progress) = run_watched(
         &server,
         20.0,
         Duration::from_secs(1),
@@ -251,6 +265,16 @@ fn journeys_run_their_steps_in_order_with_their_think_times_and_carry_what_they_
     for (label, l) in m.labels.iter().enumerate() {
         assert_eq!(l.tally.completed, 20, "step {label}: {:?}", l.tally);
     }
+    // The live view saw every step go out and come back, none left in flight.
+    let live = progress.snapshot();
+    assert_eq!((live.sent, live.answered, live.in_flight), (60, 60, 0));
+    assert_eq!(live.oldest_in_flight, None);
+    let last = progress
+        .live()
+        .unwrap()
+        .last_interval()
+        .expect("an interval closed");
+    assert!(last.answers > 0, "{last:?}");
     assert_eq!(server.issued.load(Ordering::Relaxed), 20);
     assert_eq!(server.echoed.load(Ordering::Relaxed), 40);
     // The journey's time is two thinks and three answers; nothing waits unmeasured between.
