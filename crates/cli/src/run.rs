@@ -34,10 +34,12 @@ pub struct RunArgs {
     /// its journey, step k+1 when step k's answer arrived plus its think time, and every step
     /// is timed from when it was due. Each step and each journey gets its own histograms.
     #[arg(long, value_name = "FILE",
-          conflicts_with_all = ["url", "targets", "method", "headers", "body", "body_file", "closed", "http2"])]
+          conflicts_with_all = ["url", "targets", "method", "headers", "body", "body_file", "http2"])]
     pub journey: Option<PathBuf>,
     /// With --journey: the most journeys running at once, each on a connection of its own; a
-    /// due journey with no free place waits, FIFO, timed from its due time. [default: 1000]
+    /// due journey with no free place waits, FIFO, timed from its due time. With --closed: the
+    /// virtual users, each starting its next journey when the last ends, timed from the sends
+    /// (k6's constant VUs). [default: 1000 open, 10 closed]
     #[arg(long, value_name = "N", requires = "journey")]
     pub max_journeys: Option<usize>,
     /// Speak HTTP/2: ALPN h2 over TLS for https://, prior-knowledge h2c for http://. Each

@@ -522,7 +522,7 @@ fn refused_flags(dir: &Path, good: &str) -> Vec<String> {
     let (targets, samples) = (targets.to_str().unwrap(), samples.to_str().unwrap());
     let rows: [(&[&str], &str); 7] = [
         (&["--connections", "5"], "--connections"),
-        (&["--closed"], "--closed"),
+        (&["--closed"], "--rate"),
         (&["--targets", targets], "--targets"),
         (&["http://127.0.0.1:9/"], "URL"),
         (&["--http2"], "--http2"),

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sojourn_core::schedule::Slice;
-use sojourn_core::{FailureClass, Outcome, Recorder, Stamps};
+use sojourn_core::{End, FailureClass, Outcome, Recorder, Stamps};
 use tokio::sync::Notify;
 
 use crate::backlog::Backlog;
@@ -109,7 +109,11 @@ struct Journeys<T: Transport> {
     cfg: WorkerConfig,
     script: Arc<dyn Script>,
     recorder: RefCell<Recorder>,
-    backlog: RefCell<Backlog>,
+    /// The open loop's journeys due and not yet started; `None` for the closed loop.
+    backlog: RefCell<Option<Backlog>>,
+    /// The closed loop: steps and journeys are timed from their sends, as k6's virtual users
+    /// and Locust's users time them, not from when they were due.
+    from_send: bool,
     /// A place per journey that may run at once; `None` is free.
     places: RefCell<Vec<Option<Rc<Running>>>>,
     /// A place came free.
@@ -173,11 +177,15 @@ impl<T: Transport> Journeys<T> {
         let Some(record) = recorder.journey(r.journey) else {
             return;
         };
-        let stamps = Stamps {
-            intended: r.due,
-            dispatched: r.due,
-            sent: r.first_sent.get().unwrap_or(done),
-            waited_for_connection: false,
+        let sent = r.first_sent.get().unwrap_or(done);
+        let stamps = match self.from_send {
+            true => Stamps::on_time(sent),
+            false => Stamps {
+                intended: r.due,
+                dispatched: r.due,
+                sent,
+                waited_for_connection: false,
+            },
         };
         record.record(&stamps, done, outcome);
     }
@@ -203,7 +211,8 @@ pub async fn run<T: Transport, S: Sleeper + 'static>(
         recorder: RefCell::new(Recorder::with_journeys(cfg.interval, steps, kinds)),
         cfg,
         script,
-        backlog: RefCell::new(Backlog::new(slice)),
+        backlog: RefCell::new(Some(Backlog::new(slice))),
+        from_send: false,
         places: RefCell::new(vec![None; places.max(1)]),
         freed: Notify::new(),
         steps_due: Cell::new(0),
@@ -228,7 +237,12 @@ async fn start_all<T: Transport, S: Sleeper + 'static>(
 ) {
     let mut pacer = sleeper();
     loop {
-        let Some(oldest) = journeys.backlog.borrow_mut().oldest() else {
+        let oldest = journeys
+            .backlog
+            .borrow_mut()
+            .as_mut()
+            .and_then(Backlog::oldest);
+        let Some(oldest) = oldest else {
             break;
         };
         pacer.sleep_until(journeys.cfg.t0 + oldest.at).await;
@@ -241,7 +255,8 @@ async fn start_all<T: Transport, S: Sleeper + 'static>(
         let due = journeys
             .backlog
             .borrow_mut()
-            .take_due(journeys.now())
+            .as_mut()
+            .and_then(|b| b.take_due(journeys.now()))
             .expect("the oldest journey is due");
         let running = Rc::new(Running {
             due: due.at,
@@ -297,11 +312,14 @@ async fn run_journey<T: Transport, S: Sleeper>(
         let kept = ex.kept();
         let (step_outcome, go_on) = session.answered(answer.map(|status| (status, &*kept)));
         drop(kept);
-        let stamps = sent.map(|sent| Stamps {
-            intended: due,
-            dispatched,
-            sent,
-            waited_for_connection: false,
+        let stamps = sent.map(|sent| match journeys.from_send {
+            true => Stamps::on_time(sent),
+            false => Stamps {
+                intended: due,
+                dispatched,
+                sent,
+                waited_for_connection: false,
+            },
         });
         journeys.record_step(step.label, stamps, due, step_outcome);
         counters.on_answer(step_outcome);
@@ -397,6 +415,12 @@ fn close<T: Transport>(journeys: &Journeys<T>, end: Duration) -> WorkerReport {
         if let Some((label, due, counted)) = r.step.get().filter(|&(_, due, _)| due <= end) {
             // Due by the end, though its task may not have woken to it yet.
             steps_due += u64::from(!counted);
+            // The closed loop times a step from its send, when it has one.
+            let due = if journeys.from_send {
+                sent.unwrap_or(due)
+            } else {
+                due
+            };
             unfinished_step(&mut recorder, label, due, sent, due, end);
         }
         let first_sent = r.first_sent.get().or(sent).unwrap_or(r.due);
@@ -405,7 +429,8 @@ fn close<T: Transport>(journeys: &Journeys<T>, end: Duration) -> WorkerReport {
         }
     }
     let mut backlog = journeys.backlog.borrow_mut();
-    for due in backlog.take_all_due(end) {
+    let never_started = backlog.as_mut().map(|b| b.take_all_due(end));
+    for due in never_started.into_iter().flatten() {
         let journey = journeys.script.journey_of(due.index);
         if let Some(j) = recorder.journey(journey) {
             j.record_unfinished(due.at, None, end);
@@ -445,5 +470,113 @@ fn unfinished_step(
     }
     if let Some(l) = recorder.label(label) {
         l.record_unfinished(due, sent, end);
+    }
+}
+
+/// The closed journey loop's tickets: which journey index a free user starts next, while the
+/// loop's bound lasts. A worker takes every `stride`-th index from `first`, so the workers'
+/// journeys are distinct and each index's choices are the file's pure ones.
+struct Tickets {
+    next: Cell<u64>,
+    stride: u64,
+    started: Cell<u64>,
+    end: End,
+}
+
+impl Tickets {
+    fn take(&self, now: Duration) -> Option<u64> {
+        let open = match self.end {
+            End::Count(n) => self.started.get() < n,
+            End::After(d) => now < d,
+        };
+        if !open {
+            return None;
+        }
+        let index = self.next.get();
+        self.next.set(index + self.stride);
+        self.started.set(self.started.get() + 1);
+        Some(index)
+    }
+}
+
+/// The closed journey loop, as k6's constant virtual users and Locust's users run: `users`
+/// users each start a journey, run its steps with their think times, and start the next the
+/// moment it ends, while `end` lasts; every step and journey is timed from its send. This
+/// worker's journeys are indices `first`, `first + stride`, …. Must run inside a `LocalSet`.
+#[allow(clippy::too_many_arguments)]
+pub async fn run_closed<T: Transport, S: Sleeper + 'static>(
+    transport: T,
+    cfg: WorkerConfig,
+    script: Arc<dyn Script>,
+    users: usize,
+    end: End,
+    (first, stride): (u64, u64),
+    sleeper: impl Fn() -> S + 'static,
+) -> WorkerReport {
+    let (steps, kinds) = script.labels();
+    cfg.progress.worker(cfg.worker).track(users.max(1));
+    let journeys = Rc::new(Journeys {
+        transport,
+        recorder: RefCell::new(Recorder::with_journeys(cfg.interval, steps, kinds)),
+        cfg,
+        script,
+        backlog: RefCell::new(None),
+        from_send: true,
+        places: RefCell::new(vec![None; users.max(1)]),
+        freed: Notify::new(),
+        steps_due: Cell::new(0),
+        closed: Cell::new(false),
+    });
+    let tickets = Rc::new(Tickets {
+        next: Cell::new(first),
+        stride: stride.max(1),
+        started: Cell::new(0),
+        end,
+    });
+    let sleeper = Rc::new(sleeper);
+    // Like the closed request loop: a duration ends one timeout after it; a count only when done.
+    let stop = match end {
+        End::After(d) => journeys.cfg.t0 + d + journeys.cfg.timeout,
+        End::Count(_) => journeys.cfg.t0 + Duration::from_secs(365 * 24 * 3600),
+    };
+    tokio::time::sleep_until(journeys.cfg.t0).await;
+    let users: Vec<_> = (0..users.max(1))
+        .map(|user| {
+            let (journeys, tickets, sleeper) = (journeys.clone(), tickets.clone(), sleeper.clone());
+            tokio::task::spawn_local(async move {
+                user_loop(&journeys, user, &tickets, &*sleeper).await
+            })
+        })
+        .collect();
+    tokio::select! {
+        biased;
+        _ = journeys.cfg.cancel.cancelled() => {}
+        _ = tokio::time::sleep_until(stop) => {}
+        _ = async {
+            for user in users {
+                let _ = user.await;
+            }
+        } => {}
+    }
+    close(&journeys, journeys.now())
+}
+
+/// One virtual user: journey after journey, each started the moment the last ended.
+async fn user_loop<T: Transport, S: Sleeper>(
+    journeys: &Rc<Journeys<T>>,
+    user: usize,
+    tickets: &Tickets,
+    sleeper: &impl Fn() -> S,
+) {
+    while let Some(index) = tickets.take(journeys.now()) {
+        let running = Rc::new(Running {
+            due: journeys.now(),
+            journey: journeys.script.journey_of(index),
+            first_sent: Cell::new(None),
+            step: Cell::new(None),
+            ex: Exchange::default(),
+        });
+        journeys.places.borrow_mut()[user] = Some(running.clone());
+        run_journey(journeys.clone(), user, running, index, sleeper()).await;
     }
 }

@@ -151,8 +151,9 @@ pub fn execute<T: Transport>(
 
 /// Runs journeys of `script` on `transport`: the plan's open-loop schedule says when each
 /// journey is due, and its `connections` how many journeys may run at once (each on a
-/// connection of its own). The report's `scheduled` counts steps that fell due; its
-/// measurements' `journeys` count journeys.
+/// connection of its own). A closed plan runs `connections` virtual users instead, each
+/// starting its next journey when the last ends, timed from the sends. The report's
+/// `scheduled` counts steps that fell due; its measurements' `journeys` count journeys.
 pub fn execute_journeys<T: Transport>(
     plan: &Plan,
     transport: T,
@@ -161,8 +162,8 @@ pub fn execute_journeys<T: Transport>(
     script: Arc<dyn Script>,
 ) -> std::io::Result<RunReport> {
     assert!(
-        matches!(plan.load, Load::Open(_)),
-        "journeys arrive on an open-loop schedule"
+        !matches!(plan.load, Load::Paced(_)),
+        "journeys run open (on a schedule) or closed (virtual users), not paced"
     );
     execute_with(plan, transport, cancel, progress, Some(script))
 }
@@ -309,7 +310,18 @@ fn run_worker<T: Transport>(
                     End::Count(n) => End::Count(share(n, w, workers)),
                     after => after,
                 };
-                crate::closed::run(transport, cfg, end).await
+                match script {
+                    Some(script) => {
+                        let (users, spin) = (cfg.connections, plan.spin);
+                        let sleeper = move || sojourn_timer::Timer::with_max_spin(spin);
+                        let indices = (w as u64, workers as u64);
+                        crate::journey::run_closed(
+                            transport, cfg, script, users, end, indices, sleeper,
+                        )
+                        .await
+                    }
+                    None => crate::closed::run(transport, cfg, end).await,
+                }
             }
             Load::Paced(schedule) => {
                 let first = (0..w)

@@ -402,3 +402,47 @@ fn a_failed_step_ends_its_journey_and_counts_in_both() {
     );
     assert_eq!(report.scheduled, 10);
 }
+
+/// Four virtual users, each starting its next journey when the last ends, timed from the send
+/// (k6's constant virtual users): a 400 ms freeze catches each user in one step only, and the
+/// users send nothing while it lasts, so at most four steps carry it. The open loop of
+/// `a_freeze_is_in_every_step_due_inside_it_and_in_the_journey_times` has about ten logins
+/// over 200 ms alone in the same freeze.
+#[test]
+fn the_closed_journey_loop_times_from_the_send_and_meets_a_freeze_once_per_user() {
+    let (from, to) = (400 * MS, 800 * MS);
+    let server = SessionServer::start(Instant::now(), Some((from, to)));
+    let mut plan = open_plan(1.0, Duration::from_secs(1), 4);
+    plan.load = sojourn_engine::Load::Closed(sojourn_core::End::After(Duration::from_millis(1200)));
+    plan.timeout = 2000 * MS;
+    let report = sojourn_engine::execute_journeys(
+        &plan,
+        transport(&format!("http://{}/", server.addr)),
+        CancellationToken::new(),
+        Progress::new(1),
+        Arc::new(ThreeSteps { think: 50 * MS }),
+    )
+    .unwrap();
+    let m = &report.measurements;
+    let journeys = m.journeys[0].tally;
+    assert_eq!(m.tally.accounted(), report.scheduled, "{:?}", m.tally);
+    assert_eq!(
+        journeys.censored + journeys.never_sent + journeys.failed.total(),
+        0,
+        "{journeys:?}"
+    );
+    assert!(journeys.completed >= 8, "{journeys:?}");
+    // Timed from the send: no send lag at all, whatever the freeze did.
+    assert_eq!(m.hist.send_lag.max(), 0);
+    let slow: u64 = m
+        .labels
+        .iter()
+        .flat_map(|l| l.response.iter_recorded())
+        .filter(|v| ms(v.value_iterated_to()) > 200.0)
+        .map(|v| v.count_at_value())
+        .sum();
+    assert!(
+        (1..=4).contains(&slow),
+        "{slow} steps over 200 ms; one per user at most"
+    );
+}

@@ -297,6 +297,13 @@ pub fn describe(r: &RunResult) -> String {
         _ => String::new(),
     };
     if let Some(j) = &c.journeys {
+        if r.mode == Mode::Closed {
+            return format!(
+                "CLOSED LOOP, journeys of {}: {} virtual users, each starting its next journey \
+                 when the last ends, every step timed from its send, {bound}",
+                j.file, j.max_journeys
+            );
+        }
         let arrival = c.arrival.as_deref().unwrap_or("constant");
         let rate = match stages_text(r) {
             Some(stages) => format!("arrivals along stages {stages}"),
@@ -433,17 +440,27 @@ pub fn target_table(r: &RunResult) -> String {
 /// Journey by journey (`--journey`): journeys, their share, completed and failed, the journey
 /// time (from its due time to the end of its last step), its first step's send lag.
 pub fn journey_table(r: &RunResult) -> String {
-    let title = "by journey (share: expected / actual of the journeys; time from the journey's \
-                 due time to the end of its last step):";
-    label_table(title, &r.journeys, "journeys")
+    let from = match r.mode {
+        Mode::Closed => "its first send",
+        _ => "the journey's due time",
+    };
+    let title = format!(
+        "by journey (share: expected / actual of the journeys; time from {from} to the end of \
+         its last step):"
+    );
+    label_table(&title, &r.journeys, "journeys")
 }
 
 /// Step by step (`--journey`): each step timed from its own due time (its journey's previous
 /// answer plus its think time).
 pub fn step_table(r: &RunResult) -> String {
-    let title = "by step (share: its journey's / actual of the steps; response from the step's \
-                 due time):";
-    label_table(title, &r.steps, "steps")
+    let from = match r.mode {
+        Mode::Closed => "its send",
+        _ => "the step's due time",
+    };
+    let title =
+        format!("by step (share: its journey's / actual of the steps; response from {from}):");
+    label_table(&title, &r.steps, "steps")
 }
 
 /// A row per label of `rows` under `title`; `what` names what the counts count.

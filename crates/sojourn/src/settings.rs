@@ -44,7 +44,8 @@ pub struct RunSettings {
     /// --streams requests. [default: 2048 open, 10 closed; with --http2, 16]
     pub connections: Option<usize>,
     /// Journeys: the most running at once, each on a connection of its own; a due journey with
-    /// no free place waits, FIFO, timed from its due time. [default: 1000]
+    /// no free place waits, FIFO, timed from its due time. With `closed`: the virtual users,
+    /// each starting its next journey when the last ends. [default: 1000 open, 10 closed]
     pub max_journeys: Option<usize>,
     /// Worker threads, each with its own connections and slice of the schedule.
     /// [default: closed loop, the number of CPUs; open loop, one per 50,000 req/s of peak

@@ -284,9 +284,9 @@ fn journey_partners(a: &RunSettings) -> anyhow::Result<()> {
             "a run follows journeys or sends targets, not both",
         ),
         (
-            a.closed,
-            "--closed",
-            "journeys arrive on the open-loop schedule; give --rate in journeys per second",
+            a.closed && a.load.rate.is_some(),
+            "--rate",
+            "with --closed, each of the --max-journeys virtual users starts its next journey when the last ends, so the closed journey loop has no rate; drop --rate (or --closed, for journeys arriving at --rate)",
         ),
         (a.protocol.http2, "--http2", "journeys speak HTTP/1.1 today"),
         (
@@ -451,6 +451,8 @@ fn pool(a: &RunSettings, load: &Load) -> anyhow::Result<(usize, usize)> {
             return Err(bad_input!("--max-journeys: only with --journey FILE"))
         }
         (_, Some(n)) => n,
+        // The closed journey loop's virtual users, as many as the closed loop's connections.
+        (None, None) if a.workload.journey.is_some() && a.closed => defaults::CLOSED_CONNECTIONS,
         (None, None) if a.workload.journey.is_some() => defaults::MAX_JOURNEYS,
         (Some(0), _) => return Err(bad_input!("--connections: must be at least 1, got 0")),
         (Some(n), _) => n,
