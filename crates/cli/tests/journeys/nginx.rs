@@ -14,12 +14,14 @@ use sojourn_testkit::control::on_a_quiet_machine;
 /// The run starts this long after the test asks (`--start-at`), so the debug binary is up and
 /// waiting before its time zero.
 const LEAD: Duration = Duration::from_millis(1500);
-/// nginx is frozen from 2 s to 3 s on the run's clock; the model's stall is the same second.
-const FREEZE_AT: Duration = Duration::from_secs(2);
+/// nginx is frozen from 2.025 s to 3.025 s on the run's clock; the model's stall is the same
+/// second. Journeys fall due every 50 ms from 0: the freeze's edges lie halfway between, so no
+/// journey's first step races the `kill` that starts or ends it.
+const FREEZE_AT: Duration = Duration::from_millis(2025);
 const FREEZE_FOR: Duration = Duration::from_secs(1);
 const MODEL: [&str; 6] = [
     "--set",
-    "hiccup.at=2s",
+    "hiccup.at=2025ms",
     "--set",
     "hiccup.duration=1s",
     // nginx answers a small static file in about 0.2 ms on loopback: nothing beside 1 s.
@@ -236,7 +238,7 @@ fn table(real: &RunResult, model: &RunResult) -> String {
     rows.join("\n")
 }
 
-/// 120 journeys of three steps at 20 a second against nginx, frozen from 2 s to 3 s of the
+/// 120 journeys of three steps at 20 a second against nginx, frozen from 2.025 s to 3.025 s of the
 /// run: every journey completes, the same 360 steps fall due as in the model, and the journey
 /// p99 (about 1.4 s: journeys caught mid-way wait out the rest of the freeze, then think and
 /// go on) is the model's within 5%.
