@@ -5,8 +5,9 @@
 # and never reads or answers), so every place is held for the whole --timeout and nearly every
 # journey waits in the FIFO of due journeys until the end. The same run for 60 s and for 20 s:
 # the sojourn process's peak resident memory (VmHWM from /proc/PID/status, sampled until it
-# exits; the control meter it starts is a process of its own and not counted) should be the
-# same for both.
+# exits; the control meter it starts is a process of its own and not counted) should not grow
+# with the 3x more journeys of the longer run. What does grow with the run's length is the
+# timeline: one set of histograms per --interval (1 s by default), about 125 KiB each here.
 #
 # Usage: bench/journeys-memory.sh   (honours CARGO_TARGET_DIR; about 2 minutes after the build;
 # SECS="60 20" are the durations, SOJOURN=PATH runs that binary instead of building one)
