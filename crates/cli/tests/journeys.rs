@@ -7,6 +7,9 @@ mod common;
 /// links one test binary for journeys.
 #[path = "journeys/model.rs"]
 mod model;
+/// Journeys against nginx frozen for a second, beside the same model.
+#[path = "journeys/nginx.rs"]
+mod nginx;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
