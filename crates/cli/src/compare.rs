@@ -9,7 +9,8 @@ use sojourn::parse as args;
 #[derive(clap::Args, Debug)]
 pub struct CompareArgs {
     /// The target, e.g. http://127.0.0.1:8080/api
-    pub url: String,
+    #[arg(required_unless_present = "journey", conflicts_with = "journey")]
+    pub url: Option<String>,
     /// What the server receives, in requests per second: a paced closed loop and the open loop
     /// each send half, at once (an unpaced closed loop has no rate; the open loop beside it
     /// sends all of it).
@@ -39,6 +40,12 @@ pub struct CompareArgs {
     /// Also write closed.json and open.json here.
     #[arg(long)]
     pub json_dir: Option<PathBuf>,
+    /// Journeys instead of one URL: the closed journey loop (--connections virtual users, each
+    /// starting its next journey when the last ends, timed from the sends, as k6's VUs are;
+    /// --closed-mode does not apply) beside the open journey loop at --rate journeys per second,
+    /// with a table step by step of what the closed loop hid (see docs/journeys.md).
+    #[arg(long, value_name = "FILE")]
+    pub journey: Option<PathBuf>,
     /// Write the comparison as one JSON document (schema sojourn.compare/1: the verdict and
     /// both loops' results) here. `-`: to standard output, and the table and everything else to standard error.
     #[arg(long, value_name = "FILE")]
@@ -48,7 +55,7 @@ pub struct CompareArgs {
 impl From<CompareArgs> for sojourn::compare::CompareSettings {
     fn from(a: CompareArgs) -> Self {
         sojourn::compare::CompareSettings {
-            url: a.url,
+            url: a.url.unwrap_or_default(),
             rate: a.rate,
             closed_mode: a.closed_mode,
             duration: a.duration,
@@ -61,6 +68,7 @@ impl From<CompareArgs> for sojourn::compare::CompareSettings {
             report: a.report,
             json_dir: a.json_dir,
             json: a.json,
+            journey: a.journey,
         }
     }
 }

@@ -104,6 +104,61 @@ pub fn verdict(closed: &RunResult, open: &RunResult) -> String {
         .join("\n")
 }
 
+/// Journeys (`compare --journey`): step by step and for each journey, the closed loop's p50
+/// and p99 from the send beside the open loop's from the due time, and how many times the
+/// closed view understates the open one at p99: what the closed loop hid, where. Empty when the
+/// runs have no journeys.
+pub fn steps_side_by_side(closed: &RunResult, open: &RunResult) -> String {
+    use std::fmt::Write as _;
+    let rows: Vec<(&sojourn_core::TargetResult, &sojourn_core::TargetResult)> = open
+        .journeys
+        .iter()
+        .chain(&open.steps)
+        .filter_map(|o| {
+            let c = closed
+                .journeys
+                .iter()
+                .chain(&closed.steps)
+                .find(|c| c.label == o.label)?;
+            Some((c, o))
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let w = rows
+        .iter()
+        .map(|(_, o)| o.label.chars().count())
+        .max()
+        .unwrap_or(5)
+        .max(5)
+        + 2;
+    let mut out = format!(
+        "journey and step by step (closed loop from the send, open loop from the due time):\n\
+         {:<w$}{:>14}{:>14}{:>14}{:>14}{:>12}\n",
+        "label", "closed p50", "open p50", "closed p99", "open p99", "open/closed"
+    );
+    let at = |h: &sojourn_core::result::HistogramSummary, p: f64| h.percentiles.get(p);
+    let shown = |v: Option<u64>| v.map_or("—".into(), sojourn_core::units::format_ns);
+    for (c, o) in rows {
+        let ratio = match (at(&c.response, 99.0), at(&o.response, 99.0)) {
+            (Some(c), Some(o)) if c > 0 => format!("{}x", format_ratio(o as f64 / c as f64)),
+            _ => "—".into(),
+        };
+        let _ = writeln!(
+            out,
+            "{:<w$}{:>14}{:>14}{:>14}{:>14}{:>12}",
+            o.label,
+            shown(at(&c.response, 50.0)),
+            shown(at(&o.response, 50.0)),
+            shown(at(&c.response, 99.0)),
+            shown(at(&o.response, 99.0)),
+            ratio
+        );
+    }
+    out
+}
+
 /// The closed loop and the open loop, when `runs` are exactly the pair `demo` and `compare`
 /// measure (and perhaps the model): two measured runs, one closed or paced, one open. A suite's
 /// many tools are judged on its board instead, each against the model.

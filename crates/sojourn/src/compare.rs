@@ -49,6 +49,11 @@ pub struct CompareSettings {
     pub json_dir: Option<PathBuf>,
     /// Write the comparison document ([`CompareDocument`]) here; `-` is standard output.
     pub json: Option<PathBuf>,
+    /// Journeys instead of one URL (`url` is then empty: the file names its origin): the closed
+    /// journey loop (`connections` virtual users, each starting its next journey when the last
+    /// ends, timed from the sends, whatever `closed_mode`) beside the open journey loop at
+    /// `rate` journeys per second.
+    pub journey: Option<PathBuf>,
 }
 
 /// The schema name of the comparison document `compare --json` writes.
@@ -129,6 +134,9 @@ fn loop_rate(a: &CompareSettings) -> f64 {
 }
 
 fn run_args(a: &CompareSettings, closed: bool) -> crate::RunSettings {
+    if a.journey.is_some() {
+        return journey_args(a, closed);
+    }
     let paced = closed && a.closed_mode == ClosedMode::Paced;
     crate::RunSettings {
         load: crate::settings::LoadSettings {
@@ -166,6 +174,33 @@ fn run_args(a: &CompareSettings, closed: bool) -> crate::RunSettings {
     }
 }
 
+/// The journey pair: the closed journey loop's users (`connections`), or the open journey loop
+/// at the whole `rate` (the closed loop has none to share).
+fn journey_args(a: &CompareSettings, closed: bool) -> crate::RunSettings {
+    crate::RunSettings {
+        load: crate::settings::LoadSettings {
+            rate: (!closed).then_some(a.rate),
+            duration: Some(a.duration),
+            ..Default::default()
+        },
+        max_journeys: closed.then_some(a.connections),
+        threads: a.threads,
+        timeout: a.timeout,
+        closed,
+        workload: crate::transport::WorkloadSettings {
+            url: (!a.url.is_empty()).then(|| a.url.clone()),
+            journey: a.journey.clone(),
+            ..Default::default()
+        },
+        json: a
+            .json_dir
+            .as_ref()
+            .map(|d| d.join(if closed { "closed.json" } else { "open.json" })),
+        label: Some(if closed { "closed loop" } else { "open loop" }.into()),
+        ..crate::RunSettings::default()
+    }
+}
+
 /// Both loops at once against `a.url`, with `sinks` watching: the closed loop's result, then
 /// the open loop's, each accounting for every request it scheduled. Writes no file and prints
 /// nothing (`json_dir` and `report` are [`run`]'s).
@@ -190,6 +225,7 @@ fn run_args(a: &CompareSettings, closed: bool) -> crate::RunSettings {
 ///     report: "compare.html".into(),
 ///     json_dir: None,
 ///     json: None,
+///     journey: None,
 /// };
 /// let [closed, open] = measure(&settings, &mut sojourn::execute::NoSinks)?;
 /// assert_eq!((closed.label.as_str(), open.label.as_str()), ("paced", "open loop"));
@@ -218,16 +254,24 @@ pub fn run(a: CompareSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow:
         std::fs::create_dir_all(dir)
             .map_err(|e| crate::bad_input!("--json-dir: cannot create {}: {e}", dir.display()))?;
     }
-    eprintln!(
-        "running the {} ({}) and the open loop ({} req/s) at once for {} …",
-        a.closed_mode.label(),
-        match a.closed_mode {
-            ClosedMode::Paced => format!("{} req/s", loop_rate(&a)),
-            ClosedMode::Unpaced => "unpaced".into(),
-        },
-        loop_rate(&a),
-        humantime::format_duration(a.duration)
-    );
+    match a.journey {
+        Some(_) => eprintln!(
+            "running the closed journey loop ({} virtual users) and the open journey loop ({} journeys/s) at once for {} …",
+            a.connections,
+            a.rate,
+            humantime::format_duration(a.duration)
+        ),
+        None => eprintln!(
+            "running the {} ({}) and the open loop ({} req/s) at once for {} …",
+            a.closed_mode.label(),
+            match a.closed_mode {
+                ClosedMode::Paced => format!("{} req/s", loop_rate(&a)),
+                ClosedMode::Unpaced => "unpaced".into(),
+            },
+            loop_rate(&a),
+            humantime::format_duration(a.duration)
+        ),
+    }
     let [c, o] = run_loops(&closed, &open, sinks)?;
     for (v, r) in [(&closed, &c), (&open, &o)] {
         if let Some(path) = &v.json {
@@ -239,7 +283,8 @@ pub fn run(a: CompareSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow:
         crate::side_by_side::report_run(&c, Vec::new()),
         crate::side_by_side::report_run(&o, Vec::new()),
     ];
-    crate::side_by_side::write_report(&a.report, format!("sojourn compare: {}", a.url), runs)?;
+    let target = o.config.target.clone().unwrap_or_default();
+    crate::side_by_side::write_report(&a.report, format!("sojourn compare: {target}"), runs)?;
     println!("report: {}", a.report.display());
     if let Some(path) = &a.json {
         crate::outputs::write_document(path, "--json", &CompareDocument::new(&a, c, o))?;
@@ -268,19 +313,20 @@ fn run_loops(
         .build()?;
     let url = open.requests.shown();
     let plans = (closed.plan(), open.plan());
-    let job = |plan, transport, label: &str| Job {
+    let job = |plan, transport, spec: &RunSpec| Job {
         plan,
         transport,
         progress: crate::execute::progress(plan, false),
         about: About {
             target: Some(url.clone()),
-            ..About::labelled(label)
+            journeys: spec.about().journeys,
+            ..About::labelled(&spec.label)
         },
-        journeys: None,
+        journeys: spec.script(),
     };
     let jobs = [
-        job(&plans.0, rt.block_on(closed.connectable())?, &closed.label),
-        job(&plans.1, rt.block_on(open.connectable())?, &open.label),
+        job(&plans.0, rt.block_on(closed.connectable())?, closed),
+        job(&plans.1, rt.block_on(open.connectable())?, open),
     ];
     crate::execute::run_together(&rt, jobs, sinks)
 }
@@ -293,6 +339,10 @@ fn print_outcome(c: &RunResult, o: &RunResult) {
     println!("\n{}", crate::side_by_side::verdict(c, o));
     if let Some(line) = sojourn_report::text::rate_line(o) {
         println!("open loop {line}");
+    }
+    let steps = sojourn_report::finding::steps_side_by_side(c, o);
+    if !steps.is_empty() {
+        print!("\n{steps}");
     }
     for r in [c, o] {
         for note in &r.checks.notes {
