@@ -38,6 +38,13 @@ pub struct DemoArgs {
     /// Also write the three result documents (closed.json, open.json, model.json) here.
     #[arg(long)]
     pub json_dir: Option<PathBuf>,
+    /// Journeys instead of single requests: a built-in three-step journey (log in, browse,
+    /// check out, with think times) against the embedded server; the closed journey loop
+    /// (virtual users sized to the same journey rate, timed from the sends, as k6's VUs are)
+    /// beside the open journey loop at once, step by step. --rate is then journeys per second
+    /// [default: 50] and --connections the virtual users.
+    #[arg(long)]
+    pub journey: bool,
 }
 
 impl From<DemoArgs> for sojourn::demo::DemoSettings {
@@ -51,6 +58,7 @@ impl From<DemoArgs> for sojourn::demo::DemoSettings {
             closed_mode: a.closed_mode,
             report: a.report,
             json_dir: a.json_dir,
+            journey: a.journey,
         }
     }
 }

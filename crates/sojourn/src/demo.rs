@@ -49,7 +49,40 @@ pub struct DemoSettings {
     pub report: PathBuf,
     /// Also write the three result documents (closed.json, open.json, model.json) here.
     pub json_dir: Option<PathBuf>,
+    /// Journeys instead of single requests: a built-in three-step journey ([`JOURNEY`])
+    /// against the embedded server, the closed journey loop beside the open journey loop at
+    /// once, step by step.
+    pub journey: bool,
 }
+
+/// The built-in journey of `demo --journey`: log in, browse, check out, with a user's pauses
+/// between, every step on the scenario's endpoint. `ORIGIN` becomes the embedded server's.
+pub const JOURNEY: &str = r#"base_url = "http://ORIGIN"
+
+[[journey]]
+name = "shop"
+
+  [[journey.step]]
+  name = "login"
+  method = "POST"
+  url = "/api?step=login"
+  body = '{"user": "u${journey}"}'
+  think = "200ms..800ms"
+
+  [[journey.step]]
+  name = "browse"
+  url = "/api?step=browse&page=${random.int(1,20)}"
+  think = "exp(500ms)"
+
+  [[journey.step]]
+  name = "checkout"
+  method = "POST"
+  url = "/api?step=checkout"
+"#;
+
+/// Journeys per second of `demo --journey` by default: three requests each, so a debug build
+/// on a laptop keeps up, and a stall of a second meets dozens of journeys mid-way.
+pub const JOURNEY_RATE: f64 = 50.0;
 
 /// The demo's results, for printing and for tests.
 pub struct DemoOutcome {
@@ -81,6 +114,9 @@ pub struct Measured {
 /// Runs the demo with `sinks` watching each loop, prints the side-by-side table and what it
 /// shows, and writes the page (and the result documents, given `json_dir`).
 pub fn run(a: DemoSettings, sinks: &mut dyn Sinks) -> anyhow::Result<()> {
+    if a.journey {
+        return journeys(a, sinks);
+    }
     let scenario = crate::scenario_arg::resolve(&a.scenario, &fitted_sets(&a))?;
     let connections = match a.connections {
         Some(0) => return Err(bad_input!("--connections: must be at least 1, got 0")),
@@ -118,6 +154,60 @@ pub fn run(a: DemoSettings, sinks: &mut dyn Sinks) -> anyhow::Result<()> {
     println!("{}", explain(&scenario, &outcome, connections));
     write_outputs(&a, &outcome)?;
     Ok(())
+}
+
+/// `demo --journey`: the built-in journey against the embedded server, the closed journey loop
+/// (virtual users sized to the same journey rate on a healthy server, timed from the sends)
+/// beside the open journey loop at once, as `compare --journey` runs them.
+fn journeys(a: DemoSettings, sinks: &mut dyn Sinks) -> anyhow::Result<()> {
+    if a.closed_mode == ClosedMode::Unpaced || a.connections == Some(0) {
+        return Err(bad_input!("--closed-mode: with --journey the closed loop is the closed journey loop (virtual users); drop --closed-mode, and give --connections at least 1"));
+    }
+    let scenario = crate::scenario_arg::resolve(&a.scenario, &fitted_sets(&a))?;
+    let server = crate::embedded::EmbeddedServer::start(scenario.clone())?;
+    let dir = tempfile::tempdir()?;
+    let file = dir.path().join("shop.toml");
+    std::fs::write(&file, JOURNEY.replace("ORIGIN", &server.addr.to_string()))?;
+    let rate = a.rate.unwrap_or(JOURNEY_RATE);
+    let users = a
+        .connections
+        .unwrap_or_else(|| users_for(rate, &file, &scenario));
+    println!(
+        "sojourn demo --journey: scenario {} ({scenario}), the built-in journey (log in, browse, check out) at {rate} journeys/s, {}\n",
+        scenario.name(),
+        humantime::format_duration(a.duration)
+    );
+    let settings = crate::compare::CompareSettings {
+        url: String::new(),
+        rate,
+        closed_mode: a.closed_mode,
+        duration: a.duration,
+        connections: users,
+        threads: Some(1),
+        timeout: crate::defaults::TIMEOUT,
+        headers: Vec::new(),
+        insecure: false,
+        cacert: None,
+        report: a.report,
+        json_dir: a.json_dir,
+        json: None,
+        journey: Some(file),
+    };
+    crate::compare::run(settings, sinks)
+}
+
+/// Virtual users that start `rate` journeys a second on a server answering at its baseline:
+/// the rate times a journey's mean length (its think times and one baseline per step), so the
+/// two loops carry the same load until the server stalls.
+fn users_for(rate: f64, file: &std::path::Path, scenario: &Scenario) -> usize {
+    let Ok(file) = sojourn_core::journey::JourneyFile::from_path(file) else {
+        return crate::defaults::CLOSED_CONNECTIONS;
+    };
+    let journey = &file.journeys()[0];
+    let last = journey.steps.len().saturating_sub(1);
+    let thinks: Duration = journey.steps[..last].iter().map(|s| s.think.mean()).sum();
+    let service = scenario.baseline(0) * journey.steps.len() as u32;
+    ((rate * (thinks + service).as_secs_f64()).ceil() as usize).max(1)
 }
 
 fn fitted_sets(a: &DemoSettings) -> Vec<String> {
