@@ -176,3 +176,65 @@ fn the_report_has_a_row_per_journey_and_step(dir: &Path) {
         "400 steps counted"
     );
 }
+
+/// `demo --journey`: the built-in journey against the embedded server, the closed journey loop
+/// beside the open one at once. Both results name the three steps and the journey; every count
+/// adds up; the open loop's steps carry the scenario's stall from their due times, and the
+/// terminal shows the step-by-step table.
+#[test]
+fn demo_journey_runs_both_journey_loops_step_by_step() {
+    let _guard = serial();
+    let dir = temp_dir("journeys-demo");
+    let page = dir.join("demo.html");
+    let out = sojourn_ok(&[
+        "demo",
+        "--journey",
+        "--duration",
+        "4s",
+        "--json-dir",
+        dir.to_str().unwrap(),
+        "--report",
+        page.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("journey and step by step"), "{stdout}");
+    for label in ["shop/login", "shop/browse", "shop/checkout"] {
+        assert_eq!(
+            stdout.matches(label).count(),
+            1,
+            "{label} once in the table: {stdout}"
+        );
+    }
+    let (closed, open) = (
+        read_result(&dir.join("closed.json")),
+        read_result(&dir.join("open.json")),
+    );
+    for r in [&closed, &open] {
+        let labels: Vec<&str> = r.steps.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            ["shop/login", "shop/browse", "shop/checkout"],
+            "{}",
+            r.label
+        );
+        let c = &r.counts;
+        assert_eq!(
+            c.completed + c.failed.total() + c.censored + c.never_sent,
+            c.scheduled
+        );
+        let j = &r.journeys[0].counts;
+        assert!(
+            j.completed > 0 && j.total() >= j.completed,
+            "{}: {j:?}",
+            r.label
+        );
+    }
+    assert_eq!(closed.mode, sojourn_core::Mode::Closed);
+    assert_eq!(open.journeys[0].counts.total(), 200, "4 s at 50 journeys/s");
+    // The built-in hiccup stalls for a second inside the run: logins due in it wait it out.
+    let login_p99 = open.steps[0].response.percentiles.get(99.0).unwrap() as f64 / 1e6;
+    assert!(login_p99 > 500.0, "open-loop login p99 {login_p99:.1} ms");
+    assert!(std::fs::read_to_string(&page)
+        .unwrap()
+        .contains("<section id=\"steps\">"));
+}
