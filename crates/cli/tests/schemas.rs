@@ -382,3 +382,50 @@ fn reads(dir: &Path, text: &str) -> anyhow::Result<()> {
     let mut settings = sojourn::RunSettings::default();
     sojourn::plan_file::apply(&mut settings, &path).map(|_| ())
 }
+
+/// The journey files the repository ships (the TOML blocks of docs/journeys.md and `demo
+/// --journey`'s built-in one) read with the journey reader and match `journey.schema.json` as
+/// parsed; broken files are refused by both.
+#[test]
+fn shipped_journey_files_match_the_journey_schema_and_broken_ones_do_not() {
+    let v = validator("journey");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let docs = std::fs::read_to_string(root.join("docs/journeys.md")).unwrap();
+    let mut files = toml_blocks(&docs);
+    files.push(sojourn::demo::JOURNEY.replace("ORIGIN", "127.0.0.1:9"));
+    assert!(files.len() >= 2, "{} journey files found", files.len());
+    let dir = temp_dir("schema-journey");
+    std::fs::write(dir.join("users.csv"), "email,password\na@example.test,x\n").unwrap();
+    let path = dir.join("shop.toml");
+    let reads = |text: &str| sojourn_core::journey::JourneyFile::from_str(text, &path);
+    for (i, text) in files.iter().enumerate() {
+        let parsed: Value = toml::from_str(text).unwrap_or_else(|e| panic!("{text}\n{e}"));
+        assert_valid(&v, &parsed, &format!("journey file {i}:\n{text}"));
+        if let Err(e) = reads(text) {
+            panic!("journey file {i} is refused: {e}\n{text}");
+        }
+    }
+    let good = "base_url = \"http://127.0.0.1:9\"\n[[journey]]\nname = \"j\"\n[[journey.step]]\nname = \"s\"\nurl = \"/\"\n";
+    assert!(v.is_valid(&toml::from_str::<Value>(good).unwrap()) && reads(good).is_ok());
+    for broken in [
+        ("name = \"s\"", "name = \"s\"\nthnk = \"1s\""), // a typo of a key
+        ("name = \"s\"", "name = \"s\"\nmethod = \"get\""), // a method in lower case
+        ("name = \"s\"", "name = \"s\"\nrepeat = 0"),    // no sends at all
+        ("name = \"s\"", "name = \"s\"\non_error = \"skip\""), // no such policy
+        ("name = \"s\"", "name = \"s\"\nexpect = { status = 99 }"),
+        (
+            "name = \"s\"",
+            "name = \"s\"\nextract = { t = { json = \"/a\", header = \"X\" } }",
+        ),
+        ("name = \"j\"", "name = \"a/b\""), // a / in a journey's name
+        (
+            "[[journey]]\nname = \"j\"\n[[journey.step]]\nname = \"s\"\nurl = \"/\"\n",
+            "",
+        ),
+    ] {
+        let text = good.replacen(broken.0, broken.1, 1);
+        let parsed: Value = toml::from_str(&text).unwrap();
+        assert!(!v.is_valid(&parsed), "the schema accepts {broken:?}");
+        assert!(reads(&text).is_err(), "the reader accepts {broken:?}");
+    }
+}
