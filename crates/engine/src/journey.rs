@@ -87,6 +87,9 @@ impl StepBuf {
 struct Running {
     due: Duration,
     journey: usize,
+    /// It fell due with every place taken and waited for one: its first step's wait is the
+    /// places' (counted as waited for a connection), not the generator's lateness.
+    waited: bool,
     /// When its first step left, once it has.
     first_sent: Cell<Option<Duration>>,
     /// The step due or in flight: its label and due time, and whether it has been counted as
@@ -118,6 +121,8 @@ struct Journeys<T: Transport> {
     places: RefCell<Vec<Option<Rc<Running>>>>,
     /// A place came free.
     freed: Notify,
+    /// Since when (on the schedule's clock) every place has been taken with journeys still due.
+    full_since: Cell<Option<Duration>>,
     /// Steps that fell due.
     steps_due: Cell<u64>,
     /// Set once the run has been closed: late finishes must not record twice.
@@ -127,6 +132,12 @@ struct Journeys<T: Transport> {
 impl<T: Transport> Journeys<T> {
     fn now(&self) -> Duration {
         tokio::time::Instant::now().saturating_duration_since(self.cfg.t0)
+    }
+
+    /// Whether a journey due at `at` waited for a place (every one was taken) rather than for
+    /// the generator: then the wait is the places', counted, and not dispatch lag.
+    fn waited(&self, at: Duration) -> bool {
+        self.full_since.get().is_some_and(|since| at >= since)
     }
 
     fn free_place(&self) -> Option<usize> {
@@ -215,6 +226,7 @@ pub async fn run<T: Transport, S: Sleeper + 'static>(
         from_send: false,
         places: RefCell::new(vec![None; places.max(1)]),
         freed: Notify::new(),
+        full_since: Cell::new(None),
         steps_due: Cell::new(0),
         closed: Cell::new(false),
     });
@@ -245,11 +257,20 @@ async fn start_all<T: Transport, S: Sleeper + 'static>(
         let Some(oldest) = oldest else {
             break;
         };
+        // Nothing due yet: the journeys that waited for a place have all started.
+        if oldest.at > journeys.now() {
+            journeys.full_since.set(None);
+        }
         pacer.sleep_until(journeys.cfg.t0 + oldest.at).await;
         let place = loop {
             match journeys.free_place() {
                 Some(place) => break place,
-                None => journeys.freed.notified().await,
+                None => {
+                    if journeys.full_since.get().is_none() {
+                        journeys.full_since.set(Some(oldest.at));
+                    }
+                    journeys.freed.notified().await
+                }
             }
         };
         let due = journeys
@@ -258,9 +279,11 @@ async fn start_all<T: Transport, S: Sleeper + 'static>(
             .as_mut()
             .and_then(|b| b.take_due(journeys.now()))
             .expect("the oldest journey is due");
+        let waited = journeys.waited(due.at);
         let running = Rc::new(Running {
             due: due.at,
             journey: journeys.script.journey_of(due.index),
+            waited,
             first_sent: Cell::new(None),
             step: Cell::new(None),
             ex: Exchange::default(),
@@ -300,7 +323,10 @@ async fn run_journey<T: Transport, S: Sleeper>(
         sleeper.sleep_until(t0 + due).await;
         journeys.steps_due.set(journeys.steps_due.get() + 1);
         running.step.set(Some((step.label, due, true)));
-        let dispatched = journeys.now();
+        // A first step that waited for a place was in the generator's hand from its due time:
+        // the wait is in its response time and send lag, counted, but not dispatch lag.
+        let waited = running.waited && running.first_sent.get().is_none();
+        let dispatched = if waited { due } else { journeys.now() };
         let counters = journeys.counters();
         counters.on_carry(place, due);
         counters.on_sent();
@@ -318,7 +344,7 @@ async fn run_journey<T: Transport, S: Sleeper>(
                 intended: due,
                 dispatched,
                 sent,
-                waited_for_connection: false,
+                waited_for_connection: waited,
             },
         });
         journeys.record_step(step.label, stamps, due, step_outcome);
@@ -436,7 +462,10 @@ fn close<T: Transport>(journeys: &Journeys<T>, end: Duration) -> WorkerReport {
             j.record_unfinished(due.at, None, end);
         }
         let first = journeys.script.first_step(journey);
-        unfinished_step(&mut recorder, first, due.at, None, end, end);
+        // Waiting for a place, the generator had it in hand on time; otherwise it never got to
+        // it before the end.
+        let dispatched = if journeys.waited(due.at) { due.at } else { end };
+        unfinished_step(&mut recorder, first, due.at, None, dispatched, end);
         steps_due += 1;
     }
     WorkerReport {
@@ -524,6 +553,7 @@ pub async fn run_closed<T: Transport, S: Sleeper + 'static>(
         from_send: true,
         places: RefCell::new(vec![None; users.max(1)]),
         freed: Notify::new(),
+        full_since: Cell::new(None),
         steps_due: Cell::new(0),
         closed: Cell::new(false),
     });
@@ -572,6 +602,7 @@ async fn user_loop<T: Transport, S: Sleeper>(
         let running = Rc::new(Running {
             due: journeys.now(),
             journey: journeys.script.journey_of(index),
+            waited: false,
             first_sent: Cell::new(None),
             step: Cell::new(None),
             ex: Exchange::default(),

@@ -373,6 +373,19 @@ fn journeys_beyond_max_journeys_wait_from_their_due_time_and_are_counted_if_they
         ms(login.send_lag.max())
     );
     assert!(ms(login.response.max()) >= ms(login.send_lag.max()));
+    // The wait is the places', counted, and not the generator's lateness: the pacer had each
+    // journey in hand at its due time.
+    let started = journeys.completed + journeys.censored + journeys.failed.total();
+    assert!(
+        (1..started).contains(&m.tally.waited_for_connection),
+        "{} of {started} waited for a place",
+        m.tally.waited_for_connection
+    );
+    assert!(
+        ms(m.hist.dispatch_lag.max()) < 100.0,
+        "{}",
+        ms(m.hist.dispatch_lag.max())
+    );
 }
 
 /// A step whose answer is not what the journey needs ends its journey as failed at that step;
