@@ -17,9 +17,12 @@ pub struct SimArgs {
     set: Vec<String>,
     /// The client model: open (schedule, FIFO pool), closed (N looping connections), both
     /// (side by side), tracking (one request at a time, measured from its slot: seeds 000/004),
-    /// or paced (N connections, each on its share of the slots: hey -q, bombardier -r).
-    #[arg(long, value_enum, default_value_t = ClientKind::Both)]
-    client: ClientKind,
+    /// or paced (N connections, each on its share of the slots: hey -q, bombardier -r). With
+    /// --journey: open (journeys arriving at --rate), closed (virtual users, each starting its
+    /// next journey when the last ends, every step timed from its send, as k6's and Locust's
+    /// users are) or both. [default: both; with --journey, open]
+    #[arg(long, value_enum)]
+    client: Option<ClientKind>,
     /// Requests per second of the open loop's (or tracking client's) schedule. [default: 1000]
     #[arg(long, value_parser = args::rate)]
     rate: Option<f64>,
@@ -48,6 +51,8 @@ pub struct SimArgs {
     #[arg(long, short = 'c', value_parser = args::connections)]
     connections: Option<usize>,
     /// With --client both: the closed loop's connections, when they differ from the open pool.
+    /// With --journey: the closed journey loop's virtual users (--max-journeys is the open
+    /// loop's). [default: 10]
     #[arg(long, value_parser = args::connections)]
     closed_connections: Option<usize>,
     /// With --duration: stop the closed loop at the duration, or after as many requests as the
@@ -68,9 +73,11 @@ pub struct SimArgs {
     /// (journeys per second); each step's service is drawn from the scenario, and its think
     /// times are the draws `run --journey` makes with the same --seed. The ground truth for
     /// `run --journey`.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["closed_connections", "sweep"])]
+    #[arg(long, value_name = "FILE", conflicts_with = "sweep")]
     journey: Option<PathBuf>,
-    /// With --journey: the most journeys at once, each on a connection of its own. [default: 1000]
+    /// With --journey: the most journeys at once, each on a connection of its own; with
+    /// --client closed, the virtual users (with --client both, give them --closed-connections).
+    /// [default: 1000 open, 10 closed]
     #[arg(long, value_name = "N", requires = "journey")]
     max_journeys: Option<usize>,
     /// Write the result document(s); with both clients, FILE.closed.json and FILE.open.json.
@@ -106,7 +113,11 @@ impl From<SimArgs> for sojourn::sim::SimSettings {
         sojourn::sim::SimSettings {
             scenario: a.scenario,
             set: a.set,
-            client: a.client,
+            // Journeys default to the open loop alone, as `run --journey` runs them.
+            client: a.client.unwrap_or(match a.journey {
+                Some(_) => ClientKind::Open,
+                None => ClientKind::Both,
+            }),
             load: sojourn::settings::LoadSettings {
                 rate: a.rate,
                 arrival: a.arrival,

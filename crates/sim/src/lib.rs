@@ -9,7 +9,7 @@
 //! indistinguishable in shape from a real run's. Nothing is random that the scenario or the
 //! schedule did not seed: the same inputs give the same result, bit for bit.
 //!
-//! Five client models ([`Client`]):
+//! Six client models ([`Client`]):
 //! - **open**: requests due on a schedule (constant, Poisson, ramp), each dispatched at its due
 //!   time into a FIFO pool of at most N connections, measured from when it was due;
 //! - **closed**: N connections, each looping send → wait → record, until a duration or a count;
@@ -26,7 +26,11 @@
 //!   model says it goes on. What each journey's steps are comes from a [`JourneyModel`], whatever
 //!   file describes them. At the end, running journeys are censored (their step in flight with
 //!   them), journeys still waiting never started (their first step never sent), and steps not yet
-//!   due (the journey was thinking) are not counted.
+//!   due (the journey was thinking) are not counted;
+//! - **closed journeys**: N virtual users, each starting its next journey the moment its last
+//!   ended, as k6's constant VUs and Locust's users run them (`sojourn run --journey --closed`).
+//!   Every step and journey is timed from its send, so a user that waits out a stall sends
+//!   nothing meanwhile and the stall is in at most one of its steps.
 //!
 //! What the simulation leaves out, on purpose: the network (unless [`Plan::rtt`] adds a fixed
 //! round trip), timer error, and CPU. Every difference between a real run and its simulation is
@@ -101,6 +105,20 @@ pub enum Client {
         threads: usize,
         model: Arc<dyn JourneyModel>,
     },
+    /// The closed journey loop: `users` virtual users, split over `threads` lanes as the engine
+    /// splits the closed loop's connections. Lane w of W takes journey indices w, w + W, … in
+    /// the order its users start them: each user at the start, then each the moment its last
+    /// journey ended. Step 1 leaves at once, step k+1 its think time after step k's answer, and
+    /// every step and journey is timed from its send. `End::After(d)`: no journey starts at or
+    /// after `d`, and the run stops at `d + timeout`, censoring what runs then; `End::Count(n)`:
+    /// `n` journeys in all, split over the lanes as the engine splits a count. Models compare by
+    /// identity.
+    ClosedJourneys {
+        end: End,
+        users: usize,
+        threads: usize,
+        model: Arc<dyn JourneyModel>,
+    },
 }
 
 impl Client {
@@ -108,7 +126,7 @@ impl Client {
         match self {
             // An open loop of journeys.
             Client::Open { .. } | Client::Journeys { .. } => Mode::Open,
-            Client::Closed { .. } => Mode::Closed,
+            Client::Closed { .. } | Client::ClosedJourneys { .. } => Mode::Closed,
             Client::Tracking { .. } => Mode::Tracking,
             Client::Paced { .. } => Mode::Paced,
         }
@@ -150,7 +168,7 @@ impl Plan {
 pub struct Simulation {
     pub measurements: Measurements,
     /// Requests the client scheduled (open, tracking) or started (closed); for journeys, the
-    /// steps that fell due.
+    /// steps that fell due (for closed journeys, every step sent: nothing waits there).
     pub scheduled: u64,
     /// From the start of the run to the end of its drain.
     pub elapsed: Duration,

@@ -54,6 +54,12 @@ pub fn config(scenario: &Scenario, plan: &Plan) -> RunConfig {
             end,
             connections,
             threads,
+        }
+        | Client::ClosedJourneys {
+            end,
+            users: connections,
+            threads,
+            ..
         } => {
             c.describe_end(*end);
             c.connections = u32::try_from(*connections).unwrap_or(u32::MAX);
@@ -75,7 +81,10 @@ pub fn build_result(scenario: &Scenario, plan: &Plan, sim: &Simulation, label: &
             assess_open(m, u32::try_from(*connections).unwrap_or(u32::MAX)),
             None,
         ),
-        Client::Closed { connections, .. } => (
+        Client::Closed { connections, .. }
+        | Client::ClosedJourneys {
+            users: connections, ..
+        } => (
             assess_closed(),
             Some(m.per_connection_interval(sim.elapsed, *connections)),
         ),

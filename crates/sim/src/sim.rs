@@ -10,7 +10,8 @@
 //! - closed: each connection sends the moment its previous answer arrives, while tickets last;
 //!   its intended time is its send time;
 //! - journeys (`journey.rs`): an open loop of journeys, each with a place of its own among the
-//!   lane's `max_journeys`, and its steps sent on a connection of its own;
+//!   lane's `max_journeys`, and its steps sent on a connection of its own; or a closed loop of
+//!   them, the lane's users each starting a journey the moment its last ended;
 //! - a timeout ends the exchange `timeout` after the send and drops the connection;
 //! - a connection reset before any answer, on a connection that had served before, is retried
 //!   once on a fresh connection (it could have been a stale keep-alive); the send stamp stays the
@@ -45,6 +46,8 @@ struct Lane {
     schedule: Option<Peekable<Slice>>,
     /// Closed loop: this lane's bound and how many requests it has started.
     tickets: Option<End>,
+    /// Closed journey loop: which journey a free user starts next, while the bound lasts.
+    journey_tickets: Option<journey::Tickets>,
     scheduled: u64,
     /// Tracking: past its deadline, it sends nothing more.
     stopped: bool,
@@ -80,6 +83,8 @@ pub(crate) struct Sim<'a> {
     /// Journeys: what their steps are, and the ones that hold a place.
     model: Option<&'a dyn JourneyModel>,
     journeys: journey::Running,
+    /// Closed journeys: steps and journeys are timed from their sends.
+    from_send: bool,
     tracker: Tracker<'a>,
     closed: bool,
     timeout: u64,
@@ -116,6 +121,7 @@ fn lane(recorder: Recorder, limit: usize) -> Lane {
         idle: 0,
         schedule: None,
         tickets: None,
+        journey_tickets: None,
         scheduled: 0,
         stopped: false,
     }
@@ -154,6 +160,7 @@ impl<'a> Sim<'a> {
             lanes: Vec::new(),
             model: None,
             journeys: journey::Running::default(),
+            from_send: matches!(plan.client, Client::ClosedJourneys { .. }),
             tracker: Tracker::new(scenario, Duration::ZERO),
             closed: matches!(plan.client, Client::Closed { .. }),
             timeout,
@@ -212,6 +219,26 @@ impl<'a> Sim<'a> {
                 self.model = Some(&**model);
                 self.deadline = Some(schedule_end(schedule) + self.timeout);
             }
+            Client::ClosedJourneys {
+                end,
+                users,
+                threads,
+                model,
+            } => {
+                let (steps, kinds) = model.labels();
+                self.lanes = split(*users, *threads, interval, |l, w, n| {
+                    l.recorder = Recorder::with_journeys(interval, steps, kinds);
+                    let end = match *end {
+                        End::Count(total) => End::Count(share(total, w, n)),
+                        after => after,
+                    };
+                    l.journey_tickets = Some(journey::Tickets::new(w, n, end));
+                });
+                self.model = Some(&**model);
+                if let End::After(d) = end {
+                    self.deadline = Some(nanos(*d) + self.timeout);
+                }
+            }
             Client::Tracking { schedule } => self.paced_lanes(schedule, 1),
             Client::Paced {
                 schedule,
@@ -245,7 +272,9 @@ impl<'a> Sim<'a> {
 
     fn start(&mut self) {
         for l in 0..self.lanes.len() {
-            if self.closed {
+            if self.lanes[l].journey_tickets.is_some() {
+                self.start_users(l);
+            } else if self.closed {
                 for _ in 0..self.lanes[l].limit {
                     self.next(l);
                 }

@@ -469,3 +469,224 @@ fn journeys_are_deterministic_and_every_seed_matters() {
     assert_ne!(base, sim(1, 2, 1), "the scenario's seed");
     assert_ne!(base, sim(1, 1, 2), "the model's seed");
 }
+
+fn closed_journeys(end: End, users: usize, threads: usize, model: Arc<dyn JourneyModel>) -> Plan {
+    Plan::new(Client::ClosedJourneys {
+        end,
+        users,
+        threads,
+        model,
+    })
+}
+
+/// The closed journey loop has no schedule, so nothing waits and nothing is never sent: every
+/// step sent is completed, failed or in flight at the end, and every journey started completes,
+/// fails or is censored.
+fn assert_closed_accounted(sim: &Simulation, journeys_started: &[u64]) {
+    assert_accounted(sim, journeys_started);
+    let m = &sim.measurements;
+    assert_eq!(m.tally.never_sent, 0, "{:?}", m.tally);
+    for j in &m.journeys {
+        assert_eq!(j.tally.never_sent, 0, "no journey waits: {:?}", j.tally);
+    }
+}
+
+/// A count of journeys, split over three lanes as the engine splits it: lane w of 3 runs
+/// indices w, w + 3, …, so together they run indices 0 to 100 exactly once, whatever the
+/// stalls, errors, resets and timeouts did to their timing, and a count has no clock bound, so
+/// nothing is censored. With a duration, the run stops one timeout after it: what runs then is
+/// censored, at most one journey and one step per user.
+#[test]
+fn closed_journeys_account_for_every_step_and_journey() {
+    let toml = r#"
+        [law]
+        kind = "fixed"
+        value = "10ms"
+        [[faults]]
+        kind = "stall"
+        at = "1900ms"
+        duration = "1s"
+        [[faults]]
+        kind = "errors"
+        percent = 10
+        status = 500
+        [[faults]]
+        kind = "reset"
+        percent = 5
+    "#;
+    let scenario = Scenario::from_toml_str(toml, "rough").unwrap();
+    let model = Drawn { seed: 7 };
+    let mut kinds = [0u64; 2];
+    for index in 0..101 {
+        kinds[model.journey_of(index)] += 1;
+    }
+    let model: Arc<dyn JourneyModel> = Arc::new(model);
+    let mut plan = closed_journeys(End::Count(101), 8, 3, model.clone());
+    plan.timeout = ms(300);
+    let sim = simulate(&scenario, &plan);
+    assert_closed_accounted(&sim, &kinds);
+    let m = &sim.measurements;
+    let (a, b) = (m.journeys[0].tally, m.journeys[1].tally);
+    assert_eq!(a.censored + b.censored, 0, "{a:?} {b:?}");
+    assert_eq!(m.tally.censored, 0, "{:?}", m.tally);
+    assert!(a.failed.get(FailureClass::Http5xx) > 0, "{a:?}");
+    assert!(a.failed.get(FailureClass::Timeout) > 0, "{a:?}");
+
+    // The stall holds every step sent from 1.89 s on past the end, so some are in flight then.
+    let mut plan = closed_journeys(End::After(ms(2000)), 8, 2, model);
+    plan.timeout = ms(300);
+    let sim = simulate(&scenario, &plan);
+    let m = &sim.measurements;
+    let started: Vec<u64> = m.journeys.iter().map(|j| j.tally.accounted()).collect();
+    assert_closed_accounted(&sim, &started);
+    assert_eq!(sim.elapsed, ms(2300), "the run stops one timeout after 2 s");
+    let censored: u64 = m.journeys.iter().map(|j| j.tally.censored).sum();
+    assert!((1..=8).contains(&censored), "{censored} journeys censored");
+    assert!(m.tally.censored <= censored, "{:?}", m.tally);
+}
+
+/// Three users, a fixed 10 ms service and a 2 ms round trip: a journey is its three 12 ms
+/// exchanges and two 100 ms thinks (236 ms), each user's journeys run back to back, and every
+/// step is answered 12 ms after its send, with no send lag. A duration bounds when a journey may
+/// start: one at 472 ms starts under `After(473 ms)` and not under `After(472 ms)`. Under
+/// `After(300 ms)` with a 50 ms timeout the run stops at 350 ms: the second journeys (started at
+/// 236 ms) have step 2 in flight, sent at 348 ms, and are censored from their send.
+#[test]
+fn a_closed_journey_is_its_services_plus_its_thinks_from_its_send() {
+    let scenario = builtin("healthy", &["healthy.baseline=10ms"]);
+    let journey = 2 * 100 * MS + 3 * 12 * MS;
+    let run = |end: End, users: usize, timeout: Duration| {
+        let mut plan = closed_journeys(end, users, 1, ThreeSteps::model(ms(100)));
+        plan.rtt = ms(2);
+        plan.timeout = timeout;
+        simulate(&scenario, &plan)
+    };
+
+    let sim = run(End::Count(6), 3, ms(1000));
+    assert_closed_accounted(&sim, &[6]);
+    let m = &sim.measurements;
+    assert_eq!(m.journeys[0].tally.completed, 6);
+    assert_eq!(sim.scheduled, 18);
+    assert_eq!(buckets(&m.journeys[0].response), expected([journey; 6]));
+    for (label, l) in m.labels.iter().enumerate() {
+        assert_eq!(buckets(&l.response), expected([12 * MS; 6]), "step {label}");
+        assert_eq!(buckets(&l.service), expected([12 * MS; 6]), "step {label}");
+        assert_eq!(buckets(&l.send_lag), expected([0; 6]), "step {label}");
+    }
+    assert_eq!(buckets(&m.hist.send_lag), expected([0; 18]));
+    assert_eq!(sim.elapsed, Duration::from_nanos(2 * journey));
+
+    for (end, rounds) in [(472, 2), (473, 3)] {
+        let sim = run(End::After(ms(end)), 2, ms(1000));
+        assert_closed_accounted(&sim, &[2 * rounds]);
+        let j = sim.measurements.journeys[0].tally;
+        assert_eq!(j.completed, 2 * rounds, "After({end} ms): {j:?}");
+        assert_eq!(sim.elapsed, Duration::from_nanos(rounds * journey));
+    }
+
+    let sim = run(End::After(ms(300)), 2, ms(50));
+    assert_closed_accounted(&sim, &[4]);
+    let m = &sim.measurements;
+    assert_eq!(sim.elapsed, ms(350));
+    let counts = |t: Tally| (t.completed, t.censored);
+    assert_eq!(counts(m.journeys[0].tally), (2, 2));
+    assert_eq!(counts(m.labels[0].tally), (4, 0));
+    assert_eq!(counts(m.labels[1].tally), (2, 2));
+    assert_eq!(counts(m.labels[2].tally), (2, 0), "step 3 was not yet due");
+    assert_eq!(sim.scheduled, 10, "steps sent");
+    // Censored from the send (348 ms) and from the journey's first send (236 ms).
+    assert_eq!(
+        buckets(&m.labels[1].response),
+        expected([12 * MS, 12 * MS, 2 * MS, 2 * MS])
+    );
+    assert_eq!(
+        buckets(&m.journeys[0].response),
+        expected([journey, journey, 114 * MS, 114 * MS])
+    );
+}
+
+/// The gate stalls from 2 s to 3 s. 23 users whose journeys last 230 ms (three 10 ms steps, two
+/// 100 ms thinks) run 100 journeys a second, the open loop's rate beside them. A user whose
+/// step is held waits for it and sends nothing more until the gate opens, so the stall holds
+/// exactly one step per user (every user sends well within a second). The open loop's journeys
+/// keep arriving, and the stall holds each step that reaches the gate inside it: an oracle of
+/// the journeys' steps in virtual time counts them.
+#[test]
+fn a_stall_holds_one_step_per_closed_user_and_many_open_steps() {
+    let scenario = builtin(
+        "hiccup",
+        &["hiccup.baseline=10ms", "hiccup.at=2s", "hiccup.duration=1s"],
+    );
+    let (stall, gate_opens) = (2000 * MS..3000 * MS, 3000 * MS);
+    let model = ThreeSteps::model(ms(100));
+    let users = 23;
+    let closed = simulate(
+        &scenario,
+        &closed_journeys(End::After(ms(5000)), users, 1, model.clone()),
+    );
+    let open = simulate(
+        &scenario,
+        &journeys(constant(100.0, End::After(ms(5000))), 1000, model),
+    );
+    assert_closed_accounted(
+        &closed,
+        &[closed.measurements.journeys[0].tally.accounted()],
+    );
+    assert_accounted(&open, &[500]);
+
+    let mut held = 0;
+    for i in 0..500u64 {
+        let mut answered = 10 * i * MS;
+        for k in 0..3 {
+            let reach = answered + if k == 0 { 0 } else { 100 * MS } + 10 * MS;
+            answered = if stall.contains(&reach) {
+                held += 1;
+                gate_opens
+            } else {
+                reach
+            };
+        }
+    }
+    assert_eq!(
+        held, 122,
+        "the oracle: 100 first steps and 11 of each later step"
+    );
+    let in_stall = |sim: &Simulation| sim.impact.stalls[0].delayed;
+    assert_eq!(in_stall(&closed), users as u64, "one step per user");
+    assert_eq!(in_stall(&open), held);
+    // Timed from the send, the closed loop's held steps waited out the stall once each.
+    let m = &closed.measurements;
+    let slow: u64 = m
+        .labels
+        .iter()
+        .map(|l| l.response.count_between(11 * MS, u64::MAX))
+        .sum();
+    assert_eq!(slow, users as u64);
+}
+
+/// The same inputs give the same closed journey loop, bit for bit; another seed of the scenario
+/// or of the model's draws gives another, and so does another split over lanes.
+#[test]
+fn closed_journeys_are_deterministic_and_every_seed_matters() {
+    let scenario = |seed: u64| {
+        let toml = format!(
+            "seed = {seed}\n[law]\nkind = \"exponential\"\nmean = \"10ms\"\n\
+             [[faults]]\nkind = \"stall\"\nat = \"500ms\"\nduration = \"300ms\"\n"
+        );
+        Scenario::from_toml_str(&toml, "drawn").unwrap()
+    };
+    let sim = |scenario_seed: u64, model_seed: u64, threads: usize| {
+        let plan = closed_journeys(
+            End::After(ms(1000)),
+            8,
+            threads,
+            Arc::new(Drawn { seed: model_seed }),
+        );
+        fingerprint(&simulate(&scenario(scenario_seed), &plan))
+    };
+    let base = sim(1, 1, 2);
+    assert_eq!(base, sim(1, 1, 2), "the same inputs, the same result");
+    assert_ne!(base, sim(2, 1, 2), "the scenario's seed");
+    assert_ne!(base, sim(1, 2, 2), "the model's seed");
+    assert_ne!(base, sim(1, 1, 3), "the lanes");
+}

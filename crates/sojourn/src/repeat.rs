@@ -203,7 +203,7 @@ fn reseeded_client(client: &Client, k: u32) -> (Client, Option<u64>) {
             *schedule = s;
             seed
         }
-        Client::Closed { .. } => None,
+        Client::Closed { .. } | Client::ClosedJourneys { .. } => None,
     };
     (client, seed)
 }

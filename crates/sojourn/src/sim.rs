@@ -5,6 +5,10 @@
 //! delayed in each — the difference is what the closed loop omitted. `--json FILE` writes one
 //! result file per client: `FILE` itself for one client, `FILE` with `.closed` / `.open` before
 //! its extension for both (`out.json` → `out.closed.json`, `out.open.json`).
+//!
+//! With `--journey FILE` the clients are journey loops: open (journeys arriving at `--rate`, at
+//! most `--max-journeys` at once), closed (virtual users, each starting its next journey when
+//! the last ends, timed from its sends, as k6's and Locust's users are), or both side by side.
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -26,7 +30,8 @@ pub struct SimSettings {
     pub set: Vec<String>,
     /// The client model: open (schedule, FIFO pool), closed (N looping connections), both
     /// (side by side), tracking (one request at a time, measured from its slot: seeds 000/004),
-    /// or paced (N connections, each on its share of the slots: hey -q, bombardier -r).
+    /// or paced (N connections, each on its share of the slots: hey -q, bombardier -r). With
+    /// `journey`: open, closed (virtual users) or both.
     pub client: ClientKind,
     /// The open loop's (or tracking client's) schedule: rate (default 1000 per second) or
     /// stages, arrivals, and how long in virtual time (default 60 s).
@@ -34,7 +39,8 @@ pub struct SimSettings {
     /// Open loop: the most connections (due requests queue FIFO for one). Closed loop: the number
     /// of looping connections. [default: 2048 open, 10 closed]
     pub connections: Option<usize>,
-    /// With --client both: the closed loop's connections, when they differ from the open pool.
+    /// With --client both: the closed loop's connections, when they differ from the open pool;
+    /// with `journey`, the closed journey loop's virtual users. [default: 10]
     pub closed_connections: Option<usize>,
     /// With --duration: stop the closed loop at the duration, or after as many requests as the
     /// open schedule has (rate × duration, like the seeds' iteration-counted tools).
@@ -66,10 +72,11 @@ pub struct SimSettings {
     /// percentile. `None`: one simulation.
     pub repeat: Option<u32>,
     /// Journeys in virtual time (`--journey FILE`): the file's journeys arrive on the open
-    /// schedule, each step's service drawn from the scenario, think times the same seeded draws
-    /// a real run makes.
+    /// schedule (or are run by the closed loop's virtual users), each step's service drawn from
+    /// the scenario, think times the same seeded draws a real run makes.
     pub journey: Option<PathBuf>,
-    /// With `journey`: the most journeys at once. [default: 1000]
+    /// With `journey`: the most journeys at once; with --client closed, the virtual users.
+    /// [default: 1000 open, 10 closed]
     pub max_journeys: Option<usize>,
 }
 
@@ -158,10 +165,13 @@ pub fn run(args: SimSettings) -> anyhow::Result<()> {
             ),
             None => {
                 let (mut result, sim) = sojourn_sim::run(&v.scenario, plan, label);
-                if let (Some(script), Client::Journeys { max_journeys, .. }) =
-                    (&v.journeys, &plan.client)
-                {
-                    let names = script.names(*max_journeys);
+                let places = match &plan.client {
+                    Client::Journeys { max_journeys, .. } => Some(*max_journeys),
+                    Client::ClosedJourneys { users, .. } => Some(*users),
+                    _ => None,
+                };
+                if let (Some(script), Some(places)) = (&v.journeys, places) {
+                    let names = script.names(places);
                     let (m, elapsed) = (&sim.measurements, sim.elapsed);
                     sojourn_engine::result::with_journeys(&mut result, &names, m, elapsed);
                 }
@@ -264,15 +274,9 @@ fn validate(a: SimSettings) -> anyhow::Result<Validated> {
     let seed = a.load.seed.unwrap_or(crate::defaults::JOURNEY_SEED);
     let journeys = journey_file(&a, seed)?;
     if let Some(script) = &journeys {
-        let client = Client::Journeys {
-            schedule,
-            max_journeys: a.max_journeys.unwrap_or(crate::defaults::MAX_JOURNEYS),
-            threads: a.threads,
-            model: std::sync::Arc::new(script.clone()),
-        };
         return Ok(Validated {
             scenario,
-            plans: vec![("open", plan(&a, client))],
+            plans: journey_plans(&a, schedule, script)?,
             json: a.json,
             hgrm: a.hgrm,
             hlog: a.hlog,
@@ -316,6 +320,41 @@ fn validate(a: SimSettings) -> anyhow::Result<Validated> {
     })
 }
 
+/// The journey loops `--client` asks for: the closed one ("closed": virtual users, from
+/// --max-journeys alone, or --closed-connections beside the open loop; 10 by default) and the
+/// open one ("open": journeys at --rate, at most --max-journeys at once).
+fn journey_plans(
+    a: &SimSettings,
+    schedule: Schedule,
+    script: &crate::journeys::FileScript,
+) -> anyhow::Result<Vec<(&'static str, SimPlan)>> {
+    let model: std::sync::Arc<dyn sojourn_sim::JourneyModel> = std::sync::Arc::new(script.clone());
+    let mut plans = Vec::new();
+    if matches!(a.client, ClientKind::Closed | ClientKind::Both) {
+        let users = match a.client {
+            ClientKind::Both => a.closed_connections,
+            _ => a.max_journeys,
+        };
+        let client = Client::ClosedJourneys {
+            end: closed_end(a, schedule.end, &schedule)?,
+            users: users.unwrap_or(crate::defaults::CLOSED_CONNECTIONS),
+            threads: a.threads,
+            model: model.clone(),
+        };
+        plans.push(("closed", plan(a, client)));
+    }
+    if matches!(a.client, ClientKind::Open | ClientKind::Both) {
+        let client = Client::Journeys {
+            schedule,
+            max_journeys: a.max_journeys.unwrap_or(crate::defaults::MAX_JOURNEYS),
+            threads: a.threads,
+            model,
+        };
+        plans.push(("open", plan(a, client)));
+    }
+    Ok(plans)
+}
+
 /// `--journey FILE`, read and checked, with the flags that mean nothing beside it refused.
 fn journey_file(a: &SimSettings, seed: u64) -> anyhow::Result<Option<crate::journeys::FileScript>> {
     let Some(path) = &a.journey else {
@@ -324,9 +363,11 @@ fn journey_file(a: &SimSettings, seed: u64) -> anyhow::Result<Option<crate::jour
         }
         return Ok(None);
     };
-    // `both` is the flag's default: journeys are the open loop's, and that is what runs.
-    if !matches!(a.client, ClientKind::Open | ClientKind::Both) {
-        return Err(bad_input!("--client: journeys arrive on the open-loop schedule; drop --client (or give --client open)"));
+    if !matches!(
+        a.client,
+        ClientKind::Open | ClientKind::Closed | ClientKind::Both
+    ) {
+        return Err(bad_input!("--client: journeys run open (arriving at --rate), closed (virtual users, each starting its next journey when the last ends) or both; give --client open, closed or both"));
     }
     if a.repeat.is_some() {
         return Err(bad_input!(
@@ -349,7 +390,11 @@ fn journey_file(a: &SimSettings, seed: u64) -> anyhow::Result<Option<crate::jour
 /// Flags that only make sense for some clients are refused elsewhere, naming the flag.
 fn check_client_flags(a: &SimSettings) -> anyhow::Result<()> {
     let closed_only = a.client == ClientKind::Closed;
-    if closed_only && a.load.rate.is_some() && a.closed_until == ClosedUntil::Duration {
+    let no_rate = closed_only && a.load.rate.is_some() && a.closed_until == ClosedUntil::Duration;
+    if no_rate && a.journey.is_some() {
+        return Err(bad_input!("--rate: with --client closed, each of the --max-journeys virtual users starts its next journey when the last ends, so the closed journey loop has no rate; drop --rate, or add --closed-until count"));
+    }
+    if no_rate {
         return Err(bad_input!("--rate: a closed loop has no rate (each connection sends as soon as it has its answer); drop --rate, or add --closed-until count"));
     }
     if a.client == ClientKind::Both && a.json.as_deref().is_some_and(crate::outputs::is_stdio) {
@@ -358,8 +403,12 @@ fn check_client_flags(a: &SimSettings) -> anyhow::Result<()> {
         ));
     }
     if a.closed_connections.is_some() && a.client != ClientKind::Both {
+        let instead = match a.journey {
+            Some(_) => "--max-journeys",
+            None => "--connections",
+        };
         return Err(bad_input!(
-            "--closed-connections: only applies to --client both; use --connections"
+            "--closed-connections: only applies to --client both; use {instead}"
         ));
     }
     if a.client == ClientKind::Tracking && a.connections.is_some_and(|c| c != 1) {
@@ -390,15 +439,7 @@ fn schedule(a: &SimSettings, end: End) -> anyhow::Result<Schedule> {
 }
 
 fn closed(a: &SimSettings, end: End, schedule: &Schedule) -> anyhow::Result<Client> {
-    let end = match (a.closed_until, end) {
-        (ClosedUntil::Count, End::After(_)) => {
-            let n = schedule.planned_count().ok_or_else(|| {
-                bad_input!("--closed-until count: a Poisson schedule has no fixed count; give --requests or a constant --arrival")
-            })?;
-            End::Count(n.max(1))
-        }
-        (_, end) => end,
-    };
+    let end = closed_end(a, end, schedule)?;
     let connections = match a.client {
         ClientKind::Both => a.closed_connections.or(a.connections),
         _ => a.connections,
@@ -407,6 +448,20 @@ fn closed(a: &SimSettings, end: End, schedule: &Schedule) -> anyhow::Result<Clie
         end,
         connections: connections.unwrap_or(crate::defaults::CLOSED_CONNECTIONS),
         threads: a.threads,
+    })
+}
+
+/// When a closed loop stops: the run's end, or with `--closed-until count` after as many
+/// requests (or journeys) as the open schedule has.
+fn closed_end(a: &SimSettings, end: End, schedule: &Schedule) -> anyhow::Result<End> {
+    Ok(match (a.closed_until, end) {
+        (ClosedUntil::Count, End::After(_)) => {
+            let n = schedule.planned_count().ok_or_else(|| {
+                bad_input!("--closed-until count: a Poisson schedule has no fixed count; give --requests or a constant --arrival")
+            })?;
+            End::Count(n.max(1))
+        }
+        (_, end) => end,
     })
 }
 

@@ -9,9 +9,13 @@
 //! - at the end, a running journey is censored with its step in flight (a step due by the end and
 //!   not yet sent is never sent), a journey still waiting never started (its first step, due
 //!   with it, never sent), and a step not yet due (its journey was thinking) is not counted.
+//!
+//! The closed journey loop (`run_closed` there) keeps the step rules but has no schedule: each
+//! of a lane's users starts a journey at once and the next the moment its last ended, taking
+//! the lane's next ticket; steps and journeys are timed from their sends.
 use std::time::Duration;
 
-use sojourn_core::{nanos, Due, Outcome, Recorder, Stamps};
+use sojourn_core::{nanos, Due, End, Outcome, Recorder, Stamps};
 
 use super::Sim;
 use crate::event::{Key, Kind};
@@ -77,13 +81,53 @@ impl Running {
     }
 }
 
+/// The closed journey loop's tickets in one lane, as the engine's `Tickets`: lane `w` of `W`
+/// takes indices w, w + W, … while its bound lasts, so the lanes' journeys are distinct and
+/// each index's steps are the model's pure ones.
+pub(super) struct Tickets {
+    next: u64,
+    stride: u64,
+    started: u64,
+    end: End,
+}
+
+impl Tickets {
+    pub(super) fn new(lane: usize, lanes: usize, end: End) -> Tickets {
+        Tickets {
+            next: lane as u64,
+            stride: lanes.max(1) as u64,
+            started: 0,
+            end,
+        }
+    }
+
+    /// The index of the journey a user free at `now` starts, if the bound allows one.
+    fn take(&mut self, now: u64) -> Option<u64> {
+        let open = match self.end {
+            End::Count(n) => self.started < n,
+            End::After(d) => now < nanos(d),
+        };
+        if !open {
+            return None;
+        }
+        let index = self.next;
+        self.next += self.stride;
+        self.started += 1;
+        Some(index)
+    }
+}
+
 fn d(ns: u64) -> Duration {
     Duration::from_nanos(ns)
 }
 
-/// A step's stamps: handed over and sent at once, on a connection nobody else waits for.
-fn step_stamps(req: &Req) -> Stamps {
+/// A step's stamps: handed over and sent at once, on a connection nobody else waits for. The
+/// closed loop (`from_send`) times it from that send, whenever it was due.
+fn step_stamps(req: &Req, from_send: bool) -> Stamps {
     let sent = d(req.sent.unwrap_or(req.intended));
+    if from_send {
+        return Stamps::on_time(sent);
+    }
     Stamps {
         intended: d(req.intended),
         dispatched: sent,
@@ -113,6 +157,31 @@ impl Sim<'_> {
         } else {
             lane.journeys_waiting.push_back(due);
         }
+    }
+
+    /// Closed journeys: each of lane `l`'s users takes a ticket in turn and starts its journey.
+    pub(super) fn start_users(&mut self, l: usize) {
+        for _ in 0..self.lanes[l].limit {
+            if !self.next_journey(l) {
+                return;
+            }
+        }
+    }
+
+    /// Closed journeys: a user of lane `l` is free now; it starts the lane's next journey if
+    /// the bound allows one. Returns whether it did.
+    fn next_journey(&mut self, l: usize) -> bool {
+        let now = self.now;
+        let tickets = self.lanes[l]
+            .journey_tickets
+            .as_mut()
+            .expect("only closed journey lanes hold tickets");
+        let Some(index) = tickets.take(now) else {
+            return false;
+        };
+        let due = Due { index, at: d(now) };
+        self.start_journey(l, due);
+        true
     }
 
     /// Journey `due` takes a place in lane `l` now and sends its first step.
@@ -162,7 +231,7 @@ impl Sim<'_> {
         let j = self.journeys.get_mut(h);
         let step = j.steps[j.step];
         let recorder = &mut self.lanes[j.lane as usize].recorder;
-        let stamps = step_stamps(req);
+        let stamps = step_stamps(req, self.from_send);
         recorder.record(&stamps, d(now), outcome);
         if let Some(label) = recorder.label(step.label) {
             label.record(&stamps, d(now), outcome);
@@ -184,24 +253,31 @@ impl Sim<'_> {
         }
     }
 
-    /// Journey `h` is over now: it is recorded, and its place goes to the oldest waiting one.
+    /// Journey `h` is over now: it is recorded, and its place goes to the oldest waiting one
+    /// (closed journeys: its user starts the next).
     fn end_journey(&mut self, h: u32) {
         let now = self.now;
         let j = self.journeys.remove(h);
         let l = j.lane as usize;
         let lane = &mut self.lanes[l];
         if let Some(record) = lane.recorder.journey(j.kind) {
-            let stamps = Stamps {
-                intended: d(j.due),
-                dispatched: d(j.due),
-                sent: d(j.first_sent.unwrap_or(now)),
-                waited_for_connection: false,
+            let sent = d(j.first_sent.unwrap_or(now));
+            let stamps = match self.from_send {
+                true => Stamps::on_time(sent),
+                false => Stamps {
+                    intended: d(j.due),
+                    dispatched: d(j.due),
+                    sent,
+                    waited_for_connection: false,
+                },
             };
             record.record(&stamps, d(now), j.outcome);
         }
         lane.busy -= 1;
         self.journeys.spare.push(j.steps);
-        if let Some(next) = lane.journeys_waiting.pop_front() {
+        if lane.journey_tickets.is_some() {
+            self.next_journey(l);
+        } else if let Some(next) = lane.journeys_waiting.pop_front() {
             self.start_journey(l, next);
         }
     }
@@ -235,7 +311,7 @@ impl Sim<'_> {
         let (lane, at) = (&mut self.lanes[j.lane as usize], d(end));
         let label = j.steps[j.step].label;
         if let Some(req) = j.in_flight.and_then(|k| self.table.remove(k)) {
-            let stamps = step_stamps(&req);
+            let stamps = step_stamps(&req, self.from_send);
             lane.recorder.record_in_flight(&stamps, at);
             if let Some(l) = lane.recorder.label(label) {
                 l.record_unfinished(stamps.intended, Some(stamps.sent), at);
