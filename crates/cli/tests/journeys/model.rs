@@ -8,6 +8,16 @@ use crate::common::{listening_addr, read_result, serial, sojourn_ok, spawn, temp
 use sojourn_core::RunResult;
 use sojourn_testkit::control::on_a_quiet_machine;
 
+/// `sojourn serve`, stopped when dropped: a failed assertion must not leave it running.
+struct Serving(std::process::Child);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// The stall: 1 s from 1.5 s, the server's 10 ms baseline otherwise.
 const HICCUP: [&str; 4] = ["--set", "hiccup.at=1500ms", "--set", "hiccup.duration=1s"];
 
@@ -46,14 +56,14 @@ const JOURNEY: Ceilings = Ceilings {
 };
 
 fn run_journeys(dir: &Path) -> (RunResult, RunResult) {
-    let mut server = spawn(
+    let mut server = Serving(spawn(
         &[
             &["serve", "--scenario", "hiccup", "--listen", "127.0.0.1:0"][..],
             &HICCUP,
         ]
         .concat(),
-    );
-    let addr = listening_addr(&mut server);
+    ));
+    let addr = listening_addr(&mut server.0);
     let file = journey_file(dir, &addr);
     let load = ["--rate", "100", "--duration", "4s", "--seed", "7"];
     let (real, model) = (dir.join("real.json"), dir.join("model.json"));
@@ -81,8 +91,7 @@ fn run_journeys(dir: &Path) -> (RunResult, RunResult) {
             .map(|ns| ns as f64 / 1e6);
         (result, floor)
     });
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     let journey = file.to_str().unwrap();
     let sim = [
         &[
@@ -237,4 +246,132 @@ fn demo_journey_runs_both_journey_loops_step_by_step() {
     assert!(std::fs::read_to_string(&page)
         .unwrap()
         .contains("<section id=\"steps\">"));
+}
+
+/// Virtual users for the closed journey loop beside 100 journeys/s: on a healthy server a
+/// journey lasts two thinks of 100 ms on average and three 10 ms answers, so 23 users start
+/// about as many journeys a second as the open loop's schedule.
+const USERS: &str = "23";
+
+/// `compare --journey` against the hiccup server, and `sim --journey --client both` of the same:
+/// the closed journey loop (23 users, timed from the sends) and the open journey loop at 100
+/// journeys/s, at once. Each loop agrees with its own model step by step within the fixed
+/// ceilings, and the closed loop hides the stall from as many steps as the model says: its 23
+/// users each meet it in one step (23 steps held over 500 ms) where the open loop's steps due
+/// in it all do (71 in the model, three times as many), in the run within a tenth of the model.
+#[test]
+fn the_closed_journey_loop_understates_each_step_by_as_much_as_the_model_says() {
+    let _guard = serial();
+    let dir = temp_dir("journeys-closed");
+    let mut server = Serving(spawn(
+        &[
+            &["serve", "--scenario", "hiccup", "--listen", "127.0.0.1:0"][..],
+            &HICCUP,
+        ]
+        .concat(),
+    ));
+    let addr = listening_addr(&mut server.0);
+    let file = journey_file(&dir, &addr);
+    let journey = file.to_str().unwrap();
+    // compare takes no --seed: both sides make the file's choices with the default seed.
+    let load = ["--rate", "100", "--duration", "4s"];
+    let real = on_a_quiet_machine("closed and open journeys against hiccup", || {
+        sojourn_ok(
+            &[
+                &[
+                    "compare",
+                    "--journey",
+                    journey,
+                    "-c",
+                    USERS,
+                    "--threads",
+                    "1",
+                    "--json-dir",
+                    dir.to_str().unwrap(),
+                    "--report",
+                    dir.join("c.html").to_str().unwrap(),
+                ][..],
+                &load,
+            ]
+            .concat(),
+        );
+        let closed = read_result(&dir.join("closed.json"));
+        let floor = closed
+            .histograms
+            .control_hiccup
+            .as_ref()
+            .and_then(|h| h.percentiles.get(99.0))
+            .map(|ns| ns as f64 / 1e6);
+        ((closed, read_result(&dir.join("open.json"))), floor)
+    });
+    drop(server);
+    let model = dir.join("model.json");
+    sojourn_ok(
+        &[
+            &[
+                "sim",
+                "--scenario",
+                "hiccup",
+                "--journey",
+                journey,
+                "--client",
+                "both",
+                "--closed-connections",
+                USERS,
+                "--json",
+                model.to_str().unwrap(),
+            ][..],
+            &HICCUP,
+            &load,
+        ]
+        .concat(),
+    );
+    let (closed, open) = real;
+    let (model_closed, model_open) = (
+        read_result(&dir.join("model.closed.json")),
+        read_result(&dir.join("model.open.json")),
+    );
+    let mut disagree = Vec::new();
+    for (what, r, m) in [
+        ("closed", &closed, &model_closed),
+        ("open", &open, &model_open),
+    ] {
+        for (rs, ms) in r.steps.iter().zip(&m.steps) {
+            let name = format!("{what} {}", rs.label);
+            disagree.extend(agreement(&name, &rs.response, &ms.response, &STEP, &|_| {
+                false
+            }));
+        }
+    }
+    assert!(disagree.is_empty(), "{disagree:#?}");
+    // What the closed loop hid: the steps the stall held (over half a second), in the run as
+    // the model counts them. The model's users each meet it in one step; the open loop's steps
+    // due in it all do.
+    let held = [&closed, &open, &model_closed, &model_open].map(held_steps);
+    eprintln!(
+        "steps held by the stall: closed {} (model {}), open {} (model {})",
+        held[0], held[2], held[1], held[3]
+    );
+    assert_eq!(
+        held[2],
+        USERS.parse::<u64>().unwrap(),
+        "the model's users meet it once each"
+    );
+    assert!(
+        held[3] > 2 * held[2],
+        "the model's open loop: {} held",
+        held[3]
+    );
+    for (run, model) in [(held[0], held[2]), (held[1], held[3])] {
+        assert!(
+            run.abs_diff(model) * 10 <= model,
+            "held {run} in the run, {model} in the model"
+        );
+    }
+}
+
+/// Steps the stall held: response time over 500 ms (the server otherwise answers in 10 ms).
+fn held_steps(r: &RunResult) -> u64 {
+    let h = sojourn_core::result::decode_base64(&r.histograms.response.hdr).unwrap();
+    h.count_between(500_000_000, h.max())
 }
