@@ -40,7 +40,7 @@ pub struct RunArgs {
     /// due journey with no free place waits, FIFO, timed from its due time. With --closed: the
     /// virtual users, each starting its next journey when the last ends, timed from the sends
     /// (k6's constant VUs). [default: 1000 open, 10 closed]
-    #[arg(long, value_name = "N", requires = "journey")]
+    #[arg(long, value_name = "N", requires = "journey", value_parser = args::connections)]
     pub max_journeys: Option<usize>,
     /// Speak HTTP/2: ALPN h2 over TLS for https://, prior-knowledge h2c for http://. Each
     /// connection carries up to --streams requests at once; a due request takes any free

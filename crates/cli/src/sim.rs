@@ -78,7 +78,7 @@ pub struct SimArgs {
     /// With --journey: the most journeys at once, each on a connection of its own; with
     /// --client closed, the virtual users (with --client both, give them --closed-connections).
     /// [default: 1000 open, 10 closed]
-    #[arg(long, value_name = "N", requires = "journey")]
+    #[arg(long, value_name = "N", requires = "journey", value_parser = args::connections)]
     max_journeys: Option<usize>,
     /// Write the result document(s); with both clients, FILE.closed.json and FILE.open.json.
     /// `-`: the document of one client (or of --sweep) to standard output, and everything

@@ -121,7 +121,7 @@ fn combine(
         .unwrap_or(0);
     let journeys = labelled(inputs, held, |r| &r.journeys)?;
     let rate = match config.journeys {
-        Some(_) => journey_rate(&config, elapsed_ns, &journeys),
+        Some(_) => RateSummary::of_journeys(&config, elapsed_ns, &journeys),
         None => rate(&config, elapsed_ns, &counts, &histograms),
     };
     let statistics = statistics(inputs, &config, &intervals, &histograms, shards);
@@ -670,21 +670,6 @@ fn rate(config: &RunConfig, elapsed_ns: u64, c: &Counts, h: &HistogramSet) -> Ra
         target: config.rate,
         achieved: (c.completed + c.failed.total()) as f64 / secs,
         sent: h.send_lag.count as f64 / secs,
-    }
-}
-
-/// A journey run's rate is journeys per second, as each shard's is (its counts count steps):
-/// the journeys that started, over the schedule's length or the run's if shorter.
-fn journey_rate(config: &RunConfig, elapsed_ns: u64, journeys: &[TargetResult]) -> RateSummary {
-    let length = config.duration_ns.map_or(elapsed_ns, |d| d.min(elapsed_ns));
-    let secs = (length as f64 / 1e9).max(1e-9);
-    let started = journeys.iter().fold(0u64, |sum, j| {
-        sum.saturating_add(j.counts.total().saturating_sub(j.counts.never_sent))
-    });
-    RateSummary {
-        target: config.rate,
-        achieved: started as f64 / secs,
-        sent: started as f64 / secs,
     }
 }
 

@@ -308,6 +308,24 @@ pub struct RateSummary {
     pub sent: f64,
 }
 
+impl RateSummary {
+    /// A journey run's rate, in journeys per second, as a single run and a merge of shards
+    /// both give it (its counts count steps, several per journey): the journeys that started (a
+    /// place was free before the end) over the schedule's length, or the run's if shorter.
+    pub fn of_journeys(config: &RunConfig, elapsed_ns: u64, journeys: &[TargetResult]) -> Self {
+        let length = config.duration_ns.map_or(elapsed_ns, |d| d.min(elapsed_ns));
+        let secs = (length as f64 / 1e9).max(1e-9);
+        let started = journeys.iter().fold(0u64, |sum, j| {
+            sum.saturating_add(j.counts.total().saturating_sub(j.counts.never_sent))
+        });
+        RateSummary {
+            target: config.rate,
+            achieved: started as f64 / secs,
+            sent: started as f64 / secs,
+        }
+    }
+}
+
 /// Percentile → value, kept in ascending percentile order in JSON.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Percentiles(pub Vec<(f64, u64)>);

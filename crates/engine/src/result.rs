@@ -192,18 +192,14 @@ pub fn with_journeys(
 /// has none): achieved and sent count the journeys that started (a place was free before the
 /// end). The validity verdict's rate test reads them.
 fn journey_rates(result: &mut RunResult, elapsed: Duration) {
-    let length = result
-        .config
-        .duration_ns
-        .map_or(elapsed, Duration::from_nanos);
-    let secs = length.min(elapsed).as_secs_f64().max(1e-9);
-    let started: u64 = result
-        .journeys
-        .iter()
-        .map(|j| j.counts.total() - j.counts.never_sent)
-        .sum();
-    result.rate.achieved = started as f64 / secs;
-    result.rate.sent = started as f64 / secs;
+    let target = result.rate.target;
+    result.rate = sojourn_core::result::RateSummary::of_journeys(
+        &result.config,
+        sojourn_core::nanos(elapsed),
+        &result.journeys,
+    );
+    // The schedule's rate as the run states it (a shard's share), not the plan's.
+    result.rate.target = target;
     result.statistics.validity = Some(sojourn_core::validity::validity_of(result));
 }
 
