@@ -10,6 +10,9 @@ mod model;
 /// Journeys against nginx frozen for a second, beside the same model.
 #[path = "journeys/nginx.rs"]
 mod nginx;
+/// `--slo` and `diff` on steps and journeys.
+#[path = "journeys/verdicts.rs"]
+mod verdicts;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};

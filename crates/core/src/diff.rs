@@ -9,7 +9,8 @@ use rand_pcg::Pcg64Mcg;
 use serde::{Deserialize, Serialize};
 
 use crate::confidence::quantile_difference;
-use crate::result::{decode_base64, percentile_key, HistogramSummary, RunResult};
+use crate::repeat::Repetitions;
+use crate::result::{decode_base64, percentile_key, HistogramSummary, RunResult, TargetResult};
 
 mod repeated;
 
@@ -48,6 +49,19 @@ pub fn conditions_differ(a: &RunResult, b: &RunResult) -> Vec<String> {
     }
     if ca.duration_ns != cb.duration_ns || ca.requests != cb.requests {
         out.push(format!("length {} vs {}", length(a), length(b)));
+    }
+    let labels = |ts: &[TargetResult]| ts.iter().map(|t| t.label.clone()).collect::<Vec<_>>();
+    for (kind, x, y) in [
+        ("steps", labels(&a.steps), labels(&b.steps)),
+        ("journeys", labels(&a.journeys), labels(&b.journeys)),
+    ] {
+        if x != y {
+            let list = |l: Vec<String>| match l.is_empty() {
+                true => "none".to_string(),
+                false => l.join(", "),
+            };
+            out.push(format!("{kind} {} vs {}", list(x), list(y)));
+        }
     }
     let trim = |r: &RunResult| r.statistics.warmup.map_or(0, |w| w.until_ns);
     if trim(a) != trim(b) {
@@ -151,6 +165,22 @@ pub struct Diff {
     /// Conditions that differ (compared anyway because forced).
     pub conditions_differ: Vec<String>,
     pub percentiles: Vec<PercentileDiff>,
+    /// A journey run's steps and journeys that both runs have, each compared on its own.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub labels: Vec<LabelDiff>,
+}
+
+/// One step or journey compared: its response times (a journey's: from its due time to the
+/// end of its last step), with intervals from a block bootstrap over its own timeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabelDiff {
+    /// `step` or `journey`.
+    pub kind: String,
+    pub label: String,
+    pub method: Method,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub block: Option<usize>,
+    pub percentiles: Vec<PercentileDiff>,
 }
 
 /// How the bootstrap runs.
@@ -163,23 +193,89 @@ pub struct DiffOptions {
 
 /// Compares the response times of `a` and `b` at [`DIFF_PERCENTILES`]. Point values come
 /// from the summary histograms; intervals from a block bootstrap over the runs' timelines when
-/// both have enough intervals, else from an i.i.d. bootstrap of the summary histograms.
+/// both have enough intervals, else from an i.i.d. bootstrap of the summary histograms. A
+/// journey run's steps and journeys are compared the same way, each on its own timeline.
 pub fn diff(a: &RunResult, b: &RunResult, o: DiffOptions) -> Diff {
-    let (ha, hb) = (&a.histograms.response, &b.histograms.response);
-    let blocks = BlockBootstrap::of(a).zip(BlockBootstrap::of(b));
-    let decoded = ha.histogram().ok().zip(hb.histogram().ok());
     let repeated = a
         .repetitions
         .as_ref()
         .zip(b.repetitions.as_ref())
         .filter(|(x, y)| x.between.is_some() && y.between.is_some());
+    let blocks = BlockBootstrap::of(a).zip(BlockBootstrap::of(b));
+    let whole = compare(
+        &a.histograms.response,
+        &b.histograms.response,
+        blocks,
+        repeated,
+        o,
+    );
+    let labels = label_pairs(a, b)
+        .map(|(kind, x, y)| {
+            let blocks = BlockBootstrap::of_label(x).zip(BlockBootstrap::of_label(y));
+            let c = compare(&x.response, &y.response, blocks, None, o);
+            LabelDiff {
+                kind: kind.into(),
+                label: x.label.clone(),
+                method: c.method,
+                block: c.block,
+                percentiles: c.percentiles,
+            }
+        })
+        .collect();
+    Diff {
+        schema: DIFF_SCHEMA.into(),
+        a: a.label.clone(),
+        b: b.label.clone(),
+        level: o.level,
+        draws: o.draws,
+        seed: o.seed,
+        method: whole.method,
+        block: whole.block,
+        conditions_differ: conditions_differ(a, b),
+        percentiles: whole.percentiles,
+        labels,
+    }
+}
+
+/// The steps, then the journeys, that both runs have, paired by label, in A's order.
+fn label_pairs<'a>(
+    a: &'a RunResult,
+    b: &'a RunResult,
+) -> impl Iterator<Item = (&'static str, &'a TargetResult, &'a TargetResult)> {
+    let pairs = |kind: &'static str, xs: &'a [TargetResult], ys: &'a [TargetResult]| {
+        xs.iter().filter_map(move |x| {
+            let y = ys.iter().find(|y| y.label == x.label)?;
+            Some((kind, x, y))
+        })
+    };
+    pairs("step", &a.steps, &b.steps).chain(pairs("journey", &a.journeys, &b.journeys))
+}
+
+/// One pair of histograms compared: the method that gave the intervals and every percentile.
+struct Compared {
+    method: Method,
+    block: Option<usize>,
+    percentiles: Vec<PercentileDiff>,
+}
+
+/// `ha` against `hb` at [`DIFF_PERCENTILES`]: the repetitions' Welch interval when both were
+/// repeated, else the block bootstrap over `blocks`, else an i.i.d. bootstrap of the
+/// histograms, else (summaries only) no interval.
+fn compare(
+    ha: &HistogramSummary,
+    hb: &HistogramSummary,
+    blocks: Option<(BlockBootstrap, BlockBootstrap)>,
+    repeated: Option<(&Repetitions, &Repetitions)>,
+    o: DiffOptions,
+) -> Compared {
+    let decoded = ha.histogram().ok().zip(hb.histogram().ok());
     let method = match (&blocks, &decoded) {
         _ if repeated.is_some() => Method::Repetitions,
         (Some(_), _) => Method::BlockBootstrap,
         (None, Some(_)) => Method::IidBootstrap,
         (None, None) => Method::None,
     };
-    let block_intervals = blocks.as_ref().map(|(x, y)| x.block.max(y.block));
+    let block = blocks.as_ref().map(|(x, y)| x.block.max(y.block));
     let quantiles: Vec<f64> = DIFF_PERCENTILES.iter().map(|p| p / 100.0).collect();
     let replicates = blocks.map(|(x, y)| {
         let mut rng = Pcg64Mcg::seed_from_u64(o.seed);
@@ -227,16 +323,9 @@ pub fn diff(a: &RunResult, b: &RunResult, o: DiffOptions) -> Diff {
             Some(d)
         })
         .collect();
-    Diff {
-        schema: DIFF_SCHEMA.into(),
-        a: a.label.clone(),
-        b: b.label.clone(),
-        level: o.level,
-        draws: o.draws,
-        seed: o.seed,
+    Compared {
         method,
-        block: block_intervals,
-        conditions_differ: conditions_differ(a, b),
+        block,
         percentiles,
     }
 }
@@ -289,19 +378,38 @@ impl BlockBootstrap {
     /// more than [`MAX_BLOCK_SLOTS`], or a timeline out of order (a damaged file).
     pub fn of(r: &RunResult) -> Option<BlockBootstrap> {
         let from = r.statistics.warmup.map_or(0, |w| w.until_ns);
-        let kept: Vec<_> = r.intervals.iter().filter(|i| i.start_ns >= from).collect();
-        let first = kept.first()?;
-        let width = first.duration_ns.max(1);
-        let slot = |start: u64| Some((start.checked_sub(first.start_ns)? / width) as usize);
-        let slots = slot(kept.last()?.start_ns)? + 1;
+        let kept = r.intervals.iter().filter(|i| i.start_ns >= from);
+        BlockBootstrap::of_timeline(
+            kept.map(|i| (i.start_ns, i.duration_ns, i.response_hdr.as_str()))
+                .collect(),
+        )
+    }
+
+    /// From a step's or journey's own timeline (whole-run, as its histograms are). `None` as
+    /// for [`BlockBootstrap::of`], and for a label that carries no timeline.
+    pub fn of_label(t: &TargetResult) -> Option<BlockBootstrap> {
+        let timeline = t.intervals.iter();
+        BlockBootstrap::of_timeline(
+            timeline
+                .map(|i| (i.start_ns, i.duration_ns, i.response_hdr.as_str()))
+                .collect(),
+        )
+    }
+
+    /// From (start, width, carried histogram) of each interval in time order.
+    fn of_timeline(kept: Vec<(u64, u64, &str)>) -> Option<BlockBootstrap> {
+        let first = *kept.first()?;
+        let width = first.1.max(1);
+        let slot = |start: u64| Some((start.checked_sub(first.0)? / width) as usize);
+        let slots = slot(kept.last()?.0)? + 1;
         if slots > MAX_BLOCK_SLOTS {
             return None;
         }
         let decoded = kept
             .iter()
-            .map(|i| {
-                let at = slot(i.start_ns).filter(|&s| s < slots)?;
-                Some((at, decode_base64(&i.response_hdr).ok()?))
+            .map(|(start, _, hdr)| {
+                let at = slot(*start).filter(|&s| s < slots)?;
+                Some((at, decode_base64(hdr).ok()?))
             })
             .collect::<Option<Vec<_>>>()?;
         let mut hists = vec![None; slots];
@@ -557,6 +665,85 @@ mod tests {
             (0.6 * expected..1.5 * expected).contains(&got),
             "mean width {got} ns against {expected:.0} ns from the runs' own spread"
         );
+    }
+
+    /// A step or journey whose timeline is `hists`, one per second.
+    fn label(name: &str, hists: &[Histogram<u64>]) -> TargetResult {
+        use crate::record::{LabelRecord, Stamps};
+        use std::time::Duration;
+        let mut l = LabelRecord::with_timeline(Duration::from_secs(1));
+        for (second, h) in hists.iter().enumerate() {
+            let done = Duration::from_millis(second as u64 * 1000 + 500);
+            for v in h.iter_recorded() {
+                for _ in 0..v.count_at_value() {
+                    let took = Duration::from_nanos(v.value_iterated_to());
+                    l.record(&Stamps::on_time(done - took), done, crate::Outcome::Ok);
+                }
+            }
+        }
+        TargetResult::of(name, 0.5, &l)
+    }
+
+    /// Each step and journey both runs have is compared on its own timeline: a step that
+    /// slowed by 30 ms is slower, one of the same correlated process is not, and a journey
+    /// file that differs is a condition that differs.
+    #[test]
+    fn steps_and_journeys_are_compared_each_on_its_own_timeline() {
+        const SHIFT: u64 = 30_000_000;
+        let mut a = crate::result::tests::sample_result();
+        let mut b = a.clone();
+        a.steps = vec![
+            label("shop/login", &correlated(120, 11, 0)),
+            label("shop/list", &correlated(120, 13, 0)),
+        ];
+        a.journeys = vec![label("shop", &correlated(120, 15, 0))];
+        b.steps = vec![
+            label("shop/login", &correlated(120, 12, 0)),
+            label("shop/list", &correlated(120, 14, SHIFT)),
+        ];
+        b.journeys = vec![label("shop", &correlated(120, 16, SHIFT))];
+        let o = DiffOptions {
+            level: 0.95,
+            draws: 1000,
+            seed: 1,
+        };
+        let d = diff(&a, &b, o);
+        assert!(d.conditions_differ.is_empty(), "{:?}", d.conditions_differ);
+        let seen: Vec<(&str, &str)> = d
+            .labels
+            .iter()
+            .map(|l| (l.kind.as_str(), l.label.as_str()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("step", "shop/login"),
+                ("step", "shop/list"),
+                ("journey", "shop")
+            ]
+        );
+        let p50 = |l: &LabelDiff| l.percentiles.iter().find(|p| p.percentile == "50").cloned();
+        for l in &d.labels {
+            assert_eq!(l.method, Method::BlockBootstrap, "{}", l.label);
+            assert!(l.block.is_some_and(|b| b > 1), "{}: {:?}", l.label, l.block);
+        }
+        assert_eq!(
+            p50(&d.labels[0]).unwrap().verdict,
+            DiffVerdict::NoDifference
+        );
+        for l in &d.labels[1..] {
+            let p = p50(l).unwrap();
+            assert_eq!(p.verdict, DiffVerdict::Slower, "{}: {p:?}", l.label);
+        }
+        b.steps.pop();
+        let d = diff(&a, &b, o);
+        assert_eq!(
+            d.conditions_differ,
+            ["steps shop/login, shop/list vs shop/login"]
+        );
+        assert_eq!(d.labels.len(), 2, "only what both have");
+        b.steps[0].intervals.clear();
+        assert_eq!(diff(&a, &b, o).labels[0].method, Method::IidBootstrap);
     }
 
     #[test]

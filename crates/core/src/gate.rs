@@ -1,5 +1,6 @@
 //! Service-level gates for CI: objectives such as `p99<200ms`, `errors<0.1%` and `rate>=99%`,
-//! each for the whole run or for one stage (`3:p99<200ms`, `hold:errors<0.1%`), and a verdict
+//! each for the whole run, for one stage (`3:p99<200ms`, `hold:errors<0.1%`), or for one step
+//! or the journeys of a journey run (`step:checkout:p99<300ms`, `journey:p99<2s`), and a verdict
 //! for each: met, breached, or too few samples to judge, with the measured value's 95%
 //! confidence interval and whether the verdict is significant (the whole interval on one side
 //! of the limit).
@@ -29,7 +30,30 @@ pub struct Objective {
     pub text: String,
     /// The stage it judges; `None` for the whole run.
     pub stage: Option<StageRef>,
+    /// The step or journeys it judges (a journey run); `None` for the whole run.
+    pub label: Option<LabelRef>,
     pub measure: Measure,
+}
+
+/// A part of a journey run an objective judges on its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LabelRef {
+    /// `step:NAME:`: a step by its label (`JOURNEY/STEP`), or by its own name when only one
+    /// journey has a step of that name.
+    Step(String),
+    /// `journey:`: every journey together (`None`), or `journey:NAME:` one of them, each timed
+    /// from its due time to the end of its last step.
+    Journey(Option<String>),
+}
+
+impl fmt::Display for LabelRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LabelRef::Step(name) => write!(f, "step {name}"),
+            LabelRef::Journey(Some(name)) => write!(f, "journey {name}"),
+            LabelRef::Journey(None) => f.write_str("journeys"),
+        }
+    }
 }
 
 /// What an objective measures and the limit it sets.
@@ -76,20 +100,26 @@ pub enum ObjectiveError {
     RateShare(String),
     #[error("before ':' give a stage's number from 1 or its name, like 3:p99<200ms or hold:p99<200ms; got {0:?}")]
     Stage(String),
+    #[error("a step objective names the step, like step:checkout:p99<300ms or step:shop/checkout:errors<1%; got {0:?}")]
+    Step(String),
 }
 
 impl FromStr for Objective {
     type Err = ObjectiveError;
     fn from_str(text: &str) -> Result<Objective, ObjectiveError> {
         let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
-        let (stage, body) = match compact.split_once(':') {
-            Some((stage, body)) => (Some(parse_stage(stage)?), body),
-            None => (None, compact.as_str()),
+        let (stage, label, body) = match split_label(&compact, text)? {
+            Some((label, body)) => (None, Some(label), body),
+            None => match compact.split_once(':') {
+                Some((stage, body)) => (Some(parse_stage(stage)?), None, body),
+                None => (None, None, compact.as_str()),
+            },
         };
         let measure = parse_measure(body).ok_or_else(|| ObjectiveError::Shape(text.into()))??;
         Ok(Objective {
             text: compact.clone(),
             stage,
+            label,
             measure,
         })
     }
@@ -97,14 +127,37 @@ impl FromStr for Objective {
 
 impl Objective {
     /// The objective as a sweep step judges it: a response-time percentile over the whole
-    /// step. `None` for error and rate objectives and for one stage, which a sweep's steps do
-    /// not have.
+    /// step. `None` for error and rate objectives and for one stage or journey step, which a
+    /// sweep's steps do not have.
     pub fn step_slo(&self) -> Option<Slo> {
-        match (&self.stage, self.measure) {
-            (None, Measure::Percentile(slo)) => Some(slo),
+        match (&self.stage, &self.label, self.measure) {
+            (None, None, Measure::Percentile(slo)) => Some(slo),
             _ => None,
         }
     }
+}
+
+/// `step:NAME:BODY` and `journey:[NAME:]BODY`, split; `None` for anything else (a stage or
+/// the whole run). A measure holds no ':', so the name runs to the last one and may hold ':'
+/// itself.
+fn split_label<'a>(
+    compact: &'a str,
+    text: &str,
+) -> Result<Option<(LabelRef, &'a str)>, ObjectiveError> {
+    if let Some(rest) = compact.strip_prefix("step:") {
+        return match rest.rsplit_once(':') {
+            Some((name, body)) if !name.is_empty() => Ok(Some((LabelRef::Step(name.into()), body))),
+            _ => Err(ObjectiveError::Step(text.into())),
+        };
+    }
+    let Some(rest) = compact.strip_prefix("journey:") else {
+        return Ok(None);
+    };
+    Ok(Some(match rest.rsplit_once(':') {
+        Some((name, body)) if !name.is_empty() => (LabelRef::Journey(Some(name.into())), body),
+        Some((_, body)) => (LabelRef::Journey(None), body),
+        None => (LabelRef::Journey(None), rest),
+    }))
 }
 
 fn parse_stage(text: &str) -> Result<StageRef, ObjectiveError> {
@@ -167,6 +220,24 @@ pub enum GateError {
         stage: String,
         known: String,
     },
+    #[error("{objective}: the run followed no journey file, so it has no steps or journeys; judge the whole run without the \"step:\" or \"journey:\" prefix")]
+    NoJourneys { objective: String },
+    #[error("{objective}: there is no {wanted}; the run's {kind} are {known}")]
+    UnknownLabel {
+        objective: String,
+        wanted: String,
+        kind: &'static str,
+        known: String,
+    },
+    #[error("{objective}: several steps are named {name} ({matches}); name one in full, like step:{first}:…")]
+    AmbiguousStep {
+        objective: String,
+        name: String,
+        matches: String,
+        first: String,
+    },
+    #[error("{objective}: a step has no schedule of its own (it is due when its journey reaches it); judge the rate of the journeys instead, like journey:{body}")]
+    StepRate { objective: String, body: String },
 }
 
 /// The index (from 0) of the stage `r` names among `stages`.
@@ -331,6 +402,9 @@ pub struct Judgement {
     pub objective: Objective,
     /// The stage's title (name or number), `None` for the whole run.
     pub stage: Option<String>,
+    /// The step or journeys judged (`step shop/checkout`, `journeys`), `None` for the whole
+    /// run or a stage.
+    pub label: Option<String>,
     /// `None` when there was nothing to measure.
     pub estimate: Option<Estimate>,
     pub verdict: Verdict,
@@ -590,6 +664,9 @@ pub fn evaluate(result: &RunResult, objectives: &[Objective]) -> Result<Vec<Judg
     objectives
         .iter()
         .map(|o| {
+            if let Some(label) = &o.label {
+                return judge_label(result, o, label);
+            }
             let index = match &o.stage {
                 Some(r) => Some(resolve_stage(o, r, stages)?),
                 None => None,
@@ -612,12 +689,32 @@ pub fn evaluate(result: &RunResult, objectives: &[Objective]) -> Result<Vec<Judg
             Ok(Judgement {
                 objective: o.clone(),
                 stage: index.zip(stages).map(|(i, s)| s[i].title(i)),
+                label: None,
                 estimate,
                 verdict,
                 between_runs,
             })
         })
         .collect()
+}
+
+/// A step or the journeys of a journey run, judged on their own counts, histograms and
+/// timeline as a stage is on its own.
+fn judge_label(
+    result: &RunResult,
+    o: &Objective,
+    label: &LabelRef,
+) -> Result<Judgement, GateError> {
+    let (w, title) = window::label(result, o, label)?;
+    let (estimate, verdict) = w.judge(o.measure);
+    Ok(Judgement {
+        objective: o.clone(),
+        stage: None,
+        label: Some(title),
+        estimate,
+        verdict,
+        between_runs: None,
+    })
 }
 
 mod repeated;

@@ -31,8 +31,8 @@ use crate::placement::{
 use crate::record::new_histogram;
 use crate::result::JourneysConfig;
 use crate::result::{
-    decode_base64, Counts, HistogramSet, HistogramSummary, IntervalSummary, LabelCounts,
-    RateSummary, RunConfig, RunResult, TargetResult, SCHEMA,
+    decode_base64, encode_base64, Counts, HistogramSet, HistogramSummary, IntervalSummary,
+    LabelCounts, LabelInterval, RateSummary, RunConfig, RunResult, TargetResult, SCHEMA,
 };
 use crate::shard::Shard;
 
@@ -472,21 +472,64 @@ pub(crate) fn labelled(
     };
     let mut order: Vec<usize> = (0..inputs.len()).collect();
     order.sort_by_key(|&n| first_shard(n));
+    let origin = origin(inputs);
     let mut labels: Vec<Vec<(&str, &TargetResult)>> = Vec::new();
+    let mut offsets: Vec<Vec<u64>> = Vec::new();
     for n in order {
         let source = inputs[n].source.as_str();
+        let offset = offset(&inputs[n], origin);
         for t in pick(&inputs[n].result) {
-            match labels.iter_mut().find(|parts| parts[0].1.label == t.label) {
-                Some(parts) => parts.push((source, t)),
-                None => labels.push(vec![(source, t)]),
+            match labels.iter().position(|parts| parts[0].1.label == t.label) {
+                Some(at) => {
+                    labels[at].push((source, t));
+                    offsets[at].push(offset);
+                }
+                None => {
+                    labels.push(vec![(source, t)]);
+                    offsets.push(vec![offset]);
+                }
             }
         }
     }
-    labels.iter().map(|parts| target(parts)).collect()
+    labels
+        .iter()
+        .zip(&offsets)
+        .map(|(parts, offsets)| target(parts, offsets))
+        .collect()
+}
+
+/// A label's timelines added where they cover the same wall-clock window, as the run's are
+/// ([`intervals`]); `offsets` are each part's start after the earliest.
+fn label_intervals(
+    parts: &[(&str, &TargetResult)],
+    offsets: &[u64],
+) -> Result<Vec<LabelInterval>, MergeError> {
+    // Per window start: the widest part's width, and each part's (source, histogram).
+    type Window<'a> = (u64, Vec<(&'a str, &'a str)>);
+    let mut windows: BTreeMap<u64, Window> = BTreeMap::new();
+    for ((source, t), offset) in parts.iter().zip(offsets) {
+        for iv in &t.intervals {
+            let window = windows
+                .entry(iv.start_ns.saturating_add(*offset))
+                .or_default();
+            window.0 = window.0.max(iv.duration_ns);
+            window.1.push((source, iv.response_hdr.as_str()));
+        }
+    }
+    windows
+        .into_iter()
+        .map(|(start_ns, (duration_ns, hdrs))| {
+            Ok(LabelInterval {
+                start_ns,
+                duration_ns,
+                response_hdr: encode_base64(&sum(&hdrs)?),
+            })
+        })
+        .collect()
 }
 
 /// One label from its parts: histograms added, counts summed, percentiles read off the sums.
-fn target(parts: &[(&str, &TargetResult)]) -> Result<TargetResult, MergeError> {
+fn target(parts: &[(&str, &TargetResult)], offsets: &[u64]) -> Result<TargetResult, MergeError> {
     let none = new_histogram();
     let whole = |pick: fn(&TargetResult) -> &HistogramSummary| {
         let hdrs: Vec<(&str, &str)> = parts
@@ -525,6 +568,7 @@ fn target(parts: &[(&str, &TargetResult)]) -> Result<TargetResult, MergeError> {
         send_lag: HistogramSummary::of(&whole(|t| &t.send_lag)?, &none),
         censored: censored.map(|c| HistogramSummary::of(&c, &none)),
         censored_service: censored_service.map(|c| HistogramSummary::of(&c, &none)),
+        intervals: label_intervals(parts, offsets)?,
     })
 }
 
@@ -605,14 +649,10 @@ fn histograms(inputs: &[Input]) -> Result<HistogramSet, MergeError> {
 /// Intervals added where they cover the same wall-clock window: each input's interval starts
 /// at its own start plus `start_ns`, measured from the earliest start among them.
 fn intervals(inputs: &[Input]) -> Result<Vec<IntervalSummary>, MergeError> {
-    let origin = inputs
-        .iter()
-        .filter_map(|i| i.result.started_unix_ns)
-        .min()
-        .unwrap_or(0);
+    let origin = origin(inputs);
     let mut windows: BTreeMap<u64, Vec<(&str, &IntervalSummary)>> = BTreeMap::new();
     for i in inputs {
-        let offset = i.result.started_unix_ns.map_or(0, |s| s - origin);
+        let offset = offset(i, origin);
         for iv in &i.result.intervals {
             windows
                 .entry(iv.start_ns.saturating_add(offset))
@@ -624,6 +664,20 @@ fn intervals(inputs: &[Input]) -> Result<Vec<IntervalSummary>, MergeError> {
         .into_iter()
         .map(|(start_ns, parts)| interval(start_ns, &parts))
         .collect()
+}
+
+/// The earliest start among the inputs (Unix ns), 0 when none says.
+fn origin(inputs: &[Input]) -> u64 {
+    inputs
+        .iter()
+        .filter_map(|i| i.result.started_unix_ns)
+        .min()
+        .unwrap_or(0)
+}
+
+/// How long after `origin` this input started: its intervals' offset on the merged clock.
+fn offset(i: &Input, origin: u64) -> u64 {
+    i.result.started_unix_ns.map_or(0, |s| s - origin)
 }
 
 /// One wall-clock window from the shards' intervals in it, field by field.
@@ -834,7 +888,8 @@ mod tests {
         .unwrap();
         let s = Shard::new(k, n).unwrap();
         let (w, ws) = s.slot(0, 1);
-        let mut rec = Recorder::with_labels(Duration::from_secs(1), LABELS.len());
+        // Labels with timelines, as a journey run's steps keep them.
+        let mut rec = Recorder::with_journeys(Duration::from_secs(1), LABELS.len(), 0);
         let mut scheduled = 0;
         let dues: Vec<_> = schedule
             .slice(w, ws)
@@ -1053,7 +1108,7 @@ mod tests {
     fn labels_and_statuses_merge_as_if_recorded_together() {
         let parts: Vec<(Input, Vec<LabelRecord>)> =
             (0..3).map(|k| labelled_shard(k, 3, None, k == 1)).collect();
-        let mut together = vec![LabelRecord::new(); LABELS.len()];
+        let mut together = vec![LabelRecord::with_timeline(Duration::from_secs(1)); LABELS.len()];
         for (_, records) in &parts {
             for (whole, part) in together.iter_mut().zip(records) {
                 whole.merge(part);
@@ -1088,6 +1143,14 @@ mod tests {
                 want.censored_service.as_ref().map(without_hdr),
                 "{label}"
             );
+            // The label's timeline, window by window: the stall of shard 1 lands in the same
+            // second as it would have recorded together.
+            let windows = |t: &TargetResult| -> Vec<(u64, Histogram<u64>)> {
+                let at = |i: &LabelInterval| decode_base64(&i.response_hdr).unwrap();
+                t.intervals.iter().map(|i| (i.start_ns, at(i))).collect()
+            };
+            assert!(!want.intervals.is_empty(), "{label}");
+            assert_eq!(windows(t), windows(&want), "{label}");
         }
         let censored: Vec<&TargetResult> =
             m.targets.iter().filter(|t| t.counts.censored > 0).collect();

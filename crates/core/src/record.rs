@@ -160,6 +160,9 @@ pub struct LabelRecord {
     /// The lower bounds inside `service`: sent and unanswered at the end, or timed out.
     pub censored_service: Histogram<u64>,
     pub tally: Tally,
+    /// The label's response times interval by interval, when kept (journeys' steps and
+    /// journeys): what its percentiles' batch-means intervals, its gate and its diff read.
+    pub timeline: Option<LabelTimeline>,
 }
 
 impl LabelRecord {
@@ -171,6 +174,15 @@ impl LabelRecord {
             censored: new_histogram(),
             censored_service: new_histogram(),
             tally: Tally::default(),
+            timeline: None,
+        }
+    }
+
+    /// A record that also keeps its response times per interval of `width`.
+    pub fn with_timeline(width: Duration) -> Self {
+        LabelRecord {
+            timeline: Some(LabelTimeline::new(width)),
+            ..LabelRecord::new()
         }
     }
 
@@ -181,6 +193,11 @@ impl LabelRecord {
         add(&mut self.censored, &other.censored);
         add(&mut self.censored_service, &other.censored_service);
         self.tally.merge(&other.tally);
+        match (&mut self.timeline, &other.timeline) {
+            (Some(into), Some(from)) => into.merge(from),
+            (into @ None, Some(from)) => *into = Some(from.clone()),
+            (_, None) => {}
+        }
     }
 
     /// The response time at percentile `p` (0–100) and whether it is only a lower bound.
@@ -199,6 +216,7 @@ impl LabelRecord {
             record_ns(&mut self.censored_service, service);
         }
         self.count(outcome, response);
+        self.in_interval(done, response);
     }
 
     /// A request that failed before anything was sent, as [`Recorder::record_unsent_failure`].
@@ -211,6 +229,15 @@ impl LabelRecord {
         let response = done.saturating_sub(intended);
         record_ns(&mut self.response, response);
         self.count(Outcome::Failed(class), response);
+        self.in_interval(done, response);
+    }
+
+    /// An answer (or failure) at `done` joins the interval it finished in, as the run's
+    /// timeline keys its own. Unfinished requests join none, as in the run's.
+    fn in_interval(&mut self, done: Duration, response: Duration) {
+        if let Some(t) = &mut self.timeline {
+            record_ns(t.slot(done), response);
+        }
     }
 
     /// Sent and unanswered at `end` (`sent` is `Some`), or due and never sent: its response
@@ -250,6 +277,91 @@ impl Default for LabelRecord {
     }
 }
 
+/// One label's response times per interval of the run's timeline (finish time decides the
+/// interval, as for the run's). Only the two newest intervals stay live histograms; older ones
+/// are sealed into compact bytes, which past [`crate::spill::SPILL_AFTER`] go to a temporary
+/// file as the run's own do: a soak's memory does not grow with its length. A live histogram is
+/// reused rather than allocated per interval.
+#[derive(Debug)]
+pub struct LabelTimeline {
+    width: Duration,
+    live: BTreeMap<u64, Histogram<u64>>,
+    spare: Vec<Histogram<u64>>,
+    /// Sealed intervals, their response times only; several of one index after a merge.
+    sealed: Sealed,
+}
+
+impl Clone for LabelTimeline {
+    fn clone(&self) -> Self {
+        let mut sealed = Sealed::default();
+        for r in self.sealed.records() {
+            sealed.push(r);
+        }
+        LabelTimeline {
+            width: self.width,
+            live: self.live.clone(),
+            spare: Vec::new(),
+            sealed,
+        }
+    }
+}
+
+impl LabelTimeline {
+    pub fn new(width: Duration) -> Self {
+        LabelTimeline {
+            width: width.max(Duration::from_millis(1)),
+            live: BTreeMap::new(),
+            spare: Vec::new(),
+            sealed: Sealed::default(),
+        }
+    }
+
+    pub fn width(&self) -> Duration {
+        self.width
+    }
+
+    fn slot(&mut self, done: Duration) -> &mut Histogram<u64> {
+        let index = (done.as_nanos() / self.width.as_nanos()) as u64;
+        while let Some((&oldest, _)) = self.live.first_key_value() {
+            if oldest + LIVE_INTERVALS > index {
+                break;
+            }
+            let mut h = self.live.remove(&oldest).expect("key just seen");
+            self.sealed.push(IntervalRecord::of_responses(oldest, &h));
+            h.reset();
+            self.spare.push(h);
+        }
+        let spare = &mut self.spare;
+        self.live
+            .entry(index)
+            .or_insert_with(|| spare.pop().unwrap_or_else(new_histogram))
+    }
+
+    fn merge(&mut self, other: &LabelTimeline) {
+        for r in other.sealed.records() {
+            self.sealed.push(r);
+        }
+        for (&index, h) in &other.live {
+            self.sealed.push(IntervalRecord::of_responses(index, h));
+        }
+    }
+
+    /// Every interval in which something finished, in time order: (index, response times).
+    pub fn intervals(&self) -> Vec<(u64, Histogram<u64>)> {
+        let mut by_index: BTreeMap<u64, Histogram<u64>> = BTreeMap::new();
+        let sealed = self.sealed.records().into_iter();
+        let sealed = sealed.map(|r| (r.index, r.response_histogram()));
+        let live = self.live.iter().map(|(&i, h)| (i, h.clone()));
+        for (index, h) in sealed.chain(live) {
+            add(by_index.entry(index).or_insert_with(new_histogram), &h);
+        }
+        by_index
+            .into_iter()
+            .filter(|(_, h)| !h.is_empty())
+            .collect()
+    }
+}
+
 /// Final answers counted by HTTP status code. A map, not an array: a hostile server may send
 /// any three digits, and a new code costs one entry once, never one per request.
 pub type StatusCounts = BTreeMap<u16, u64>;
@@ -274,6 +386,20 @@ pub struct IntervalRecord {
 
 impl IntervalRecord {
     /// The bytes its histograms take.
+    /// A label's interval: only its response times, the other histograms left empty.
+    fn of_responses(index: u64, response: &Histogram<u64>) -> IntervalRecord {
+        IntervalRecord {
+            index,
+            completed: 0,
+            failed: 0,
+            response: encode(response),
+            send_lag: Vec::new(),
+            service: Vec::new(),
+            timeouts: Vec::new(),
+            service_timeouts: Vec::new(),
+        }
+    }
+
     pub fn encoded_len(&self) -> usize {
         self.response.len()
             + self.send_lag.len()
@@ -479,10 +605,12 @@ impl Recorder {
         r
     }
 
-    /// A recorder for journeys: a record per step (its labels) and per journey.
+    /// A recorder for journeys: a record per step (its labels) and per journey, each with its
+    /// own timeline (a file names few of them, and `--slo` and `diff` judge each).
     pub fn with_journeys(interval: Duration, steps: usize, journeys: usize) -> Self {
-        let mut r = Recorder::with_labels(interval, steps);
-        r.journeys = vec![LabelRecord::new(); journeys];
+        let mut r = Recorder::new(interval);
+        r.labels = vec![LabelRecord::with_timeline(interval); steps];
+        r.journeys = vec![LabelRecord::with_timeline(interval); journeys];
         r
     }
 
@@ -892,6 +1020,41 @@ mod tests {
             dispatched: ms(intended),
             sent: ms(sent),
             waited_for_connection: waited,
+        }
+    }
+
+    /// A label's timeline over a long run: sealed intervals leave memory for the file as the
+    /// run's own do, and come back whole, each in its interval, with a clone and a merge.
+    #[test]
+    fn a_label_timeline_spills_and_comes_back_whole() {
+        let mut l = LabelRecord::with_timeline(Duration::from_secs(1));
+        let hours = 3600u64;
+        for second in 0..hours {
+            for k in 0..20u64 {
+                let took = Duration::from_micros(1_000 + (second * 37 + k * 911) % 50_000);
+                let done = Duration::from_secs(second) + Duration::from_millis(500);
+                l.record(&Stamps::on_time(done - took), done, Outcome::Ok);
+            }
+            let t = l.timeline.as_ref().unwrap();
+            assert!(
+                t.live.len() <= LIVE_INTERVALS as usize + 1,
+                "second {second}"
+            );
+            assert!(
+                t.sealed.in_memory() <= crate::spill::SPILL_AFTER + 4096,
+                "second {second}: {} bytes in memory",
+                t.sealed.in_memory()
+            );
+        }
+        let mut merged = LabelRecord::with_timeline(Duration::from_secs(1));
+        merged.merge(&l.clone());
+        for record in [&l, &merged] {
+            let intervals = record.timeline.as_ref().unwrap().intervals();
+            assert_eq!(intervals.len() as u64, hours);
+            assert!(intervals
+                .iter()
+                .enumerate()
+                .all(|(i, (index, h))| *index == i as u64 && h.len() == 20));
         }
     }
 

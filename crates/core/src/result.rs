@@ -166,6 +166,38 @@ pub struct TargetResult {
     /// (at least end − sent) and of timeouts.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub censored_service: Option<HistogramSummary>,
+    /// The label's timeline (journeys' steps and journeys): its response times per interval
+    /// in which something finished, in time order, on the run's clock. Its percentiles'
+    /// intervals, its `--slo` verdicts and its `diff` read them. Empty for targets.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub intervals: Vec<LabelInterval>,
+}
+
+/// One interval of a label's timeline: the response times of its requests (or journeys) that
+/// finished in it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabelInterval {
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    pub response_hdr: String,
+}
+
+impl LabelInterval {
+    /// `record`'s timeline as the result carries it; empty when it keeps none.
+    pub fn all_of(record: &crate::record::LabelRecord) -> Vec<LabelInterval> {
+        let Some(t) = &record.timeline else {
+            return Vec::new();
+        };
+        let width = nanos(t.width());
+        t.intervals()
+            .iter()
+            .map(|(index, h)| LabelInterval {
+                start_ns: index.saturating_mul(width),
+                duration_ns: width,
+                response_hdr: encode_base64(h),
+            })
+            .collect()
+    }
 }
 
 /// Every request of a label ends in exactly one of these, as the run's own counts.
@@ -206,6 +238,7 @@ impl TargetResult {
             censored: (!r.censored.is_empty()).then(|| HistogramSummary::of(&r.censored, &none)),
             censored_service: (!r.censored_service.is_empty())
                 .then(|| HistogramSummary::of(&r.censored_service, &none)),
+            intervals: LabelInterval::all_of(r),
         }
     }
 

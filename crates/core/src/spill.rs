@@ -59,6 +59,28 @@ impl Sealed {
         Ok(())
     }
 
+    /// Bytes of sealed records held in memory (the rest are in the file).
+    #[cfg(test)]
+    pub(crate) fn in_memory(&self) -> usize {
+        self.bytes
+    }
+
+    /// Every record, in the order they were sealed, leaving them where they are. The file is
+    /// read through a second handle; reading it whole leaves the shared offset at its end,
+    /// where the next spill appends.
+    pub(crate) fn records(&self) -> Vec<IntervalRecord> {
+        let mut out = Vec::new();
+        if let Some(file) = &self.file {
+            let mut file = file
+                .try_clone()
+                .expect("a second handle on this run's own temporary file");
+            read_records(&mut file, self.spilled, &mut out)
+                .expect("reading back this run's own spilled intervals");
+        }
+        out.extend(self.memory.iter().cloned());
+        out
+    }
+
     /// Every record, in the order they were sealed.
     pub(crate) fn into_records(self) -> Vec<IntervalRecord> {
         let mut out = Vec::new();
@@ -158,6 +180,25 @@ mod tests {
         }
         assert!(s.spilled > 0, "the file took the bulk");
         assert!(s.memory.len() < 11);
+        assert_eq!(s.into_records(), all);
+    }
+
+    /// Read without being consumed (a label's timeline is read when its record is cloned or
+    /// merged), the records come back whole, and sealing goes on after them.
+    #[test]
+    fn records_can_be_read_and_sealing_goes_on() {
+        let mut s = Sealed::default();
+        let per = SPILL_AFTER / 10;
+        let all: Vec<IntervalRecord> = (0..35).map(|i| record(i, per / 4)).collect();
+        for r in &all[..30] {
+            s.push(r.clone());
+        }
+        assert!(s.spilled > 0);
+        assert_eq!(s.records(), all[..30]);
+        for r in &all[30..] {
+            s.push(r.clone());
+        }
+        assert_eq!(s.records(), all);
         assert_eq!(s.into_records(), all);
     }
 

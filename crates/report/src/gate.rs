@@ -16,7 +16,7 @@ pub struct Gated<'a> {
 
 const HEADERS: [&str; 6] = [
     "objective",
-    "stage",
+    "scope",
     "measured",
     "95% CI",
     "verdict",
@@ -35,7 +35,7 @@ fn cells(j: &Judgement) -> [String; 6] {
     };
     [
         j.objective.text.clone(),
-        stage_name(j),
+        scope(j),
         measured,
         interval,
         j.verdict.label().into(),
@@ -43,8 +43,13 @@ fn cells(j: &Judgement) -> [String; 6] {
     ]
 }
 
-fn stage_name(j: &Judgement) -> String {
-    j.stage.clone().unwrap_or_else(|| "whole run".into())
+/// What the objective judged: a stage (by its title), a step or the journeys, or the run.
+fn scope(j: &Judgement) -> String {
+    match (&j.stage, &j.label) {
+        (Some(stage), _) => stage.clone(),
+        (None, Some(label)) => label.clone(),
+        (None, None) => "whole run".into(),
+    }
 }
 
 /// The verdict table for one result, the reason for every objective that could not be judged,
@@ -163,9 +168,10 @@ fn test_case(label: &str, j: &Judgement) -> TestCase {
         }
     };
     let mut case = TestCase::new(j.objective.text.as_str(), status);
-    case.set_classname(match &j.stage {
-        Some(stage) => format!("{label}/stage {stage}"),
-        None => label.to_string(),
+    case.set_classname(match (&j.stage, &j.label) {
+        (Some(stage), _) => format!("{label}/stage {stage}"),
+        (None, Some(part)) => format!("{label}/{part}"),
+        (None, None) => label.to_string(),
     });
     case.set_system_out(detail(j));
     case
@@ -221,6 +227,7 @@ mod tests {
         Judgement {
             objective: text.parse::<Objective>().unwrap(),
             stage: stage.map(Into::into),
+            label: None,
             estimate: Some(Estimate {
                 unit: Unit::Nanos,
                 value: 250e6,

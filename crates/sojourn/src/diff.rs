@@ -2,7 +2,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use sojourn_core::diff::{diff, Diff, DiffOptions, Method};
+use sojourn_core::diff::{diff, Diff, DiffOptions, Method, PercentileDiff};
 use sojourn_core::format_ns;
 
 use crate::bad_input;
@@ -65,26 +65,18 @@ pub fn render(a: &DiffSettings, d: &Diff) -> String {
     for c in &d.conditions_differ {
         let _ = writeln!(out, "WARNING: conditions differ (--force): {c}");
     }
-    let level = format!("{:.0}% interval", d.level * 100.0);
-    let _ = writeln!(
-        out,
-        "\n{:<8}{:>12}{:>12}{:>12}  {:<26}verdict",
-        "", "A", "B", "B − A", level
-    );
-    for p in &d.percentiles {
-        let interval = p.interval.map_or("-".to_string(), |(lo, hi)| {
-            format!("[{}, {}]", signed(lo), signed(hi))
-        });
-        let _ = writeln!(
-            out,
-            "{:<8}{:>12}{:>12}{:>12}  {:<26}{}",
-            format!("p{}", p.percentile),
-            format_ns(p.a),
-            format_ns(p.b),
-            signed(p.delta),
-            interval,
-            p.verdict.describe()
-        );
+    if !d.labels.is_empty() {
+        let _ = writeln!(out, "\nevery request of the run");
+    }
+    percentile_table(&mut out, d.level, &d.percentiles);
+    for l in &d.labels {
+        let how = match (l.method, l.block) {
+            (Method::BlockBootstrap, Some(b)) => format!("blocks of {b} intervals"),
+            (Method::IidBootstrap, _) => "single requests: too few intervals for blocks".into(),
+            _ => "no interval".into(),
+        };
+        let _ = writeln!(out, "\n{} {} ({how})", l.kind, l.label);
+        percentile_table(&mut out, d.level, &l.percentiles);
     }
     let how = match (d.method, d.block) {
         (Method::BlockBootstrap, Some(b)) => format!(
@@ -112,6 +104,31 @@ pub fn render(a: &DiffSettings, d: &Diff) -> String {
         "\nIntervals: {how}{draws}. Significant when the interval of B − A excludes zero."
     );
     out
+}
+
+/// One line per percentile: A, B, B − A, its interval and the verdict.
+fn percentile_table(out: &mut String, level: f64, percentiles: &[PercentileDiff]) {
+    let level = format!("{:.0}% interval", level * 100.0);
+    let _ = writeln!(
+        out,
+        "\n{:<8}{:>12}{:>12}{:>12}  {:<26}verdict",
+        "", "A", "B", "B − A", level
+    );
+    for p in percentiles {
+        let interval = p.interval.map_or("-".to_string(), |(lo, hi)| {
+            format!("[{}, {}]", signed(lo), signed(hi))
+        });
+        let _ = writeln!(
+            out,
+            "{:<8}{:>12}{:>12}{:>12}  {:<26}{}",
+            format!("p{}", p.percentile),
+            format_ns(p.a),
+            format_ns(p.b),
+            signed(p.delta),
+            interval,
+            p.verdict.describe()
+        );
+    }
 }
 
 /// A path as the table names it: `-` is standard input.

@@ -23,7 +23,7 @@ const HICCUP: [&str; 4] = ["--set", "hiccup.at=1500ms", "--set", "hiccup.duratio
 
 /// Log in, list, open, each on the server's one endpoint, thinking 50–150 ms between (seeded
 /// draws: the run and the model draw the same ones).
-fn journey_file(dir: &Path, addr: &str) -> std::path::PathBuf {
+pub(crate) fn journey_file(dir: &Path, addr: &str) -> std::path::PathBuf {
     let path = dir.join("shop.toml");
     let step = |name: &str, think: &str| {
         format!("  [[journey.step]]\n  name = \"{name}\"\n  url = \"/api?step={name}\"\n  think = \"{think}\"\n\n")

@@ -60,6 +60,7 @@ fn objective_parsing_table() {
     let errors: Kind = |e| matches!(e, ObjectiveError::ErrorShare(_));
     let rate: Kind = |e| matches!(e, ObjectiveError::RateShare(_));
     let stage: Kind = |e| matches!(e, ObjectiveError::Stage(_));
+    let step: Kind = |e| matches!(e, ObjectiveError::Step(_));
     let bad: &[(&str, Kind)] = &[
         ("", shape),
         ("latency<1s", shape),
@@ -81,6 +82,10 @@ fn objective_parsing_table() {
         ("rate>=150%", rate),
         ("0:p99<1s", stage),
         (":p99<1s", stage),
+        ("step:p99<1s", step),
+        ("step::p99<1s", step),
+        ("step:login:", shape),
+        ("journey:shop:p99", percentile),
     ];
     for (text, kind) in bad {
         let e = text.parse::<Objective>().expect_err(text);
@@ -94,12 +99,49 @@ fn objective_parsing_table() {
 }
 
 #[test]
+fn steps_and_journeys_are_named_before_the_measure() {
+    let label = |text: &str| {
+        let o = text.parse::<Objective>().unwrap();
+        assert_eq!(o.stage, None, "{text}");
+        (o.label, o.measure)
+    };
+    let p99 = |ms| Measure::Percentile(slo(99.0, ms));
+    let step = |name: &str| Some(LabelRef::Step(name.into()));
+    assert_eq!(
+        label("step:checkout:p99<300ms"),
+        (step("checkout"), p99(300))
+    );
+    assert_eq!(
+        label("step:shop/login:p99<300ms"),
+        (step("shop/login"), p99(300))
+    );
+    // A name runs to the last ':', so it may hold one; a measure never does.
+    assert_eq!(label("step:a:b:p99<1s"), (step("a:b"), p99(1000)));
+    assert_eq!(
+        label("journey:p99<2s"),
+        (Some(LabelRef::Journey(None)), p99(2000))
+    );
+    assert_eq!(
+        label("journey::p99<2s"),
+        (Some(LabelRef::Journey(None)), p99(2000))
+    );
+    assert_eq!(
+        label("journey:shop:errors<1%").0,
+        Some(LabelRef::Journey(Some("shop".into())))
+    );
+    assert_eq!("p99<1s".parse::<Objective>().unwrap().label, None);
+    assert_eq!("hold:p99<1s".parse::<Objective>().unwrap().label, None);
+}
+
+#[test]
 fn a_sweep_step_takes_whole_run_percentiles_only() {
     let step = |text: &str| text.parse::<Objective>().unwrap().step_slo();
     assert_eq!(step("p99<200ms"), Some(slo(99.0, 200)));
     assert_eq!(step("3:p99<200ms"), None);
     assert_eq!(step("errors<1%"), None);
     assert_eq!(step("rate>=99%"), None);
+    assert_eq!(step("step:login:p99<200ms"), None);
+    assert_eq!(step("journey:p99<200ms"), None);
 }
 
 /// 1 ms, 2 ms, …, 1,000 ms: p50 is 500 ms with a 95% interval of ranks [470, 532].
@@ -603,3 +645,5 @@ fn one_stall_is_significant_to_the_order_statistics_and_too_few_stretches_to_the
         assert!(e.is_some(), "the measured value is still shown");
     }
 }
+
+mod labels;

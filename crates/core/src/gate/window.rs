@@ -3,8 +3,8 @@ use hdrhistogram::Histogram;
 
 use super::judge_percentile_over;
 use super::{decoded, empty, judge_errors, judge_percentile, judge_rate, too_few, Arrivals};
-use super::{Estimate, Measure, Verdict};
-use crate::result::{RunResult, StageConfig};
+use super::{Estimate, GateError, LabelRef, Measure, Objective, Verdict};
+use crate::result::{RunResult, StageConfig, TargetResult};
 use crate::units::format_ns;
 
 pub(super) struct Window {
@@ -118,6 +118,123 @@ pub(super) fn stage(r: &RunResult, stages: &[StageConfig], i: usize) -> Window {
         }
     }
     w
+}
+
+/// A step, or one or every journey, of a journey run, with its title: its own counts, its
+/// whole-run histograms and its own timeline (every journey's added where they cover the same
+/// interval). A rate objective on journeys is judged against the journeys scheduled, an exact
+/// count; a step has no schedule of its own.
+pub(super) fn label(
+    r: &RunResult,
+    o: &Objective,
+    label: &LabelRef,
+) -> Result<(Window, String), GateError> {
+    if r.steps.is_empty() && r.journeys.is_empty() {
+        return Err(GateError::NoJourneys {
+            objective: o.text.clone(),
+        });
+    }
+    let parts: Vec<&TargetResult> = match label {
+        LabelRef::Step(name) => {
+            if let Measure::Rate { .. } = o.measure {
+                return Err(GateError::StepRate {
+                    objective: o.text.clone(),
+                    body: o.text.rsplit(':').next().unwrap_or_default().into(),
+                });
+            }
+            vec![step(r, o, name)?]
+        }
+        LabelRef::Journey(None) => r.journeys.iter().collect(),
+        LabelRef::Journey(Some(name)) => vec![r
+            .journeys
+            .iter()
+            .find(|j| j.label == *name)
+            .ok_or_else(|| GateError::UnknownLabel {
+                objective: o.text.clone(),
+                wanted: format!("journey {name}"),
+                kind: "journeys",
+                known: names(&r.journeys),
+            })?],
+    };
+    let title = match label {
+        LabelRef::Step(_) => format!("step {}", parts[0].label),
+        _ => label.to_string(),
+    };
+    let scheduled = parts.iter().map(|t| t.counts.total()).sum::<u64>();
+    let mut w = of_labels(&parts);
+    w.schedule = match label {
+        LabelRef::Journey(_) => Ok((scheduled as f64, Arrivals::Exact)),
+        LabelRef::Step(_) => Err("a step has no schedule of its own".into()),
+    };
+    Ok((w, title))
+}
+
+/// A step by its full label, or by its own name when exactly one journey has a step so named.
+fn step<'a>(r: &'a RunResult, o: &Objective, name: &str) -> Result<&'a TargetResult, GateError> {
+    if let Some(t) = r.steps.iter().find(|t| t.label == name) {
+        return Ok(t);
+    }
+    let own_name = |t: &&TargetResult| {
+        t.label
+            .strip_suffix(name)
+            .is_some_and(|journey| journey.ends_with('/'))
+    };
+    let matches: Vec<&TargetResult> = r.steps.iter().filter(own_name).collect();
+    match matches[..] {
+        [one] => Ok(one),
+        [] => Err(GateError::UnknownLabel {
+            objective: o.text.clone(),
+            wanted: format!("step {name}"),
+            kind: "steps",
+            known: names(&r.steps),
+        }),
+        _ => Err(GateError::AmbiguousStep {
+            objective: o.text.clone(),
+            name: name.into(),
+            matches: names(matches.iter().copied()),
+            first: matches[0].label.clone(),
+        }),
+    }
+}
+
+fn names<'a>(labels: impl IntoIterator<Item = &'a TargetResult>) -> String {
+    let names: Vec<&str> = labels.into_iter().map(|t| t.label.as_str()).collect();
+    names.join(", ")
+}
+
+/// The labels' parts added: histograms, lower bounds, counts, and their timelines interval by
+/// interval. A label carrying no timeline (a result written before labels kept one) leaves an
+/// empty one, which holds no independent stretch: its percentiles are not judged.
+fn of_labels(parts: &[&TargetResult]) -> Window {
+    let mut response = Some(empty());
+    let mut censored = empty();
+    let mut timeline: std::collections::BTreeMap<u64, Histogram<u64>> = Default::default();
+    let (mut completed, mut failed) = (0u64, 0u64);
+    for t in parts {
+        match (&mut response, decoded(&t.response.hdr)) {
+            (Some(all), Some(h)) => add(all, &h),
+            _ => response = None,
+        }
+        if let Some(c) = t.censored.as_ref().and_then(|c| decoded(&c.hdr)) {
+            add(&mut censored, &c);
+        }
+        for iv in &t.intervals {
+            if let Some(h) = decoded(&iv.response_hdr) {
+                add(timeline.entry(iv.start_ns).or_insert_with(empty), &h);
+            }
+        }
+        completed = completed.saturating_add(t.counts.completed);
+        failed = failed.saturating_add(t.counts.failed.total());
+    }
+    Window {
+        response,
+        censored,
+        timeline: Some(timeline.into_values().collect()),
+        completed,
+        failed,
+        schedule: Err(String::new()),
+        not_reached: None,
+    }
 }
 
 /// The stage the run ended in: requests unanswered at the end were sent there.
