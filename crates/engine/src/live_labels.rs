@@ -64,19 +64,25 @@ impl Tally {
         self.started += other.started;
         self.completed += other.completed;
         self.failed.merge(&other.failed);
-        // Equal bounds: adding cannot fail or resize.
-        let _ = self.time.add(&other.time);
+        // Equal bounds: adding cannot fail or resize. A label nothing finished in since the
+        // last look is skipped: adding or clearing walks the whole histogram.
+        if !other.time.is_empty() {
+            let _ = self.time.add(&other.time);
+        }
         if let (Some(h), Some(o)) = (self.service.as_mut(), other.service.as_ref()) {
-            let _ = h.add(o);
+            if !o.is_empty() {
+                let _ = h.add(o);
+            }
         }
     }
 
     fn reset(&mut self) {
         (self.started, self.completed) = (0, 0);
         self.failed = FailureCounts::default();
-        self.time.reset();
-        if let Some(h) = self.service.as_mut() {
-            h.reset();
+        for h in std::iter::once(&mut self.time).chain(self.service.as_mut()) {
+            if !h.is_empty() {
+                h.reset();
+            }
         }
     }
 
