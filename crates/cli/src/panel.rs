@@ -1,7 +1,8 @@
 //! The live panel: a few lines on stderr while a run goes on, when stderr is a terminal.
 //! Elapsed against planned, target against achieved rate, in flight and how long the oldest of
 //! them has been due, errors, the last interval's p50 and p99 with the number of answers each
-//! rests on, and a sparkline of p99 over the run. Drawn in an inline viewport
+//! rests on, and a sparkline of p99 over the run; for a journey run, a row per step label and
+//! per journey below it (counts and percentiles so far). Drawn in an inline viewport
 //! (no alternate screen, no raw mode), so the terminal needs no restoring beyond the cursor,
 //! and the panel is cleared before the summary is printed. With stdout redirected it falls
 //! back to the one-line progress; off a terminal it draws nothing.
@@ -19,13 +20,19 @@ use sojourn_core::{format_ns, FailureClass};
 use crate::progress::Bar;
 use sojourn::execute::{Interruption, Sinks, Watcher};
 use sojourn::live::{View, Watched};
-use sojourn_engine::IntervalSnapshot;
+use sojourn_engine::{IntervalSnapshot, LabelSnapshot, LabelsSnapshot};
 use sojourn_engine::{Plan, Progress};
 
 /// Borders, four lines of figures, and two rows of sparkline.
 const HEIGHT: u16 = 8;
 /// Lines of figures.
 const FIGURES: u16 = 4;
+/// Rows of sparkline.
+const SPARK: u16 = 2;
+/// The most rows a journey run's table shows; a longer file's rest is counted, not shown.
+const MAX_ROWS: usize = 10;
+/// The width of the table's name column.
+const NAME: usize = 34;
 /// The most p99 values kept for the sparkline: wider than any terminal.
 const HISTORY: usize = 512;
 
@@ -50,7 +57,9 @@ impl Panel {
     /// The panel if stdout and stderr are terminals and the terminal answers; otherwise the
     /// progress line, which draws nothing off a terminal.
     pub fn new(watched: Watched, bar: impl FnOnce() -> Bar) -> Panel {
-        let screen = match inline_terminal() {
+        // A journey run's rows are known before it starts: the panel is as tall as they need.
+        let rows = watched.view().labels.map_or(0, |l| table(&l).len() as u16);
+        let screen = match inline_terminal(HEIGHT + rows) {
             Some(terminal) => Screen::Panel(terminal),
             None => Screen::Line(bar()),
         };
@@ -104,12 +113,12 @@ impl Panel {
 }
 
 /// A few lines of stderr below the cursor, cleared, when both stdout and stderr are terminals.
-fn inline_terminal() -> Option<Terminal<CrosstermBackend<Stderr>>> {
+fn inline_terminal(height: u16) -> Option<Terminal<CrosstermBackend<Stderr>>> {
     if !(crate::progress::interactive() && std::io::stdout().is_terminal()) {
         return None;
     }
     let options = TerminalOptions {
-        viewport: Viewport::Inline(HEIGHT),
+        viewport: Viewport::Inline(height),
     };
     let mut terminal =
         Terminal::with_options(CrosstermBackend::new(std::io::stderr()), options).ok()?;
@@ -128,10 +137,85 @@ fn draw(f: &mut Frame, v: &View, p99s: &[u64]) {
     let block = Block::bordered().title(title);
     let inner = block.inner(f.area());
     f.render_widget(block, f.area());
-    let [figures, spark] =
-        Layout::vertical([Constraint::Length(FIGURES), Constraint::Min(1)]).areas(inner);
+    let [figures, spark, rows] = Layout::vertical([
+        Constraint::Length(FIGURES),
+        Constraint::Length(SPARK),
+        Constraint::Min(0),
+    ])
+    .areas(inner);
     f.render_widget(Paragraph::new(lines(v)), figures);
     sparkline(f, spark, p99s);
+    if let Some(labels) = &v.labels {
+        let lines: Vec<Line> = table(labels).into_iter().map(Line::from).collect();
+        f.render_widget(Paragraph::new(lines), rows);
+    }
+}
+
+/// A journey run's table: a header, a row per step label then a row per journey (file order),
+/// each with its counts and its response (a journey: journey time) p50 and p99 so far. With
+/// more than [`MAX_ROWS`], the first steps and journeys that fit, and a line saying how many
+/// are not shown.
+fn table(l: &LabelsSnapshot) -> Vec<String> {
+    let (steps, journeys) = shown(l.steps.len(), l.journeys.len());
+    let mut lines = vec![format!(
+        "{:<NAME$}{:>9}{:>8}{:>11}{:>11}{:>11}",
+        "step / journey", "completed", "failed", "in flight", "p50", "p99"
+    )];
+    lines.extend(l.steps[..steps].iter().map(|r| row(&r.name, r)));
+    lines.extend(
+        l.journeys[..journeys]
+            .iter()
+            .map(|r| row(&format!("journey {}", r.name), r)),
+    );
+    let hidden = (l.steps.len() - steps, l.journeys.len() - journeys);
+    if hidden != (0, 0) {
+        lines.push(hidden_line(hidden));
+    }
+    lines
+}
+
+/// How many steps and journeys fit: all, or, beyond [`MAX_ROWS`], up to half the rows for
+/// journeys and the rest (less the line that counts what is hidden) for steps.
+fn shown(steps: usize, journeys: usize) -> (usize, usize) {
+    if steps + journeys <= MAX_ROWS {
+        return (steps, journeys);
+    }
+    let journeys = journeys.min((MAX_ROWS - 1) / 2);
+    (steps.min(MAX_ROWS - 1 - journeys), journeys)
+}
+
+fn hidden_line((steps, journeys): (usize, usize)) -> String {
+    let count = |n: usize, what: &str| match n {
+        1 => format!("1 {what}"),
+        n => format!("{n} {what}s"),
+    };
+    let what = match (steps, journeys) {
+        (s, 0) => count(s, "step"),
+        (0, j) => count(j, "journey"),
+        (s, j) => format!("{} and {}", count(s, "step"), count(j, "journey")),
+    };
+    format!("… {what} more, not shown")
+}
+
+/// One row: its name (cut to the column with `…`), completed, failed, in flight or running,
+/// and p50 and p99 so far (`-` while nothing has finished).
+fn row(name: &str, r: &LabelSnapshot) -> String {
+    let name = if name.chars().count() > NAME - 1 {
+        let cut: String = name.chars().take(NAME - 2).collect();
+        format!("{cut}…")
+    } else {
+        name.to_string()
+    };
+    let ns = |d: std::time::Duration| format_ns(d.as_nanos() as u64);
+    let (p50, p99) = r
+        .time
+        .map_or(("-".into(), "-".into()), |p| (ns(p.p50), ns(p.p99)));
+    format!(
+        "{name:<NAME$}{:>9}{:>8}{:>11}{p50:>11}{p99:>11}",
+        r.completed,
+        r.failures.total(),
+        r.in_flight
+    )
 }
 
 /// `12.3 s of 60 s`, or just the elapsed time when the plan has no known length.
@@ -330,6 +414,62 @@ mod tests {
         let f = figures(&v);
         assert!(f[0].contains("achieved -  "), "{}", f[0]);
         assert_eq!(f[3], "last interval: not yet complete");
+    }
+
+    #[test]
+    fn a_journey_run_has_a_row_per_step_and_per_journey() {
+        let v = sojourn::live::fixtures::journey_view();
+        let rows = table(v.labels.as_ref().unwrap());
+        assert_eq!(
+            rows,
+            [
+                "step / journey                    completed  failed  in flight        p50        p99",
+                "shop/log \"in\" \\ now                      45       0          2   10.00 ms    4.400 s",
+                "shop/pay                                 40       2          3   12.00 ms  900.00 ms",
+                "shop/leave                                0       0          0          -          -",
+                "journey shop                             38       2          5    1.250 s    4.400 s",
+            ]
+        );
+    }
+
+    /// A file of many steps: the first that fit, its journeys, and how many are not shown;
+    /// a long name is cut to its column.
+    #[test]
+    fn many_steps_are_cut_to_the_panel_and_say_how_many_are_hidden() {
+        let one = sojourn::live::fixtures::journey_view().labels.unwrap();
+        let step = |i: usize| LabelSnapshot {
+            name: format!("checkout/step-{i}"),
+            ..one.steps[1].clone()
+        };
+        let journey = |i: usize| LabelSnapshot {
+            name: format!("journey-{i}"),
+            ..one.journeys[0].clone()
+        };
+        let mut many = LabelsSnapshot {
+            steps: (0..30).map(step).collect(),
+            journeys: (0..3).map(journey).collect(),
+        };
+        let rows = table(&many);
+        assert_eq!(rows.len(), 1 + MAX_ROWS, "{rows:#?}");
+        assert!(rows[6].starts_with("checkout/step-5 "), "{rows:#?}");
+        assert!(rows[7].starts_with("journey journey-0 "), "{rows:#?}");
+        assert_eq!(rows[10], "… 24 steps more, not shown");
+        many.journeys = (0..8).map(journey).collect();
+        let rows = table(&many);
+        assert_eq!(rows.len(), 1 + MAX_ROWS);
+        assert_eq!(rows[10], "… 25 steps and 4 journeys more, not shown");
+        many.steps.truncate(6);
+        many.journeys.truncate(4);
+        assert_eq!(table(&many).len(), 11, "ten rows fit whole");
+        many.steps[0].name = "a".repeat(60);
+        let cut = &table(&many)[1];
+        assert!(
+            cut.starts_with(&format!("{}… ", "a".repeat(NAME - 2))),
+            "{cut}"
+        );
+        for line in table(&many) {
+            assert!(line.chars().count() <= 98, "{line}");
+        }
     }
 
     /// The whole panel fits a 100-column terminal: no figure is cut off.

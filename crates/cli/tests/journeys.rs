@@ -3,6 +3,9 @@
 //! was read back by that id, by that journey. And every bad journey file, and every flag that
 //! means nothing beside `--journey`: exit 2 and one line naming FILE:LINE or the flag.
 mod common;
+/// A journey run's live rows on the metrics endpoint, against its result.
+#[path = "journeys/live.rs"]
+mod live;
 /// Journeys against their ground truth, `sim --journey`: a module of this binary, so the suite
 /// links one test binary for journeys.
 #[path = "journeys/model.rs"]

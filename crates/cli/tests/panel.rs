@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{listening_addr, serial};
+use common::{listening_addr, serial, temp_dir};
 
 /// This test's own tmux server (`tmux -L`), killed when the test lets go of it.
 struct Tmux {
@@ -269,4 +269,81 @@ fn ctrl_c_clears_the_panel_restores_the_cursor_and_still_reports() {
         "the panel is cleared:\n{last}"
     );
     assert!(t.cursor_visible(), "the cursor is shown again");
+}
+
+/// A journey run's panel: under the figures, a header and one row per step label and per
+/// journey, their completed counts rising as the run goes; cleared for the summary.
+#[test]
+fn a_journey_run_shows_a_row_per_step_and_per_journey() {
+    let Some(tmux) = tmux() else { return };
+    let _guard = serial();
+    let (_server, url) = spike("60s", "1s");
+    let origin = url.trim_end_matches("/api");
+    let dir = temp_dir("panel-journeys");
+    let file = dir.join("shop.toml");
+    let step = |name: &str| {
+        format!("  [[journey.step]]\n  name = \"{name}\"\n  url = \"/api?{name}\"\n  think = \"50ms\"\n")
+    };
+    std::fs::write(
+        &file,
+        format!(
+            "base_url = \"{origin}\"\n\n[[journey]]\nname = \"shop\"\n{}{}{}\n[[journey]]\nname = \"peek\"\n{}",
+            step("login"),
+            step("list"),
+            step("open"),
+            step("look"),
+        ),
+    )
+    .unwrap();
+    let t = Tmux::new(tmux, "journeys");
+    t.start(&format!(
+        "{} run --journey {} --rate 20 --duration 3s --interval 250ms",
+        Path::new(env!("CARGO_BIN_EXE_sojourn")).display(),
+        file.display()
+    ));
+    let screens = watch(&t, Duration::from_secs(30), "generator");
+    let panels: Vec<&String> = screens
+        .iter()
+        .filter(|s| s.contains("step / journey"))
+        .collect();
+    assert!(panels.len() >= 5, "the table was drawn: {screens:#?}");
+    let rows = [
+        "shop/login",
+        "shop/list",
+        "shop/open",
+        "peek/look",
+        "journey shop",
+        "journey peek",
+    ];
+    let latest = panels.last().unwrap();
+    for header in ["completed", "failed", "in flight", "p50", "p99"] {
+        assert!(latest.contains(header), "no {header:?} on\n{latest}");
+    }
+    for row in rows {
+        let lines: Vec<&str> = latest
+            .lines()
+            .filter(|l| l.contains(&format!("{row} ")))
+            .collect();
+        assert_eq!(lines.len(), 1, "one row for {row:?} on\n{latest}");
+        assert!(
+            lines[0].contains(" ms"),
+            "{row:?} has its p50 and p99 so far: {}",
+            lines[0]
+        );
+    }
+    // The rows count as the run goes: the login row's completed count rises.
+    let logins: Vec<f64> = panels
+        .iter()
+        .filter_map(|s| number_after(s, "shop/login"))
+        .collect();
+    assert!(
+        logins.first() < logins.last() && *logins.last().unwrap() >= 20.0,
+        "login rows: {logins:?}"
+    );
+    let last = screens.last().unwrap();
+    assert!(
+        !last.contains("step / journey"),
+        "the panel is cleared:\n{last}"
+    );
+    assert!(last.contains("generator"), "the summary follows:\n{last}");
 }

@@ -159,6 +159,17 @@ impl<T: Transport> Journeys<T> {
             let send_lag = stamps.map(|s| s.sent.saturating_sub(s.intended));
             live.record(self.cfg.worker, done.saturating_sub(due), send_lag);
         }
+        if let Some(rows) = self.cfg.progress.labels() {
+            // Timed and classed as the result records it.
+            let from = stamps.map_or(due, |s| s.intended);
+            let service = stamps.map(|s| done.saturating_sub(s.sent));
+            let outcome = match (stamps, outcome) {
+                (None, Outcome::Ok) => Outcome::Failed(FailureClass::Io),
+                (_, o) => o,
+            };
+            let response = done.saturating_sub(from);
+            rows.step_done(self.cfg.worker, label, response, service, outcome);
+        }
         let mut recorder = self.recorder.borrow_mut();
         match stamps {
             Some(s) => {
@@ -199,6 +210,10 @@ impl<T: Transport> Journeys<T> {
             },
         };
         record.record(&stamps, done, outcome);
+        if let Some(rows) = self.cfg.progress.labels() {
+            let time = done.saturating_sub(stamps.intended);
+            rows.journey_done(self.cfg.worker, r.journey, time, outcome);
+        }
     }
 }
 
@@ -310,6 +325,10 @@ async fn run_journey<T: Transport, S: Sleeper>(
     index: u64,
     mut sleeper: S,
 ) {
+    let rows = journeys.cfg.progress.labels();
+    if let Some(rows) = rows {
+        rows.journey_started(journeys.cfg.worker, running.journey);
+    }
     let mut session = journeys.script.begin(index);
     let (t0, ex) = (journeys.cfg.t0, &running.ex);
     let mut conn: Option<T::Conn> = None;
@@ -330,6 +349,9 @@ async fn run_journey<T: Transport, S: Sleeper>(
         let counters = journeys.counters();
         counters.on_carry(place, due);
         counters.on_sent();
+        if let Some(rows) = rows {
+            rows.step_started(journeys.cfg.worker, step.label);
+        }
         let answer = exchange(&journeys, &mut conn, ex, &req, step.reads_body).await;
         let sent = running.sent(t0);
         if running.first_sent.get().is_none() {

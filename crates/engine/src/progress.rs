@@ -8,6 +8,7 @@ use std::time::Duration;
 use sojourn_core::{FailureClass, FailureCounts, Outcome};
 
 use crate::live::Live;
+use crate::live_labels::LiveLabels;
 
 #[derive(Debug, Default)]
 #[repr(align(128))]
@@ -29,6 +30,8 @@ pub struct WorkerCounters {
 pub struct Progress {
     workers: Vec<WorkerCounters>,
     live: Option<Live>,
+    /// A watched journey run's rows per step label and per journey, once asked for.
+    labels: OnceLock<LiveLabels>,
     /// The run's time zero, once the engine has set it.
     t0: OnceLock<std::time::Instant>,
 }
@@ -71,6 +74,7 @@ impl Progress {
                 .map(|_| WorkerCounters::default())
                 .collect(),
             live,
+            labels: OnceLock::new(),
             t0: OnceLock::new(),
         }
     }
@@ -82,6 +86,20 @@ impl Progress {
     /// The per-interval histograms, if asked for.
     pub fn live(&self) -> Option<&Live> {
         self.live.as_ref()
+    }
+
+    /// Keeps a row per step label and per journey (their names, in the file's order) for
+    /// whoever watches a journey run; before the run starts, and only once. Only a journey
+    /// run records into them: a plain run never pays for them.
+    pub fn watch_journeys(&self, steps: Vec<String>, journeys: Vec<String>) {
+        let _ = self
+            .labels
+            .set(LiveLabels::new(self.workers.len(), steps, journeys));
+    }
+
+    /// The journey run's rows, if asked for.
+    pub fn labels(&self) -> Option<&LiveLabels> {
+        self.labels.get()
     }
 
     /// Marks the run's time zero (the engine does, once).

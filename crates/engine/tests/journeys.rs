@@ -208,6 +208,10 @@ fn run_watched(
     let mut plan = open_plan(rate, duration, places);
     plan.timeout = timeout;
     let progress = Progress::with_live(plan.worker_count(), 200 * MS);
+    let steps = ["login", "list", "open"]
+        .map(|s| format!("shop/{s}"))
+        .to_vec();
+    progress.watch_journeys(steps, vec!["shop".into()]);
     let report = sojourn_engine::execute_journeys(
         &plan,
         transport(&format!("http://{}/", server.addr)),
@@ -275,6 +279,33 @@ fn journeys_run_their_steps_in_order_with_their_think_times_and_carry_what_they_
         .last_interval()
         .expect("an interval closed");
     assert!(last.answers > 0, "{last:?}");
+    // And each step's row and the journey's: what the result counts, timed as it times them.
+    let rows = progress.labels().expect("watched").snapshot();
+    let names: Vec<&str> = rows.steps.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["shop/login", "shop/list", "shop/open"]);
+    for (row, l) in rows.steps.iter().zip(&m.labels) {
+        assert_eq!(
+            (row.completed, row.in_flight),
+            (l.tally.completed, 0),
+            "{row:?}"
+        );
+        let p50 = row.time.expect("answered").p50.as_nanos() as f64;
+        let exact = l.response.value_at_quantile(0.5) as f64;
+        assert!(
+            (p50 - exact).abs() <= exact / 100.0 + 1e3,
+            "{row:?} {exact}"
+        );
+        assert!(row.service.unwrap().p99 <= row.time.unwrap().p99);
+    }
+    let shop = &rows.journeys[0];
+    assert_eq!(
+        (shop.name.as_str(), shop.completed, shop.in_flight),
+        ("shop", 20, 0)
+    );
+    assert_eq!(shop.failures.total(), 0);
+    let p = shop.time.unwrap();
+    assert_eq!(p.count, 20);
+    assert!(ms(p.p50.as_nanos() as u64) >= 200.0 * 0.99, "{p:?}");
     assert_eq!(server.issued.load(Ordering::Relaxed), 20);
     assert_eq!(server.echoed.load(Ordering::Relaxed), 40);
     // The journey's time is two thinks and three answers; nothing waits unmeasured between.

@@ -124,6 +124,7 @@ pub fn run_together<const N: usize>(
     sinks: &mut dyn Sinks,
 ) -> anyhow::Result<[RunResult; N]> {
     raise_fd_limit();
+    jobs.iter().for_each(watch_journeys);
     let mut watchers = match jobs.first() {
         Some(first) => sinks.make(first.plan, &first.progress)?,
         None => Vec::new(),
@@ -166,6 +167,18 @@ pub fn run_together<const N: usize>(
     Ok(built
         .try_into()
         .unwrap_or_else(|_| unreachable!("one result per job")))
+}
+
+/// A watched journey run keeps a live row per step label and per journey, named as its
+/// result names them, for the panel and the metrics endpoint; an unwatched run or a plain
+/// one keeps none.
+fn watch_journeys(job: &Job<'_>) {
+    let (Some(names), Some(_)) = (&job.about.journeys, job.progress.live()) else {
+        return;
+    };
+    let names_of = |v: &[(String, f64)]| v.iter().map(|(name, _)| name.clone()).collect();
+    job.progress
+        .watch_journeys(names_of(&names.steps), names_of(&names.journeys));
 }
 
 async fn watch(

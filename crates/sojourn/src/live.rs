@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sojourn_core::{End, Schedule};
-use sojourn_engine::{IntervalSnapshot, Load, Plan, Progress, ProgressSnapshot};
+use sojourn_engine::{IntervalSnapshot, LabelsSnapshot, Load, Plan, Progress, ProgressSnapshot};
 
 /// A run being watched: its plan and its live counters.
 #[derive(Clone)]
@@ -14,7 +14,7 @@ pub struct Watched {
 }
 
 /// One look at the run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct View {
     /// `open`, `closed` or `paced`.
     pub mode: &'static str,
@@ -28,6 +28,8 @@ pub struct View {
     pub counters: ProgressSnapshot,
     /// The last completed interval, once there is one.
     pub last: Option<IntervalSnapshot>,
+    /// A journey run's rows so far: one per step label, one per journey.
+    pub labels: Option<LabelsSnapshot>,
 }
 
 impl Watched {
@@ -52,6 +54,7 @@ impl Watched {
             target_rate: target_rate_at(&self.plan, elapsed),
             counters: self.progress.snapshot(),
             last: self.progress.live().and_then(|l| l.last_interval()),
+            labels: self.progress.labels().map(|l| l.snapshot()),
         }
     }
 }
@@ -135,6 +138,46 @@ pub mod fixtures {
                 send_lag_p99: Duration::from_micros(52),
                 sent_answers: 1,
             }),
+            labels: None,
+        }
+    }
+
+    /// The stalled view of a journey run: a step with a quote and a backslash in its name,
+    /// one that failed its check, one nobody has answered yet, and their journey.
+    pub fn journey_view() -> View {
+        use sojourn_engine::live_labels::{LabelSnapshot, Percentiles};
+        let ms = Duration::from_millis;
+        let p = |p50, p99, count| Percentiles {
+            count,
+            p50: ms(p50),
+            p90: ms(p99),
+            p99: ms(p99),
+            p999: ms(p99),
+        };
+        let row = |name: &str, completed, in_flight, time| LabelSnapshot {
+            name: name.into(),
+            completed,
+            failures: sojourn_core::FailureCounts::default(),
+            in_flight,
+            time,
+            service: time,
+        };
+        let mut checked = row("shop/pay", 40, 3, Some(p(12, 900, 42)));
+        checked
+            .failures
+            .add_n(sojourn_core::outcome::FailureClass::Check, 2);
+        let mut shop = row("shop", 38, 5, Some(p(1_250, 4_400, 40)));
+        (shop.service, shop.failures) = (None, checked.failures);
+        View {
+            labels: Some(LabelsSnapshot {
+                steps: vec![
+                    row("shop/log \"in\" \\ now", 45, 2, Some(p(10, 4_400, 45))),
+                    checked,
+                    row("shop/leave", 0, 0, None),
+                ],
+                journeys: vec![shop],
+            }),
+            ..stalled_view()
         }
     }
 }

@@ -7,8 +7,10 @@ use std::time::Duration;
 use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::{Method, Request, Response, StatusCode};
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::registry::{Registry, Unit};
 use sojourn_core::FailureClass;
+use sojourn_engine::live_labels::{LabelSnapshot, Percentiles};
 use sojourn_report::openmetrics::{classic, counter, gauge, text, FloatGauge, Ordered};
 use tokio_util::sync::CancellationToken;
 
@@ -169,6 +171,10 @@ pub fn render(v: &View) -> String {
     counters(&mut r, v);
     rates(&mut r, v);
     interval(&mut r, v);
+    if let Some(labels) = &v.labels {
+        step_rows(&mut r, &labels.steps);
+        journey_rows(&mut r, &labels.journeys);
+    }
     let seconds = |d: Duration| gauge(d.as_secs_f64());
     r.register_with_unit(
         "sojourn_elapsed",
@@ -292,6 +298,117 @@ fn interval_percentiles(r: &mut Registry, last: &sojourn_engine::IntervalSnapsho
     );
 }
 
+/// A label value as the exposition format wants it: backslash, double quote and line feed
+/// escaped (the encoder writes values as given, and a journey file may name a step anything).
+fn label_value(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Finished rows by outcome (ok, then the failure classes as the result lists them), each
+/// labelled `key="NAME"` first.
+fn finished_by_outcome(key: &'static str, rows: &[LabelSnapshot]) -> Ordered<Counter> {
+    rows.iter().fold(Ordered::new(), |family, row| {
+        let labels =
+            |outcome: &str| vec![(key, label_value(&row.name)), ("outcome", outcome.into())];
+        FailureClass::ALL.iter().fold(
+            family.with(labels("ok"), counter(row.completed)),
+            |family, class| family.with(labels(class.name()), counter(row.failures.get(*class))),
+        )
+    })
+}
+
+/// Percentile gauges of each row that has any (a row nothing finished in is left out rather
+/// than read as zero), labelled `key="NAME"` then `percentile`.
+fn row_percentiles(
+    key: &'static str,
+    rows: &[LabelSnapshot],
+    of: impl Fn(&LabelSnapshot) -> Option<Percentiles>,
+) -> Ordered<FloatGauge> {
+    rows.iter().fold(Ordered::new(), |family, row| {
+        let Some(p) = of(row) else { return family };
+        let quantiles = [
+            ("50", p.p50),
+            ("90", p.p90),
+            ("99", p.p99),
+            ("99.9", p.p999),
+        ];
+        quantiles.iter().fold(family, |family, (q, d)| {
+            let labels = vec![(key, label_value(&row.name)), ("percentile", (*q).into())];
+            family.with(labels, gauge(d.as_secs_f64()))
+        })
+    })
+}
+
+/// A journey run's step rows: finished by outcome, in flight, response and service time so
+/// far, each labelled `step="JOURNEY/STEP"`.
+fn step_rows(r: &mut Registry, rows: &[LabelSnapshot]) {
+    r.register(
+        "sojourn_steps_finished",
+        "Journey steps finished so far, by step and outcome: ok or the failure's class",
+        finished_by_outcome("step", rows),
+    );
+    let in_flight = rows.iter().fold(Ordered::new(), |family, row| {
+        family.with(
+            vec![("step", label_value(&row.name))],
+            gauge(row.in_flight as f64),
+        )
+    });
+    r.register(
+        "sojourn_steps_in_flight",
+        "Journey steps due, taken up and not yet finished, by step",
+        in_flight,
+    );
+    r.register_with_unit(
+        "sojourn_step_response",
+        "Each step's response time so far, from when it was due",
+        Unit::Seconds,
+        row_percentiles("step", rows, |row| row.time),
+    );
+    r.register_with_unit(
+        "sojourn_step_service",
+        "Each step's service time so far, from when it was sent",
+        Unit::Seconds,
+        row_percentiles("step", rows, |row| row.service),
+    );
+}
+
+/// A journey run's journey rows: finished by outcome, running, journey time so far, each
+/// labelled `journey="NAME"`.
+fn journey_rows(r: &mut Registry, rows: &[LabelSnapshot]) {
+    r.register(
+        "sojourn_journeys_finished",
+        "Journeys finished so far, by journey and outcome: ok or the class of the failure that \
+         ended it",
+        finished_by_outcome("journey", rows),
+    );
+    let running = rows.iter().fold(Ordered::new(), |family, row| {
+        family.with(
+            vec![("journey", label_value(&row.name))],
+            gauge(row.in_flight as f64),
+        )
+    });
+    r.register(
+        "sojourn_journeys_running",
+        "Journeys started and not yet ended",
+        running,
+    );
+    r.register_with_unit(
+        "sojourn_journey_time",
+        "Each journey's time so far, from when it was due to the end of its last step",
+        Unit::Seconds,
+        row_percentiles("journey", rows, |row| row.time),
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,7 +447,7 @@ mod tests {
         );
         let idle = View {
             counters: sojourn_engine::ProgressSnapshot::default(),
-            ..v
+            ..v.clone()
         };
         assert!(
             render(&idle).contains("\nsojourn_oldest_in_flight_seconds 0.0\n"),
@@ -363,6 +480,74 @@ mod tests {
             .collect();
         assert_eq!(percentiles, ["50", "90", "99", "99.9"]);
         assert!(first.contains("sojourn_requests_finished_total{outcome=\"timeout\"} 1\n"));
+    }
+
+    /// The values of label `key` on the lines of family `name`, in the order written.
+    fn label_values<'a>(text: &'a str, name: &str, key: &str) -> Vec<&'a str> {
+        let prefix = format!("{name}{{{key}=\"");
+        text.lines()
+            .filter_map(|l| l.strip_prefix(prefix.as_str()))
+            .map(|l| l.split("\",").next().unwrap().split("\"}").next().unwrap())
+            .collect()
+    }
+
+    /// A journey run's rows: a series per step and per journey, label values escaped as the
+    /// format asks, the row's name first and then its outcome or percentile, rows in the
+    /// file's order, the same bytes on every scrape; a row nothing finished in has counts but
+    /// no percentiles.
+    #[test]
+    fn steps_and_journeys_have_series_of_their_own_escaped_and_in_order() {
+        let v = crate::live::fixtures::journey_view();
+        let text = render(&v);
+        for _ in 0..20 {
+            assert_eq!(render(&v), text);
+        }
+        let login = r#"shop/log \"in\" \\ now"#;
+        for line in [
+            format!("sojourn_steps_finished_total{{step=\"{login}\",outcome=\"ok\"}} 45\n"),
+            "sojourn_steps_finished_total{step=\"shop/pay\",outcome=\"check\"} 2\n".into(),
+            "sojourn_steps_finished_total{step=\"shop/leave\",outcome=\"ok\"} 0\n".into(),
+            "sojourn_steps_in_flight{step=\"shop/pay\"} 3.0\n".into(),
+            format!("sojourn_step_response_seconds{{step=\"{login}\",percentile=\"99\"}} 4.4\n"),
+            "sojourn_step_service_seconds{step=\"shop/pay\",percentile=\"50\"} 0.012\n".into(),
+            "sojourn_journeys_finished_total{journey=\"shop\",outcome=\"ok\"} 38\n".into(),
+            "sojourn_journeys_finished_total{journey=\"shop\",outcome=\"check\"} 2\n".into(),
+            "sojourn_journeys_running{journey=\"shop\"} 5.0\n".into(),
+            "sojourn_journey_time_seconds{journey=\"shop\",percentile=\"50\"} 1.25\n".into(),
+            "# UNIT sojourn_journey_time_seconds seconds\n".into(),
+            "# TYPE sojourn_steps_finished counter\n".into(),
+        ] {
+            assert!(text.contains(&line), "no {line:?} in\n{text}");
+        }
+        assert!(!text.contains("step=\"shop/leave\",percentile"), "{text}");
+        assert!(!text.contains("sojourn_journey_service"), "{text}");
+        let steps = ["shop/log \\\"in\\\" \\\\ now", "shop/pay", "shop/leave"];
+        let in_flight = label_values(&text, "sojourn_steps_in_flight", "step");
+        assert_eq!(in_flight, steps);
+        let finished = label_values(&text, "sojourn_steps_finished_total", "step");
+        let per_step = FailureClass::ALL.len() + 1;
+        assert_eq!(finished.len(), 3 * per_step);
+        for (i, name) in steps.iter().enumerate() {
+            assert!(finished[i * per_step..(i + 1) * per_step]
+                .iter()
+                .all(|n| n == name));
+        }
+        let response = label_values(&text, "sojourn_step_response_seconds", "step");
+        assert_eq!(response, [[steps[0]; 4], [steps[1]; 4]].concat(), "{text}");
+        // The classic text format (promtool's) keeps the escapes.
+        assert!(classic(&text)
+            .contains(r#"sojourn_steps_in_flight{step="shop/log \"in\" \\ now"} 2.0"#));
+        let plain = render(&crate::live::fixtures::stalled_view());
+        assert!(
+            !plain.contains("step=") && !plain.contains("journey="),
+            "{plain}"
+        );
+    }
+
+    #[test]
+    fn label_values_escape_backslash_quote_and_line_feed() {
+        assert_eq!(label_value("a\\b\"c\nd/é"), r#"a\\b\"c\nd/é"#);
+        assert_eq!(label_value("shop/login"), "shop/login");
     }
 
     /// One GET on its own connection; the whole reply.
