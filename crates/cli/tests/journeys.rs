@@ -3,6 +3,9 @@
 //! was read back by that id, by that journey. And every bad journey file, and every flag that
 //! means nothing beside `--journey`: exit 2 and one line naming FILE:LINE or the flag.
 mod common;
+/// Locust running the same journey, closed and paced, imported per step beside the model.
+#[path = "journeys/locust.rs"]
+mod locust;
 /// Journeys against their ground truth, `sim --journey`: a module of this binary, so the suite
 /// links one test binary for journeys.
 #[path = "journeys/model.rs"]
