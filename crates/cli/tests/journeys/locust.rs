@@ -31,10 +31,12 @@ fn locustfile() -> PathBuf {
 /// The closed loop's users: the closed model's (model.rs's 23, which start about as many
 /// journeys a second as the open model's 100).
 const USERS: usize = 23;
-/// The paced run: 50 users each starting a journey every 0.5 s, 100 journeys a second as the
-/// open model's schedule, while no journey runs over its 0.5 s.
-const PACED_USERS: usize = 50;
-const PACING_S: &str = "0.5";
+/// The paced run: 40 users each starting a journey every 0.4 s, 100 journeys a second as the
+/// open model's schedule, while no journey runs over its 0.4 s (at most 330 ms on a healthy
+/// server). Every user then sends into the 1 s stall within 0.4 s of its start and is held
+/// at least 600 ms, clear of the 500 ms that counts a step held.
+const PACED_USERS: usize = 40;
+const PACING_S: &str = "0.4";
 /// The runs' and the model's length: no journey starts after it.
 const SECONDS: &str = "4";
 
@@ -292,8 +294,8 @@ fn each_user_hides_the_stall_in_all_but_one_step(
     let factor = open_held as f64 / model_held as f64;
     assert!(factor > 2.0, "the model's open loop holds {open_held}");
     for ((r, _), run) in runs.iter().zip(&RUNS) {
-        // Every user sends into a second-long stall (a closed user within one journey, a
-        // paced one within its 0.5 s pacing) and waits it out in that one step.
+        // Every user sends into a second-long stall (a closed user within one journey, at most
+        // 330 ms; a paced one within its 0.4 s pacing) and waits it out in that one step.
         let held = held_steps(r);
         assert_eq!(held, run.users as u64, "{}: one step per user", r.label);
         let understated = open_held as f64 / held as f64;
