@@ -6,6 +6,9 @@ mod common;
 /// A journey run's live rows on the metrics endpoint, against its result.
 #[path = "journeys/live.rs"]
 mod live;
+/// Locust running the same journey, closed and paced, imported per step beside the model.
+#[path = "journeys/locust.rs"]
+mod locust;
 /// Journeys against their ground truth, `sim --journey`: a module of this binary, so the suite
 /// links one test binary for journeys.
 #[path = "journeys/model.rs"]

@@ -4,11 +4,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use sojourn_core::check::assess_closed;
+use sojourn_core::record::LabelRecord;
 use sojourn_core::result::{
     Counts, Detail, HistogramSet, HistogramSummary, ImportInfo, Percentiles, RateSummary, Tool,
 };
 use sojourn_core::{
     Checks, FailureClass, FailureCounts, Mode, Outcome, Recorder, RunFacts, RunResult, Stamps,
+    TargetResult,
 };
 
 use crate::{ImportContext, ImportError, PeerTool};
@@ -25,6 +27,8 @@ pub(crate) struct Sample {
     /// From due to done.
     pub latency_ns: u64,
     pub outcome: Outcome,
+    /// Its step, an index into [`PerRequest::labels`], when the tool names steps.
+    pub label: Option<usize>,
 }
 
 impl Sample {
@@ -34,6 +38,7 @@ impl Sample {
             queued_ns: 0,
             latency_ns,
             outcome,
+            label: None,
         }
     }
 }
@@ -51,6 +56,9 @@ pub(crate) struct PerRequest {
     /// Requests still in flight when the tool stopped, counted without times (oha's "aborted
     /// due to deadline").
     pub untimed_censored: u64,
+    /// Step names (`JOURNEY/STEP`), when the tool logged each request's step: the result gets
+    /// one `steps` entry per name, in this order. Empty otherwise.
+    pub labels: Vec<String>,
     pub notes: Vec<String>,
 }
 
@@ -86,25 +94,9 @@ pub(crate) fn per_request(
         .chain(data.never_sent.iter().map(|&(due, _)| at(due)))
         .max()
         .unwrap_or_default();
-    let mut recorder = Recorder::new(interval(ctx));
+    let mut recorder = Recorder::with_labels(interval(ctx), data.labels.len());
     for s in &data.samples {
-        let start = at(s.start_ns);
-        let done = start + Duration::from_nanos(s.latency_ns);
-        match s.outcome {
-            // Nothing reached the target: no service time, no send.
-            Outcome::Failed(FailureClass::Connect) => {
-                recorder.record_unsent_failure(start, start, done, FailureClass::Connect)
-            }
-            outcome => {
-                let queued = Duration::from_nanos(s.queued_ns);
-                let stamps = Stamps {
-                    sent: start + queued,
-                    waited_for_connection: !queued.is_zero(),
-                    ..Stamps::on_time(start)
-                };
-                recorder.record(&stamps, done, outcome)
-            }
-        }
+        replay(&mut recorder, s, at(s.start_ns));
     }
     for &(due, n) in &data.never_sent {
         recorder.record_never_sent_n(at(due), at(due), end, n);
@@ -129,6 +121,7 @@ pub(crate) fn per_request(
         backfill_interval: None,
     };
     let mut result = RunResult::build(&m, facts);
+    result.steps = steps(&data.labels, &m.labels);
     // The tool's own lateness before its start stamp is unknown, not zero.
     result.histograms.dispatch_lag = None;
     data.notes.push(format!(
@@ -148,6 +141,47 @@ pub(crate) fn per_request(
         data.notes,
     );
     Ok(result)
+}
+
+/// One sample into the run's record and its step's, due at `start` (the tool's stamp).
+fn replay(recorder: &mut Recorder, s: &Sample, start: Duration) {
+    let done = start + Duration::from_nanos(s.latency_ns);
+    let queued = Duration::from_nanos(s.queued_ns);
+    let stamps = Stamps {
+        sent: start + queued,
+        waited_for_connection: !queued.is_zero(),
+        ..Stamps::on_time(start)
+    };
+    // A refused connect reached nothing: no service time, no send.
+    let unsent = s.outcome == Outcome::Failed(FailureClass::Connect);
+    if unsent {
+        recorder.record_unsent_failure(start, start, done, FailureClass::Connect);
+    } else {
+        recorder.record(&stamps, done, s.outcome);
+    }
+    let Some(step) = s.label.and_then(|l| recorder.label(l)) else {
+        return;
+    };
+    if unsent {
+        step.record_unsent_failure(start, done, FailureClass::Connect);
+    } else {
+        step.record(&stamps, done, s.outcome);
+    }
+}
+
+/// One `steps` entry per step name, its share the part of the logged requests it has.
+fn steps(names: &[String], records: &[LabelRecord]) -> Vec<TargetResult> {
+    let all = records
+        .iter()
+        .fold(0u64, |sum, r| sum.saturating_add(r.tally.accounted()));
+    names
+        .iter()
+        .zip(records)
+        .map(|(name, r)| {
+            let share = r.tally.accounted() as f64 / all.max(1) as f64;
+            TargetResult::of(name, share, r)
+        })
+        .collect()
 }
 
 /// The number of requests that `counts` (which together account for every request) add up

@@ -3,7 +3,8 @@
 //! [`import`] turns a peer tool's output files into a [`RunResult`], so `sojourn report` and
 //! `sojourn compare` can put wrk, k6 or vegeta next to sojourn's own runs. Two depths:
 //!
-//! - **per request** (vegeta, hey, k6 and oha CSV, fortio's access log, h2load's log): every request is
+//! - **per request** (vegeta, hey, k6 and oha CSV, fortio's access log, h2load's log, a
+//!   locustfile's requests log): every request is
 //!   replayed through [`sojourn_core::Recorder`] with the tool's own start time as its due time,
 //!   so histograms and timelines are real measurements of what the tool did;
 //! - **summary** (wrk and wrk2 text, ab, the JSON reports, locust, h2load's text): only the
@@ -26,6 +27,7 @@ mod hey;
 mod input;
 mod k6;
 mod locust;
+mod locust_requests;
 mod oha;
 mod parse;
 pub mod runners;
@@ -33,7 +35,7 @@ mod vegeta;
 mod wrk;
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 pub use error::ImportError;
@@ -136,7 +138,7 @@ pub struct ImportContext {
 /// | k6 | `--out csv=` (per request) or `--summary-export` JSON |
 /// | oha | `--output-format csv` (per request) and/or `--output-format json` (summary) |
 /// | fortio | the `-access-log-file` JSON lines (per request) and/or the `-json` result |
-/// | locust | the `--csv` `*_stats.csv`, optionally `*_failures.csv` |
+/// | locust | the `--csv` `*_stats.csv`, optionally `*_failures.csv`; or one requests log (per request, per step: [`import_locust_requests`]) |
 /// | h2load | the `--log-file` (per request) and/or the text summary (an empty log is one) |
 pub fn import(
     tool: PeerTool,
@@ -169,6 +171,21 @@ pub fn import(
         PeerTool::Locust => locust::import(&inputs, ctx),
         PeerTool::H2load => h2load::import(&inputs, ctx),
     }
+}
+
+/// Reads the JSON lines a locustfile wrote from Locust's `events.request` hook (one per request:
+/// `name`, `start` in Unix seconds, `response_time` in ms, `status`, `exception`) into a result
+/// with one `steps` entry per request name (`JOURNEY/STEP`, as sojourn labels a journey's steps),
+/// in the order of each name's first send.
+///
+/// Every request is replayed through [`sojourn_core::Recorder`], due at its send: that is all
+/// Locust knows, so its response time is Locust's own, from the send, and `import.notes` says so.
+/// A request Locust counted failed is failed (class from its status, else from its exception's
+/// words). Every line is a request: nothing is dropped, and a line that is not one is an
+/// [`ImportError::Format`] naming the file and line. `import(PeerTool::Locust, …)` given such a
+/// log reads it the same way.
+pub fn import_locust_requests(path: &Path, ctx: &ImportContext) -> Result<RunResult, ImportError> {
+    locust_requests::import(&input::Input::read(path)?, ctx)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! locust: the headless `--csv PREFIX` files. `PREFIX_stats.csv` is required (its "Aggregated"
 //! row); `PREFIX_failures.csv`, when given, says why requests failed; locust's printout, when
-//! given, supplies the final counts and percentiles (the CSV can lag). Summary only.
+//! given, supplies the final counts and percentiles (the CSV can lag). Summary only; a
+//! locustfile's requests log is read per request instead (`locust_requests`).
 //!
 //! Each locust user is a closed loop: `wait_time` paces it, but a slow answer delays its next
 //! request. locust keeps response times rounded (1 ms below 100 ms, 10 ms below 1 s, 100 ms
@@ -12,7 +13,7 @@ use sojourn_core::{FailureClass, FailureCounts, RunResult};
 use crate::build::{self, error_class, Latency, Summary};
 use crate::input::{Csv, Input};
 use crate::parse::{field, percentile, run_time, time_field, MS};
-use crate::{ImportContext, ImportError, PeerTool};
+use crate::{locust_requests, ImportContext, ImportError, PeerTool};
 
 const TOOL: PeerTool = PeerTool::Locust;
 
@@ -40,6 +41,16 @@ fn kind(input: &Input) -> Kind {
 }
 
 pub(crate) fn import(inputs: &[Input], ctx: &ImportContext) -> Result<RunResult, ImportError> {
+    if inputs.iter().any(locust_requests::is_requests_log) {
+        let [log] = inputs else {
+            return Err(ImportError::Files {
+                tool: TOOL,
+                message: "a requests log (JSON lines from events.request) is read alone: give                           it without the CSV files"
+                    .into(),
+            });
+        };
+        return locust_requests::import(log, ctx);
+    }
     let of = |k: Kind| inputs.iter().filter(|i| kind(i) == k).collect::<Vec<_>>();
     let (stats, failures, printouts) = (of(Kind::Stats), of(Kind::Failures), of(Kind::Printout));
     let [stats] = stats[..] else {

@@ -480,6 +480,84 @@ fn locust_failures_by_class() {
     assert_eq!(r.counts.failed.get(FailureClass::Http4xx), 100);
 }
 
+/// The shop journey's requests log (`locust/journey.jsonl`, from `shop_journey.py`'s
+/// `events.request` listener): 33 requests, 11 per step, one login answered 500, the list and
+/// the open each holding a 500 ms stall (506.43 and 486.03 ms in the file).
+#[test]
+fn locust_requests_log_per_step() {
+    let r = load(PeerTool::Locust, Mode::Closed, &["locust/journey.jsonl"]);
+    assert_eq!(detail(&r), Detail::PerRequest);
+    assert_eq!(r.counts.scheduled, 33, "one per line");
+    assert_eq!(r.counts.completed, 32);
+    assert_eq!(r.counts.failed.get(FailureClass::Http5xx), 1);
+    let labels: Vec<&str> = r.steps.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        ["shop/login", "shop/list", "shop/open"],
+        "in journey order"
+    );
+    let counts: Vec<(u64, u64)> = r
+        .steps
+        .iter()
+        .map(|s| (s.counts.completed, s.counts.failed.total()))
+        .collect();
+    assert_eq!(counts, [(10, 1), (11, 0), (11, 0)]);
+    // Due at the send: response and service are the same, and send lag is nothing.
+    let list = &r.steps[1];
+    assert!(
+        (505 * MS..=508 * MS).contains(&list.response.max),
+        "{}",
+        list.response.max
+    );
+    assert_eq!(list.response.max, list.service.max);
+    assert_eq!(list.send_lag.max, 0);
+    assert!(
+        r.steps[0].response.max < 15 * MS,
+        "the login missed the stall"
+    );
+    // From the first send (…237.0377) to the last answer (…238.9062).
+    assert!(
+        (1_868 * MS..1_869 * MS).contains(&r.elapsed_ns),
+        "{}",
+        r.elapsed_ns
+    );
+    assert!(notes(&r).contains("from its send"), "{}", notes(&r));
+    let again =
+        sojourn_peers::import_locust_requests(&fixture("locust/journey.jsonl"), &ctx(Mode::Closed))
+            .unwrap();
+    assert_eq!(again, r, "the library function reads it the same way");
+}
+
+/// A line that is not a request record, and a record with no name: the error names the line.
+#[test]
+fn locust_requests_log_bad_lines_name_their_line() {
+    let mut lines: Vec<String> = fixture_text("locust/journey.jsonl")
+        .lines()
+        .map(String::from)
+        .collect();
+    lines[4] = lines[4].replace("\"response_time\"", "\"latency\"");
+    let m = broken(PeerTool::Locust, "requests.jsonl", &lines.join("\n"));
+    assert!(
+        m.contains("requests.jsonl:5: not a locust request record"),
+        "{m}"
+    );
+    assert!(m.contains("response_time"), "{m}");
+    let mut lines: Vec<String> = fixture_text("locust/journey.jsonl")
+        .lines()
+        .map(String::from)
+        .collect();
+    lines[2] = lines[2].replace("\"shop/list\"", "\"\"");
+    let m = broken(PeerTool::Locust, "requests.jsonl", &lines.join("\n"));
+    assert!(m.contains("requests.jsonl:3: name is empty"), "{m}");
+    let path = scratch("locust-mixed").join("requests.jsonl");
+    std::fs::write(&path, fixture_text("locust/journey.jsonl")).unwrap();
+    let both = [path, fixture("locust/healthy_stats.csv")];
+    let m = import(PeerTool::Locust, &both, &ctx(Mode::Closed))
+        .unwrap_err()
+        .to_string();
+    assert!(m.contains("read alone"), "{m}");
+}
+
 // ---- h2load -----------------------------------------------------------------------------------
 
 fn failed(r: &RunResult, class: FailureClass) -> u64 {

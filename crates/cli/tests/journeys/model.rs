@@ -9,7 +9,7 @@ use sojourn_core::RunResult;
 use sojourn_testkit::control::on_a_quiet_machine;
 
 /// `sojourn serve`, stopped when dropped: a failed assertion must not leave it running.
-struct Serving(std::process::Child);
+pub(crate) struct Serving(pub(crate) std::process::Child);
 
 impl Drop for Serving {
     fn drop(&mut self) {
@@ -19,7 +19,7 @@ impl Drop for Serving {
 }
 
 /// The stall: 1 s from 1.5 s, the server's 10 ms baseline otherwise.
-const HICCUP: [&str; 4] = ["--set", "hiccup.at=1500ms", "--set", "hiccup.duration=1s"];
+pub(crate) const HICCUP: [&str; 4] = ["--set", "hiccup.at=1500ms", "--set", "hiccup.duration=1s"];
 
 /// Log in, list, open, each on the server's one endpoint, thinking 50–150 ms between (seeded
 /// draws: the run and the model draw the same ones).
@@ -42,7 +42,7 @@ pub(crate) fn journey_file(dir: &Path, addr: &str) -> std::path::PathBuf {
 /// exchange on loopback (the validation suite's 0.8 ms); a journey's is three exchanges, two
 /// precise think-time wake-ups and its connect. The tail is where 100 journeys a second meet
 /// the stall: the validation suite's hiccup allowance for releasing held answers at once.
-const STEP: Ceilings = Ceilings {
+pub(crate) const STEP: Ceilings = Ceilings {
     body_ms: 0.8,
     tail_ms: 60.0,
     server_late_ms: f64::INFINITY,
@@ -371,7 +371,7 @@ fn the_closed_journey_loop_understates_each_step_by_as_much_as_the_model_says() 
 }
 
 /// Steps the stall held: response time over 500 ms (the server otherwise answers in 10 ms).
-fn held_steps(r: &RunResult) -> u64 {
+pub(crate) fn held_steps(r: &RunResult) -> u64 {
     let h = sojourn_core::result::decode_base64(&r.histograms.response.hdr).unwrap();
     h.count_between(500_000_000, h.max())
 }
