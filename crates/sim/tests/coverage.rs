@@ -214,6 +214,11 @@ fn study(case: &Case) -> Vec<Figures> {
 
 /// [`study`] of every case, on two threads (CI's two cores), in the cases' order.
 fn study_all(cases: &[Case]) -> Vec<Vec<Figures>> {
+    // The costliest cases first (requests simulated), so that neither thread is left with a
+    // big one at the end while the other idles; the figures come back in the cases' order.
+    let cost = |c: &Case| c.replications as f64 * c.rate * c.seconds as f64;
+    let mut order: Vec<usize> = (0..cases.len()).collect();
+    order.sort_by(|&a, &b| cost(&cases[b]).total_cmp(&cost(&cases[a])));
     let next = AtomicUsize::new(0);
     let mut done: Vec<(usize, Vec<Figures>)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..2)
@@ -221,10 +226,11 @@ fn study_all(cases: &[Case]) -> Vec<Vec<Figures>> {
                 scope.spawn(|| {
                     let mut mine = Vec::new();
                     loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(case) = cases.get(i) else {
+                        let at = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(&i) = order.get(at) else {
                             return mine;
                         };
+                        let case = &cases[i];
                         mine.push((i, study(case)));
                     }
                 })
