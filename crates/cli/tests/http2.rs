@@ -6,52 +6,33 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{assert_nothing_lost, read_result, serial, sojourn, temp_dir};
 
 /// nginx on three free loopback ports: h2c, h2 over TLS, and h2c allowing only 4 streams.
 struct Nginx {
-    child: Child,
-    dir: common::TestDir,
+    nginx: common::nginx::Nginx,
+    dir: PathBuf,
     h2c: u16,
     tls: u16,
     narrow: u16,
 }
 
-/// A free port on 127.0.0.1 (nginx cannot bind port 0 and report it).
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
 impl Nginx {
     fn start(name: &str) -> Option<Nginx> {
-        let Some(bin) = sojourn_testkit::on_path("nginx")
-            .or_else(|| Some(PathBuf::from("/usr/sbin/nginx")).filter(|p| p.is_file()))
-        else {
-            sojourn_testkit::skip("nginx is not installed (apt-get install nginx-light)");
-            return None;
-        };
-        let dir = temp_dir(name);
         let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
-        std::fs::write(dir.join("cert.pem"), cert.cert.pem()).unwrap();
-        std::fs::write(dir.join("key.pem"), cert.signing_key.serialize_pem()).unwrap();
-        let (h2c, tls, narrow) = (free_port(), free_port(), free_port());
-        let d = dir.display();
-        let conf = format!(
-            r#"daemon off;
-master_process off;
-worker_processes 1;
-pid {d}/nginx.pid;
-error_log {d}/error.log;
-events {{ worker_connections 4096; }}
-http {{
-  log_format proto '$server_protocol $request_method $request_uri $status';
+        let nginx = common::nginx::Nginx::start(name, 3, |dir, ports| {
+            std::fs::write(dir.join("cert.pem"), cert.cert.pem()).unwrap();
+            std::fs::write(dir.join("key.pem"), cert.signing_key.serialize_pem()).unwrap();
+            let d = dir.display();
+            let [h2c, tls, narrow] = ports[..] else {
+                unreachable!("three ports asked for")
+            };
+            format!(
+                r#"  log_format proto '$server_protocol $request_method $request_uri $status';
   access_log {d}/access.log proto;
-  client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fcgi;
-  uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;
   server {{
     listen 127.0.0.1:{h2c} http2;
     listen 127.0.0.1:{tls} ssl http2;
@@ -64,41 +45,19 @@ http {{
     listen 127.0.0.1:{narrow} http2;
     http2_max_concurrent_streams 4;
     location / {{ return 200 "ok\n"; }}
-  }}
-}}
-"#
-        );
-        std::fs::write(dir.join("nginx.conf"), conf).unwrap();
-        let child = Command::new(bin)
-            .arg("-c")
-            .arg(dir.join("nginx.conf"))
-            .arg("-p")
-            .arg(&dir)
-            .spawn()
-            .expect("starting nginx");
-        let nginx = Nginx {
-            child,
-            dir,
+  }}"#
+            )
+        })?;
+        let [h2c, tls, narrow] = nginx.ports[..] else {
+            unreachable!("three ports asked for")
+        };
+        Some(Nginx {
+            dir: nginx.dir.to_path_buf(),
+            nginx,
             h2c,
             tls,
             narrow,
-        };
-        nginx.wait_listening();
-        Some(nginx)
-    }
-
-    fn wait_listening(&self) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        for port in [self.h2c, self.tls, self.narrow] {
-            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-                assert!(
-                    Instant::now() < deadline,
-                    "nginx did not listen: {}",
-                    std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default()
-                );
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
+        })
     }
 
     /// `(protocol, uri) → count` from the access log, read from the start.
@@ -119,20 +78,7 @@ http {{
     }
 
     fn signal(&self, sig: &str) {
-        let ok = Command::new("kill")
-            .args([sig, &self.child.id().to_string()])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill {sig} nginx");
-    }
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        self.signal("-CONT");
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.nginx.signal(sig);
     }
 }
 

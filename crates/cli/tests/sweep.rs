@@ -260,77 +260,22 @@ fn simulated_search_brackets_the_cliff_to_the_resolution() {
     );
 }
 
-/// nginx with one worker answering `200 ok` on a free loopback port (nginx cannot bind port 0
-/// and report it); killed when dropped.
-struct Nginx {
-    child: Child,
-    dir: common::TestDir,
-    port: u16,
-}
+/// nginx with one worker answering `200 ok` on a free loopback port; killed when dropped.
+struct Nginx(common::nginx::Nginx);
 
 impl Nginx {
     fn start(name: &str) -> Option<Nginx> {
-        let Some(bin) = sojourn_testkit::on_path("nginx")
-            .or_else(|| Some(std::path::PathBuf::from("/usr/sbin/nginx")).filter(|p| p.is_file()))
-        else {
-            sojourn_testkit::skip("nginx is not installed (apt-get install nginx-light)");
-            return None;
-        };
-        let dir = common::temp_dir(name);
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .unwrap()
-            .port();
-        let d = dir.display();
-        let conf = format!(
-            r#"daemon off;
-master_process off;
-worker_processes 1;
-pid {d}/nginx.pid;
-error_log {d}/error.log;
-events {{ worker_connections 4096; }}
-http {{
-  access_log off;
-  client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fcgi;
-  uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;
-  server {{
-    listen 127.0.0.1:{port};
-    location / {{ return 200 "ok\n"; }}
-  }}
-}}
-"#
-        );
-        std::fs::write(dir.join("nginx.conf"), conf).unwrap();
-        let child = Command::new(bin)
-            .arg("-c")
-            .arg(dir.join("nginx.conf"))
-            .arg("-p")
-            .arg(&dir)
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting nginx");
-        let nginx = Nginx { child, dir, port };
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "nginx did not listen: {}",
-                std::fs::read_to_string(nginx.dir.join("error.log")).unwrap_or_default()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        Some(nginx)
+        let nginx = common::nginx::Nginx::start(name, 1, |_, ports| {
+            format!(
+                "  access_log off;\n  server {{\n    listen 127.0.0.1:{};\n    location / {{ return 200 \"ok\\n\"; }}\n  }}",
+                ports[0]
+            )
+        })?;
+        Some(Nginx(nginx))
     }
 
     fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/", self.port)
-    }
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        format!("http://127.0.0.1:{}/", self.0.ports[0])
     }
 }
 

@@ -3,10 +3,10 @@
 //! hiccup` with the stall at the same instant of the run's clock, within a fixed 5%.
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::common::{assert_nothing_lost, read_result, serial, sojourn_ok, temp_dir, TestDir};
+use crate::common::{assert_nothing_lost, read_result, serial, sojourn_ok};
 use sojourn_core::result::HistogramSummary;
 use sojourn_core::RunResult;
 use sojourn_testkit::control::on_a_quiet_machine;
@@ -36,54 +36,27 @@ const WITHIN: f64 = 0.05;
 /// nginx alone (`master_process off`: the one process is the worker, so one SIGSTOP freezes
 /// all of it) on a free loopback port, serving `dir/www`. Killed when dropped.
 struct Nginx {
-    child: Child,
-    dir: TestDir,
+    nginx: crate::common::nginx::Nginx,
+    dir: PathBuf,
     port: u16,
 }
 
 impl Nginx {
     fn start(name: &str) -> Option<Nginx> {
-        let Some(bin) = sojourn_testkit::on_path("nginx")
-            .or_else(|| Some(PathBuf::from("/usr/sbin/nginx")).filter(|p| p.is_file()))
-        else {
-            sojourn_testkit::skip("nginx is not installed (apt-get install nginx-light)");
-            return None;
+        let nginx = crate::common::nginx::Nginx::start(name, 1, |dir, ports| {
+            std::fs::create_dir_all(dir.join("www")).unwrap();
+            std::fs::write(dir.join("www/page.html"), "<p>sojourn</p>\n".repeat(64)).unwrap();
+            format!(
+                "  access_log off;\n  server {{\n    listen 127.0.0.1:{};\n    root {}/www;\n  }}",
+                ports[0],
+                dir.display()
+            )
+        })?;
+        let nginx = Nginx {
+            dir: nginx.dir.to_path_buf(),
+            port: nginx.ports[0],
+            nginx,
         };
-        let dir = temp_dir(name);
-        std::fs::create_dir_all(dir.join("www")).unwrap();
-        std::fs::write(dir.join("www/page.html"), "<p>sojourn</p>\n".repeat(64)).unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .unwrap()
-            .port();
-        let d = dir.display();
-        let conf = format!(
-            r#"daemon off;
-master_process off;
-worker_processes 1;
-pid {d}/nginx.pid;
-error_log {d}/error.log;
-events {{ worker_connections 1024; }}
-http {{
-  access_log off;
-  client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fcgi;
-  uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;
-  server {{
-    listen 127.0.0.1:{port};
-    root {d}/www;
-  }}
-}}
-"#
-        );
-        std::fs::write(dir.join("nginx.conf"), conf).unwrap();
-        let child = Command::new(bin)
-            .arg("-c")
-            .arg(dir.join("nginx.conf"))
-            .arg("-p")
-            .arg(&*dir)
-            .spawn()
-            .expect("starting nginx");
-        let nginx = Nginx { child, dir, port };
         nginx.wait_answering();
         Some(nginx)
     }
@@ -115,20 +88,7 @@ http {{
     }
 
     fn signal(&self, sig: &str) {
-        let ok = Command::new("kill")
-            .args([sig, &self.child.id().to_string()])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill {sig} nginx");
-    }
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        self.signal("-CONT");
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.nginx.signal(sig);
     }
 }
 
