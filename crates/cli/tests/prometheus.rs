@@ -5,13 +5,13 @@
 //! A scraped body also passes `promtool check metrics`.
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{listening_addr, serial, temp_dir};
+use common::{interrupt, listening_addr, metrics_addr, serial, temp_dir};
 use serde_json::Value;
 
 /// A child process killed (by its own handle) when the test lets go of it, pass or fail.
@@ -173,31 +173,6 @@ fn ready(prom: &mut Child, addr: SocketAddr, within: Duration) -> bool {
         prom.try_wait().unwrap().is_none()
             && http_get(addr, "/-/ready").is_ok_and(|r| r.starts_with("HTTP/1.1 200"))
     }) && prom.try_wait().unwrap().is_none()
-}
-
-/// Reads stderr up to `metrics: http://ADDR/metrics` and returns ADDR. The rest of stderr is
-/// drained on a thread: a closed pipe would fail the run's later messages.
-fn metrics_addr(run: &mut Child) -> SocketAddr {
-    let mut stderr = BufReader::new(run.stderr.take().unwrap());
-    let mut line = String::new();
-    while stderr.read_line(&mut line).unwrap() > 0 {
-        if let Some(rest) = line.trim_end().strip_prefix("metrics: http://") {
-            let addr = rest.trim_end_matches("/metrics").parse().unwrap();
-            std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-            return addr;
-        }
-        line.clear();
-    }
-    panic!("sojourn run ended without printing the metrics address");
-}
-
-/// What Ctrl-C does: SIGINT to the run, which stops its schedule and reports.
-fn interrupt(run: &Child) {
-    let sent = Command::new("kill")
-        .args(["-INT", &run.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
 }
 
 fn wait_for(child: &mut Child, within: Duration) -> bool {

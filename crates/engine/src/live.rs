@@ -9,6 +9,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
+use sojourn_core::nanos;
 
 /// The longest time the live histograms tell apart; longer ones count as this long. (The
 /// run's result keeps exact values: its recorders resize.)
@@ -180,13 +181,10 @@ pub(crate) fn collect_until(
     }
 }
 
-/// A poisoned lock only means a worker panicked mid-record; its histograms are still counts.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+/// A poisoned lock only means a worker panicked mid-record; its histograms and tallies are
+/// still counts.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -7,13 +7,13 @@
 //! block behind its own lock, and a reader swaps that block for an empty one (the lock is held
 //! for the swap only) and adds it into the totals it keeps. One entry per label of the file,
 //! never per journey instance, so memory is bounded by the file, not by the run.
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use sojourn_core::{FailureCounts, Outcome};
+use sojourn_core::{nanos, FailureCounts, Outcome};
 
-use crate::live::LIVE_MAX;
+use crate::live::{lock, LIVE_MAX};
 
 /// Two significant digits (1%) from one microsecond: about 28 KiB a histogram, where the
 /// run-wide live pair's three digits from a nanosecond would be ten times that per label and
@@ -289,15 +289,6 @@ impl LiveLabels {
             journeys: rows(&self.journeys, &totals.sum.journeys),
         }
     }
-}
-
-/// A poisoned lock only means a worker panicked mid-record; its tallies are still counts.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -308,3 +308,29 @@ pub fn shard_runs(url: &str, rate: &str, count: usize, dir: &Path, prefix: &str)
         })
         .collect()
 }
+
+/// Reads a run's stderr up to `metrics: http://ADDR/metrics` and returns ADDR; the rest of
+/// stderr is drained on a thread (a closed pipe would fail the run's later messages).
+pub fn metrics_addr(run: &mut std::process::Child) -> SocketAddr {
+    use std::io::BufRead;
+    let mut stderr = std::io::BufReader::new(run.stderr.take().unwrap());
+    let mut line = String::new();
+    while stderr.read_line(&mut line).unwrap() > 0 {
+        if let Some(rest) = line.trim_end().strip_prefix("metrics: http://") {
+            let addr = rest.trim_end_matches("/metrics").parse().unwrap();
+            std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+            return addr;
+        }
+        line.clear();
+    }
+    panic!("sojourn run ended without printing the metrics address");
+}
+
+/// What Ctrl-C does: SIGINT to the run, which stops its schedule and reports.
+pub fn interrupt(run: &std::process::Child) {
+    let sent = Command::new("kill")
+        .args(["-INT", &run.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+}

@@ -1,13 +1,15 @@
 //! A journey run's live rows on `--metrics-listen`, scraped while it goes and once everything
 //! that will finish has: each step's and each journey's series count what its result counts.
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{listening_addr, read_result, serial, spawn, temp_dir};
+use crate::common::{
+    interrupt, listening_addr, metrics_addr, read_result, serial, spawn, temp_dir,
+};
 use sojourn_core::result::TargetResult;
 use sojourn_core::FailureClass;
 
@@ -245,31 +247,6 @@ fn http_get(addr: SocketAddr, path: &str) -> std::io::Result<String> {
     let mut reply = String::new();
     s.read_to_string(&mut reply)?;
     Ok(reply)
-}
-
-/// Reads stderr up to `metrics: http://ADDR/metrics` and returns ADDR; the rest of stderr is
-/// drained on a thread (a closed pipe would fail the run's later messages).
-fn metrics_addr(run: &mut Child) -> SocketAddr {
-    let mut stderr = BufReader::new(run.stderr.take().unwrap());
-    let mut line = String::new();
-    while stderr.read_line(&mut line).unwrap() > 0 {
-        if let Some(rest) = line.trim_end().strip_prefix("metrics: http://") {
-            let addr = rest.trim_end_matches("/metrics").parse().unwrap();
-            std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-            return addr;
-        }
-        line.clear();
-    }
-    panic!("sojourn run ended without printing the metrics address");
-}
-
-/// What Ctrl-C does: SIGINT to the run, which stops its schedule and reports.
-fn interrupt(run: &Child) {
-    let sent = Command::new("kill")
-        .args(["-INT", &run.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
 }
 
 /// `promtool check metrics` finds nothing to say about a journey run's scrape (the classic text
