@@ -1,10 +1,11 @@
 //! ghz: the JSON report (`-O json`), imported per call from its `details` array.
 //!
-//! Each detail is one call: `timestamp` (RFC 3339, when the call began: ghz's gRPC stats
-//! handler stamps it as the call goes out), `latency` (nanoseconds from that stamp to the end),
-//! `status` (the gRPC code in Go's spelling, `OK`, `DeadlineExceeded`, …) and `error`. So each
-//! call is due at its send: ghz's pacer hands a tick to one of its `-c` workers and waits while
-//! all are busy, and a call that waited is stamped when it finally goes out.
+//! Each detail is one call: `timestamp` (RFC 3339, when the call **ended**: ghz's gRPC stats
+//! handler reports the RPC's `EndTime`), `latency` (nanoseconds, `EndTime − BeginTime`),
+//! `status` (the gRPC code in Go's spelling, `OK`, `DeadlineExceeded`, …) and `error`. So a
+//! call began at `timestamp − latency`, and is due then: ghz's pacer hands each tick to one of
+//! its `-c` workers and waits while all are busy, so a call that waited began late, and that
+//! wait is in no figure of ghz's.
 //!
 //! ghz keeps at most [`MAX_DETAILS`] details; calls past that are in `count` and
 //! `statusCodeDistribution` only, and are counted without times. When `-z` runs out ghz closes
@@ -91,7 +92,7 @@ impl Report {
         let mut by_code: BTreeMap<&'static str, u64> = BTreeMap::new();
         for (i, d) in details.iter().enumerate() {
             let at = |field: &str| format!("details[{i}].{field}");
-            let start = rfc3339_ns(&d.timestamp).ok_or_else(|| {
+            let end = rfc3339_ns(&d.timestamp).ok_or_else(|| {
                 input.err(
                     None,
                     format!(
@@ -101,16 +102,18 @@ impl Report {
                     ),
                 )
             })?;
-            if start.checked_add(d.latency).is_none() {
-                return Err(input.err(
+            // The timestamp is the call's end; it began `latency` before.
+            let start = end.checked_sub(d.latency).ok_or_else(|| {
+                input.err(
                     None,
                     format!(
-                        "{}: {} ns from its timestamp ends past any clock",
+                        "{}: {} ns is longer than since 1970 at its end, {}",
                         at("latency"),
-                        d.latency
+                        d.latency,
+                        d.timestamp
                     ),
-                ));
-            }
+                )
+            })?;
             let code = canonical(&d.status).ok_or_else(|| {
                 input.err(
                     None,
@@ -195,8 +198,8 @@ fn call(code: &str, error: &str) -> Call {
 
 fn notes(data: &mut PerRequest, by_code: &BTreeMap<&'static str, u64>, skip_first: u64) {
     data.notes.push(
-        "ghz stamps a call when it goes out: a call its pacer held back while all of its -c \
-         workers were busy is timed from its late send"
+        "ghz times a call from when it began: a call its pacer held back while all of its -c \
+         workers were busy is timed from its late start"
             .into(),
     );
     if !by_code.is_empty() {
@@ -272,6 +275,18 @@ mod tests {
         assert_eq!(data.samples.len(), MAX_DETAILS);
         assert_eq!(data.untimed_completed, 3);
         assert_eq!(data.untimed_failures.total(), 2);
+    }
+
+    #[test]
+    fn a_call_is_due_when_it_began_latency_before_its_timestamp() {
+        let text = r#"{"count":1,"details":[
+            {"timestamp":"2026-11-27T00:00:01Z","latency":200000000,"status":"DeadlineExceeded"}
+        ]}"#;
+        let report: Report = input(text).json().unwrap();
+        let data = report.per_request(&input(text)).unwrap();
+        let end = rfc3339_ns("2026-11-27T00:00:01Z").unwrap();
+        assert_eq!(data.samples[0].start_ns, end - 200_000_000);
+        assert_eq!(data.samples[0].latency_ns, 200_000_000);
     }
 
     #[test]
