@@ -204,6 +204,49 @@ fn ghz_hides_a_one_second_stall_of_the_greeter() {
         p99 < theory / 10.0,
         "ghz's p99 {p99:.4} s is not far under the queueing-theory {theory:.4} s"
     );
+    // The verdict every peer gets, against the simulator's exact open loop for the same
+    // schedule (the greeter's own median as its service time, the same freeze).
+    let model = open_loop_model(&dir, &r, rate, run_for);
+    let model_p99 = model.histograms.response.percentiles.get(99.0).unwrap() as f64 / 1e9;
+    assert!(
+        (model_p99 - 0.9).abs() <= 0.05 * 0.9,
+        "the model's p99 {model_p99:.4} s is not D - 0.01 T = 0.9 s"
+    );
+    let (ratio, verdict) = sojourn_core::verdict::verdict(&r, &model);
+    println!("verdict against the model (p99 {model_p99:.4} s): {verdict:?}, ratio {ratio:?}");
+    assert_eq!(verdict, sojourn_core::verdict::Verdict::HidesTheStall);
+}
+
+/// `sojourn sim`'s open loop at `rate` for `run_for` against a server that answers in `r`'s
+/// median and stalls for 1 s at t = 4 s: the exact answer for the test's schedule.
+fn open_loop_model(dir: &Path, r: &RunResult, rate: f64, run_for: Duration) -> RunResult {
+    let p50_us = (r.histograms.response.percentiles.get(50.0).unwrap() / 1000).max(1);
+    let json = dir.join("model.json");
+    let out = common::sojourn(&[
+        "sim",
+        "--scenario",
+        "hiccup",
+        "--set",
+        &format!("hiccup.baseline={p50_us}us"),
+        "--set",
+        "hiccup.at=4s",
+        "--set",
+        "hiccup.duration=1s",
+        "--client",
+        "open",
+        "--rate",
+        &rate.to_string(),
+        "--duration",
+        &format!("{}s", run_for.as_secs()),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    common::read_result(&json)
 }
 
 fn imported(files: &[PathBuf], mode: Mode, spec: &RunSpec) -> RunResult {
