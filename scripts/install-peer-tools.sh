@@ -5,14 +5,14 @@
 #
 #   scripts/install-peer-tools.sh [TOOL...]     default: all of them
 #
-# Tools: wrk ab hey k6 fortio vegeta oha locust h2load. wrk2 is in no registry, so it is only
+# Tools: wrk ab hey k6 fortio vegeta oha locust h2load ghz. wrk2 is in no registry, so it is only
 # reported (present on PATH or not).
 #
 # Exit status: 0 even if optional tools failed; 1 if a tool named on the command line failed
 # (or is unknown).
 set -u
 
-ALL_TOOLS=(wrk ab hey k6 fortio vegeta oha locust h2load)
+ALL_TOOLS=(wrk ab hey k6 fortio vegeta oha locust h2load ghz)
 GOBIN="${GOBIN:-$HOME/go/bin}"
 CARGO_BIN="$HOME/.cargo/bin"
 export GOBIN
@@ -32,9 +32,9 @@ version_of() {
         wrk) out="$(wrk -v 2>&1 | head -n1)" ;;
         wrk2) out="$(wrk2 -v 2>&1 | head -n1)" ;;
         ab) out="$(ab -V 2>&1 | head -n1)" ;;
-        # Built from module source, hey and vegeta carry no version string of their own; the
-        # module version is recorded in the binary.
-        hey | vegeta) out="$(go version -m "$(command -v "$1")" 2>/dev/null | awk '$1=="mod"{print $3; exit}')" ;;
+        # Built from module source, hey, vegeta and ghz carry no version string of their own
+        # (ghz says "dev"); the module version is recorded in the binary.
+        hey | vegeta | ghz) out="$(go version -m "$(command -v "$1")" 2>/dev/null | awk '$1=="mod"{print $3; exit}')" ;;
         k6) out="$(k6 version 2>&1 | head -n1)" ;;
         fortio) out="$(fortio version 2>&1 | head -n1)" ;;
         oha) out="$(oha --version 2>&1 | head -n1)" ;;
@@ -82,6 +82,8 @@ install_cmd() {
         locust) pip install locust ;;
         # nghttp2's HTTP/2 load tool (sojourn's own servers need its --h1).
         h2load) apt_install nghttp2-client ;;
+        # The gRPC load tool; pinned, as the gRPC tests and fixtures were made with it.
+        ghz) go_install github.com/bojand/ghz/cmd/ghz@v0.93.0 ;;
     esac
 }
 
@@ -128,7 +130,7 @@ main() {
         unset "STATUS[$tool]" # printed once even if named twice
     done
     echo
-    echo "Hint: $GOBIN and $CARGO_BIN must be on PATH to run hey, k6, fortio, vegeta and oha."
+    echo "Hint: $GOBIN and $CARGO_BIN must be on PATH to run hey, k6, fortio, vegeta, oha and ghz."
     return $failed_named
 }
 

@@ -225,6 +225,14 @@ fn an_unknown_tool_is_bad_input_and_a_missing_one_is_skipped() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--tools") && err.contains("jmeterx"), "{err}");
+    // ghz is a known peer, but speaks gRPC: the suite's HTTP servers cannot serve it.
+    let out = sojourn(&["suite", "--tools", "ghz"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--tools: ghz speaks gRPC") && err.lines().count() == 1,
+        "{err}"
+    );
     // Whatever this machine has installed, a PATH and a HOME with nothing in them make wrk2
     // missing.
     let _guard = serial();

@@ -56,6 +56,9 @@ pub(crate) struct PerRequest {
     /// Requests still in flight when the tool stopped, counted without times (oha's "aborted
     /// due to deadline").
     pub untimed_censored: u64,
+    /// Requests answered OK that the tool counted but kept no times for (ghz past its cap on
+    /// details).
+    pub untimed_completed: u64,
     /// Step names (`JOURNEY/STEP`), when the tool logged each request's step: the result gets
     /// one `steps` entry per name, in this order. Empty otherwise.
     pub labels: Vec<String>,
@@ -104,6 +107,7 @@ pub(crate) fn per_request(
     let mut m = Recorder::merge_all([recorder]);
     m.tally.failed.merge(&data.untimed_failures);
     m.tally.censored = m.tally.censored.saturating_add(data.untimed_censored);
+    m.tally.completed = m.tally.completed.saturating_add(data.untimed_completed);
     let t = &m.tally;
     let scheduled = checked_total(
         tool,

@@ -4,7 +4,7 @@
 //! `sojourn compare` can put wrk, k6 or vegeta next to sojourn's own runs. Two depths:
 //!
 //! - **per request** (vegeta, hey, k6 and oha CSV, fortio's access log, h2load's log, a
-//!   locustfile's requests log): every request is
+//!   locustfile's requests log, ghz's JSON details): every request is
 //!   replayed through [`sojourn_core::Recorder`] with the tool's own start time as its due time,
 //!   so histograms and timelines are real measurements of what the tool did;
 //! - **summary** (wrk and wrk2 text, ab, the JSON reports, locust, h2load's text): only the
@@ -22,6 +22,7 @@ mod ab;
 mod build;
 mod error;
 mod fortio;
+mod ghz;
 mod h2load;
 mod hey;
 mod input;
@@ -54,10 +55,13 @@ pub enum PeerTool {
     Fortio,
     Locust,
     H2load,
+    /// The gRPC load tool: it speaks only gRPC, so `sojourn suite` (HTTP servers) does not run
+    /// it.
+    Ghz,
 }
 
 impl PeerTool {
-    pub const ALL: [PeerTool; 10] = [
+    pub const ALL: [PeerTool; 11] = [
         PeerTool::Wrk,
         PeerTool::Wrk2,
         PeerTool::Ab,
@@ -68,6 +72,7 @@ impl PeerTool {
         PeerTool::Fortio,
         PeerTool::Locust,
         PeerTool::H2load,
+        PeerTool::Ghz,
     ];
 
     /// The lowercase name, as on the command line and in result files.
@@ -83,7 +88,13 @@ impl PeerTool {
             PeerTool::Fortio => "fortio",
             PeerTool::Locust => "locust",
             PeerTool::H2load => "h2load",
+            PeerTool::Ghz => "ghz",
         }
+    }
+
+    /// Whether the tool speaks HTTP (all but ghz, which speaks gRPC).
+    pub fn speaks_http(self) -> bool {
+        self != PeerTool::Ghz
     }
 }
 
@@ -96,7 +107,8 @@ impl fmt::Display for PeerTool {
 /// A name that is not one of [`PeerTool::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown peer tool {0:?}; known: wrk, wrk2, ab, hey, vegeta, k6, oha, fortio, locust, h2load"
+    "unknown peer tool {0:?}; known: wrk, wrk2, ab, hey, vegeta, k6, oha, fortio, locust, h2load, \
+     ghz"
 )]
 pub struct UnknownTool(pub String);
 
@@ -140,6 +152,7 @@ pub struct ImportContext {
 /// | fortio | the `-access-log-file` JSON lines (per request) and/or the `-json` result |
 /// | locust | the `--csv` `*_stats.csv`, optionally `*_failures.csv`; or one requests log (per request, per step: [`import_locust_requests`]) |
 /// | h2load | the `--log-file` (per request) and/or the text summary (an empty log is one) |
+/// | ghz | the `-O json` report (per call, from its `details`) |
 pub fn import(
     tool: PeerTool,
     files: &[PathBuf],
@@ -170,6 +183,7 @@ pub fn import(
         PeerTool::Fortio => fortio::import(&inputs, ctx),
         PeerTool::Locust => locust::import(&inputs, ctx),
         PeerTool::H2load => h2load::import(&inputs, ctx),
+        PeerTool::Ghz => ghz::import(&inputs, ctx),
     }
 }
 

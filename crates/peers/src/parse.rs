@@ -98,9 +98,93 @@ pub(crate) fn percentile(
     }
 }
 
+/// An RFC 3339 time as Go writes it (`2026-11-27T00:26:33.74682449Z`, or with a `+01:00`
+/// offset; up to nine fraction digits) as nanoseconds since the Unix epoch, or `None` when it
+/// is not one or falls outside 1970 to 2554 (what `u64` nanoseconds hold).
+pub(crate) fn rfc3339_ns(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let (date, rest) = t.split_once(['T', 't'])?;
+    let mut ymd = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
+    let (y, mo, d) = (ymd.next()??, ymd.next()??, ymd.next()??);
+    let zone_at = rest.rfind(['Z', 'z', '+', '-'])?;
+    let (clock, zone) = rest.split_at(zone_at);
+    let (hms, fraction) = clock.split_once('.').unwrap_or((clock, ""));
+    let mut parts = hms.splitn(3, ':').map(|p| p.parse::<i64>().ok());
+    let (h, mi, s) = (parts.next()??, parts.next()??, parts.next()??);
+    // RFC 3339 years have four digits; anything else is no time (and would overflow).
+    let valid = (0..=9999).contains(&y)
+        && (1..=12).contains(&mo)
+        && (1..=31).contains(&d)
+        && (0..24).contains(&h)
+        && (0..60).contains(&mi)
+        && (0..61).contains(&s);
+    if !valid || fraction.len() > 9 || !fraction.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let nanos: i64 = format!("{fraction:0<9}").parse().ok()?;
+    let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s - zone_offset(zone)?;
+    u64::try_from(secs)
+        .ok()?
+        .checked_mul(1_000_000_000)?
+        .checked_add(nanos as u64)
+}
+
+/// `Z` or `±hh:mm`, in seconds east of UTC.
+fn zone_offset(zone: &str) -> Option<i64> {
+    if zone.eq_ignore_ascii_case("z") {
+        return Some(0);
+    }
+    let sign = if zone.starts_with('-') { -1 } else { 1 };
+    let (h, m) = zone.get(1..)?.split_once(':')?;
+    let (h, m): (i64, i64) = (h.parse().ok()?, m.parse().ok()?);
+    ((0..24).contains(&h) && (0..60).contains(&m)).then_some(sign * (h * 3600 + m * 60))
+}
+
+/// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rfc3339_times() {
+        assert_eq!(rfc3339_ns("1970-01-01T00:00:00Z"), Some(0));
+        // `date -u -d 2026-11-27T00:26:33Z +%s` = 1795739193
+        assert_eq!(
+            rfc3339_ns("2026-11-27T00:26:33.74682449Z"),
+            Some(1_795_739_193_746_824_490)
+        );
+        assert_eq!(
+            rfc3339_ns("2026-11-27T01:26:33.5+01:00"),
+            Some(1_795_739_193_500_000_000)
+        );
+        assert_eq!(
+            rfc3339_ns("2024-02-29T23:59:59-00:30"),
+            rfc3339_ns("2024-03-01T00:29:59Z")
+        );
+        for bad in [
+            "",
+            "2026-11-27",
+            "2026-13-01T00:00:00Z",
+            "2026-11-27T00:00:00",
+            "1969-12-31T23:59:59Z",
+            "2026-11-27T00:00:00.1234567890Z",
+            "x026-11-27T00:00:00Z",
+            "99999999999999-01-01T00:00:00Z",
+            "2026-11-27T-9000000000000000:00:00Z",
+            "2026-11-27T00:00:00+-999999999999:00",
+        ] {
+            assert_eq!(rfc3339_ns(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn durations_with_units() {

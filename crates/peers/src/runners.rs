@@ -7,6 +7,7 @@
 //! h2load `--rps`.
 //! Rate-driven: wrk2 `-R`, vegeta `-rate`, k6 `constant-arrival-rate`, oha `-q` (with and
 //! without `--latency-correction`).
+//! gRPC: ghz `--rps` (a paced pool of workers), apart from [`all`], which is HTTP only.
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -603,6 +604,57 @@ pub fn h2load_rps(spec: &RunSpec, protocol: H2loadProtocol) -> RunnerPlan {
     plan
 }
 
+/// A gRPC call for ghz: the service's `.proto`, the method and its request as JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GrpcCall {
+    pub proto: PathBuf,
+    /// `package.Service.Method` (ghz also takes `package.Service/Method`).
+    pub call: String,
+    /// The request message as JSON, e.g. `{"name":"x"}`.
+    pub data: String,
+}
+
+/// ghz `--rps`: `call` at `rate` over one connection (plaintext), with `connections` workers
+/// (`-c`, ghz's cap on calls in flight), for `-z`, its report as JSON. The URL is
+/// `grpc://host:port` or `host:port`. Not in [`all`]: the suite's servers speak HTTP only.
+pub fn ghz(spec: &RunSpec, call: &GrpcCall) -> RunnerPlan {
+    let json = spec.out_dir.join("ghz.json");
+    let host = spec.url.strip_prefix("grpc://").unwrap_or(&spec.url);
+    let mut argv = args(["ghz", "--insecure", "--proto"]);
+    argv.push(path_arg(&call.proto));
+    argv.extend([
+        "--call".into(),
+        call.call.clone(),
+        "-d".into(),
+        call.data.clone(),
+    ]);
+    argv.extend([
+        "--rps".to_string(),
+        format!("{}", spec.rate.round().max(1.0)),
+        "-z".to_string(),
+        go_duration(spec.duration),
+        "-c".to_string(),
+        spec.connections.max(1).to_string(),
+        "-O".to_string(),
+        "json".to_string(),
+        "-o".to_string(),
+        path_arg(&json),
+        host.to_string(),
+    ]);
+    let mut plan = RunnerPlan::new(PeerTool::Ghz, Mode::Paced, argv);
+    plan.files = vec![json];
+    plan.limitations = vec![
+        format!(
+            "ghz's pacer waits while all {} of its workers (-c) are busy, then sends the calls it              owes back to back: each is timed from its late send",
+            spec.connections.max(1)
+        ),
+        "ghz's --rps is a whole number of calls per second".into(),
+        "ghz closes its connection when -z runs out: calls cut off then are imported as censored"
+            .into(),
+    ];
+    plan
+}
+
 /// Every runner for one spec, closed loops first. h2load speaks HTTP/1.1 here (`--h1`), as
 /// every tool does: the suite's servers speak nothing else.
 pub fn all(spec: &RunSpec) -> Vec<RunnerPlan> {
@@ -641,6 +693,34 @@ mod tests {
 
     fn argv(plan: &RunnerPlan) -> String {
         plan.argv.join(" ")
+    }
+
+    #[test]
+    fn ghz_argv() {
+        let call = GrpcCall {
+            proto: PathBuf::from("/p/helloworld.proto"),
+            call: "helloworld.Greeter.SayHello".into(),
+            data: r#"{"name":"x"}"#.into(),
+        };
+        let p = ghz(
+            &RunSpec {
+                url: "grpc://127.0.0.1:50051".into(),
+                rate: 1000.0,
+                duration: Duration::from_millis(2500),
+                connections: 50,
+                ..spec()
+            },
+            &call,
+        );
+        assert_eq!(
+            argv(&p),
+            "ghz --insecure --proto /p/helloworld.proto --call helloworld.Greeter.SayHello \
+             -d {\"name\":\"x\"} --rps 1000 -z 2500ms -c 50 -O json -o /tmp/out/ghz.json \
+             127.0.0.1:50051"
+        );
+        assert_eq!(p.files, vec![PathBuf::from("/tmp/out/ghz.json")]);
+        assert_eq!(p.mode, Mode::Paced);
+        assert!(all(&spec()).iter().all(|p| p.tool.speaks_http()));
     }
 
     #[test]

@@ -77,6 +77,11 @@ fn sets(tool: PeerTool) -> &'static [&'static [&'static str]] {
             &["h2load/conn-rate.txt"],
             &["h2load/not-h2.log", "h2load/not-h2.txt"],
         ],
+        PeerTool::Ghz => &[
+            &["ghz/ok.json"],
+            &["ghz/deadline.json"],
+            &["ghz/refused.json"],
+        ],
     }
 }
 
@@ -302,6 +307,7 @@ importer!(oha, PeerTool::Oha);
 importer!(fortio, PeerTool::Fortio);
 importer!(locust, PeerTool::Locust);
 importer!(h2load, PeerTool::H2load);
+importer!(ghz, PeerTool::Ghz);
 
 // ---- inputs that once crashed ------------------------------------------------------------------
 

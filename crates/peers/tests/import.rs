@@ -1018,3 +1018,89 @@ fn a_summary_import_is_judged_on_the_tools_own_counts() {
     );
     assert!(rate.statistic.unwrap().abs() < 0.01, "{rate:?}");
 }
+
+// ghz: the `-O json` report against the gRPC project's greeter, per call from `details`.
+
+#[test]
+fn ghz_per_call_with_calls_cut_off_at_the_end() {
+    let r = load(PeerTool::Ghz, Mode::Paced, &["ghz/ok.json"]);
+    assert_eq!(r.import.as_ref().unwrap().detail, Detail::PerRequest);
+    // count 102: 99 OK, and 3 CANCELLED "the client connection is closing" after -z ran out.
+    assert_eq!(r.counts.scheduled, 102);
+    assert_eq!(r.counts.completed, 99);
+    assert_eq!(r.counts.censored, 3);
+    assert_eq!(r.counts.failed.total(), 0);
+    // The slowest OK call: latency 4901947 ns (HDR keeps 3 significant digits).
+    let max = r.histograms.response.max;
+    assert!((4_895_000..=4_906_000).contains(&max), "{max}");
+    assert!(notes(&r).contains("counted as censored"), "{}", notes(&r));
+}
+
+#[test]
+fn ghz_deadline_exceeded_calls_fail() {
+    let r = load(PeerTool::Ghz, Mode::Paced, &["ghz/deadline.json"]);
+    // The greeter frozen half a second under a 200 ms deadline: 119 OK, 30 DeadlineExceeded.
+    assert_eq!(r.counts.scheduled, 149);
+    assert_eq!(r.counts.completed, 119);
+    // TODO(grpc classes): grpc:DEADLINE_EXCEEDED once sojourn_core has the gRPC classes.
+    assert_eq!(r.counts.failed.get(FailureClass::Error), 30);
+    assert_eq!(r.counts.failed.total(), 30);
+    assert!(
+        notes(&r).contains("by gRPC status: DEADLINE_EXCEEDED 30"),
+        "{}",
+        notes(&r)
+    );
+    // The failed calls are timed too: the slowest is a deadline, 200937289 ns.
+    let max = r.histograms.response.max;
+    assert!((200_000_000..=201_500_000).contains(&max), "{max}");
+}
+
+#[test]
+fn ghz_refused_connection_is_unavailable() {
+    let r = load(PeerTool::Ghz, Mode::Paced, &["ghz/refused.json"]);
+    assert_eq!(r.counts.scheduled, 5);
+    assert_eq!(r.counts.completed, 0);
+    assert_eq!(r.counts.failed.get(FailureClass::Error), 5);
+    assert!(notes(&r).contains("UNAVAILABLE 5"), "{}", notes(&r));
+}
+
+#[test]
+fn ghz_damaged_reports_are_rejected() {
+    let m = broken(PeerTool::Ghz, "cut.json", &cut_mid_line("ghz/ok.json", 0.7));
+    assert!(m.contains("invalid JSON"), "{m}");
+    let text = fixture_text("ghz/deadline.json");
+    let m = broken(
+        PeerTool::Ghz,
+        "status.json",
+        &text.replacen(r#""status":"DeadlineExceeded""#, r#""status":"Sleepy""#, 1),
+    );
+    assert!(
+        m.contains("].status: \"Sleepy\" is not a gRPC status code"),
+        "{m}"
+    );
+    let m = broken(
+        PeerTool::Ghz,
+        "timestamp.json",
+        &text.replacen(
+            r#""timestamp":"2026-11-27T"#,
+            r#""timestamp":"2026-11-27 "#,
+            1,
+        ),
+    );
+    assert!(
+        m.contains("details[0].timestamp") && m.contains("RFC 3339"),
+        "{m}"
+    );
+    let m = broken(
+        PeerTool::Ghz,
+        "count.json",
+        &text.replacen(r#""count":149"#, r#""count":150"#, 1),
+    );
+    assert!(m.contains("count is 150 but `details` lists 149"), "{m}");
+    let m = broken(
+        PeerTool::Ghz,
+        "no-details.json",
+        r#"{"count":0,"statusCodeDistribution":{}}"#,
+    );
+    assert!(m.contains("no `details` array found"), "{m}");
+}

@@ -54,8 +54,8 @@ pub fn version(tool: PeerTool, path: &Path) -> String {
         PeerTool::Ab => &["-V"],
         PeerTool::K6 | PeerTool::Fortio => &["version"],
         PeerTool::Oha | PeerTool::Locust | PeerTool::H2load => &["--version"],
-        // Built from module source, they print none; the Go toolchain reads it from the binary.
-        PeerTool::Hey | PeerTool::Vegeta => return go_module_version(path),
+        // Built from module source, they print none (ghz: "dev"); the Go toolchain reads it from the binary.
+        PeerTool::Hey | PeerTool::Vegeta | PeerTool::Ghz => return go_module_version(path),
     };
     Command::new(path)
         .args(args)

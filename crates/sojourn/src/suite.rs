@@ -149,17 +149,32 @@ fn pool_for(rate: f64) -> u32 {
 /// The tools asked for (or all), each with where its program is; missing ones are reported.
 fn select_tools(asked: &[String]) -> anyhow::Result<Vec<(PeerTool, Option<PathBuf>)>> {
     let tools: Vec<PeerTool> = if asked.is_empty() {
-        PeerTool::ALL.to_vec()
+        PeerTool::ALL
+            .into_iter()
+            .filter(|t| t.speaks_http())
+            .collect()
     } else {
         asked
             .iter()
-            .map(|t| t.parse().map_err(|e| bad_input!("--tools: {e}")))
+            .map(|t| parse_tool(t))
             .collect::<anyhow::Result<_>>()?
     };
     Ok(tools
         .into_iter()
         .map(|t| (t, peer_run::locate(t.name())))
         .collect())
+}
+
+/// A tool named in `--tools`; the suite's servers speak HTTP only, so ghz (gRPC) is refused.
+fn parse_tool(name: &str) -> anyhow::Result<PeerTool> {
+    let tool: PeerTool = name.parse().map_err(|e| bad_input!("--tools: {e}"))?;
+    if !tool.speaks_http() {
+        return Err(bad_input!(
+            "--tools: {tool} speaks gRPC and the suite's servers speak HTTP; leave it out \
+             (see docs/grpc.md for running it against a gRPC server)"
+        ));
+    }
+    Ok(tool)
 }
 
 /// One row of the summary table: a run and how it compares with the model.
