@@ -153,6 +153,8 @@ struct Seen {
 
 struct GrpcServer {
     addr: SocketAddr,
+    /// Over TLS (`grpcs://`): the self-signed certificate it presents, PEM.
+    cert: Option<String>,
     seen: Arc<Seen>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -160,6 +162,28 @@ struct GrpcServer {
 
 impl GrpcServer {
     fn start(script: Script) -> GrpcServer {
+        GrpcServer::serve(script, None)
+    }
+
+    /// Over TLS, with ALPN h2 and a fresh self-signed certificate for 127.0.0.1.
+    fn start_tls(script: Script) -> GrpcServer {
+        let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
+        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.cert.der().clone()], key)
+            .unwrap();
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let mut server = GrpcServer::serve(script, Some(acceptor));
+        server.cert = Some(cert.cert.pem());
+        server
+    }
+
+    fn serve(script: Script, tls: Option<tokio_rustls::TlsAcceptor>) -> GrpcServer {
         let seen = Arc::new(Seen::default());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
@@ -173,7 +197,7 @@ impl GrpcServer {
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 addr_tx.send(listener.local_addr().unwrap()).unwrap();
                 tokio::select! {
-                    _ = accept(listener, script, counted) => {}
+                    _ = accept(listener, tls, script, counted) => {}
                     _ = stopped => {}
                 }
             });
@@ -181,6 +205,7 @@ impl GrpcServer {
         });
         GrpcServer {
             addr: addr_rx.recv().unwrap(),
+            cert: None,
             seen,
             stop: Some(stop),
             thread: Some(thread),
@@ -188,7 +213,8 @@ impl GrpcServer {
     }
 
     fn url(&self) -> String {
-        format!("grpc://{}", self.addr)
+        let scheme = if self.cert.is_some() { "grpcs" } else { "grpc" };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// Kills the server: its listener and every connection close at once.
@@ -208,20 +234,39 @@ impl Drop for GrpcServer {
     }
 }
 
-async fn accept(listener: tokio::net::TcpListener, script: Script, seen: Arc<Seen>) {
+async fn accept(
+    listener: tokio::net::TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    script: Script,
+    seen: Arc<Seen>,
+) {
     loop {
         let Ok((socket, _)) = listener.accept().await else {
             continue;
         };
-        let seen = seen.clone();
+        let (seen, tls) = (seen.clone(), tls.clone());
         tokio::spawn(async move {
-            let Ok(mut conn) = h2::server::handshake(socket).await else {
-                return;
-            };
-            while let Some(Ok((req, respond))) = conn.accept().await {
-                tokio::spawn(answer(req, respond, script, seen.clone()));
+            match tls {
+                None => connection(socket, script, seen).await,
+                Some(tls) => {
+                    if let Ok(s) = tls.accept(socket).await {
+                        connection(s, script, seen).await
+                    }
+                }
             }
         });
+    }
+}
+
+async fn connection<T>(io: T, script: Script, seen: Arc<Seen>)
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let Ok(mut conn) = h2::server::handshake(io).await else {
+        return;
+    };
+    while let Some(Ok((req, respond))) = conn.accept().await {
+        tokio::spawn(answer(req, respond, script, seen.clone()));
     }
 }
 
@@ -258,9 +303,11 @@ async fn answer(
         seen.metadata.lock().unwrap().push(m);
     }
     let code = match script {
-        Script::Pattern if n % 4 == 0 => return trailers_only(&mut respond, 14),
-        Script::Pattern if n % 7 == 0 => 5,
-        Script::Pattern => 0,
+        Script::Pattern => match (n % 4, n % 7) {
+            (0, _) => return trailers_only(&mut respond, 14),
+            (_, 0) => 5,
+            _ => 0,
+        },
         Script::Slow(d) => {
             tokio::time::sleep(d).await;
             0
@@ -394,6 +441,7 @@ fn each_status_code_is_counted_exactly_in_its_class() {
         &timeouts[..3]
     );
     let text = std::fs::read_to_string(dir.join("r.json")).unwrap();
+    assert_matches_the_result_schema(&text);
     assert!(
         text.contains("\"grpc:UNAVAILABLE\": 250"),
         "written by name"
@@ -402,6 +450,17 @@ fn each_status_code_is_counted_exactly_in_its_class() {
         !text.contains("grpc:CANCELLED"),
         "uncounted classes are left out"
     );
+}
+
+/// The document, gRPC classes and all, is a valid `sojourn.result` document.
+fn assert_matches_the_result_schema(text: &str) {
+    let schema = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../schema/result.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema).unwrap()).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(text).unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = v.iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
 }
 
 #[test]
@@ -509,5 +568,93 @@ fn a_server_killed_mid_run_gives_transport_classes_and_every_call_is_accounted_f
         c.failed.get(FailureClass::Io) > 0,
         "the calls in flight when it died broke: {:?}",
         c.failed
+    );
+}
+
+#[test]
+fn grpcs_calls_go_over_tls_with_the_trust_flags_of_https() {
+    let _one = serial();
+    let server = GrpcServer::start_tls(Script::Pattern);
+    let dir = temp_dir("grpcs");
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, server.cert.as_deref().unwrap()).unwrap();
+    let ca = ca.display().to_string();
+    let r = run(
+        &server,
+        &dir,
+        &["--rate", "100", "--requests", "56", "--cacert", &ca],
+    );
+    assert_nothing_lost(&r);
+    assert_eq!(r.config.protocol.as_deref(), Some("h2"), "h2 over TLS");
+    assert_eq!(server.seen.malformed.load(Relaxed), 0);
+    assert_eq!(r.counts.failed.get(FailureClass::GrpcUnavailable), 14);
+    assert_eq!(r.counts.failed.get(FailureClass::GrpcNotFound), 6);
+    assert_eq!(r.counts.completed, 36);
+    // Without a trust flag the self-signed certificate is refused before the run, in a line.
+    let (url, p) = (server.url(), proto());
+    let out = sojourn(&[
+        "run",
+        &url,
+        "--proto",
+        &p,
+        "--call",
+        CALL,
+        "--rate",
+        "10",
+        "--requests",
+        "1",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--cacert FILE") && stderr.contains("--insecure"),
+        "{stderr}"
+    );
+    // The scheme that does not match the server is named, with the one that would.
+    let plain = GrpcServer::start(Script::Pattern);
+    let cases = [
+        (
+            server.url().replacen("grpcs://", "grpc://", 1),
+            "did not speak HTTP/2, which gRPC runs on",
+        ),
+        (
+            plain.url().replacen("grpc://", "grpcs://", 1),
+            "something that is not TLS",
+        ),
+    ];
+    for (url, says) in cases {
+        let out = sojourn(&[
+            "run",
+            &url,
+            "--proto",
+            &p,
+            "--call",
+            CALL,
+            "--rate",
+            "10",
+            "--requests",
+            "1",
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(says), "{url}: {stderr}");
+    }
+    let out = sojourn(&[
+        "run",
+        &plain.url().replacen("grpc://", "grpcs://", 1),
+        "--proto",
+        &p,
+        "--call",
+        CALL,
+        "--rate",
+        "10",
+        "--requests",
+        "1",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("use {} (", plain.url())),
+        "{stderr}"
     );
 }

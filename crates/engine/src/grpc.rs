@@ -79,7 +79,8 @@ pub fn frame(message: &[u8]) -> Vec<u8> {
 pub fn timeout_value(d: Duration) -> String {
     const MAX: u128 = 99_999_999;
     let ns = d.as_nanos();
-    if ns % 1_000_000 == 0 && ns / 1_000_000 <= MAX {
+    // Not `is_multiple_of`: rust-version is 1.85.
+    if ns - ns / 1_000_000 * 1_000_000 == 0 && ns / 1_000_000 <= MAX {
         return format!("{}m", ns / 1_000_000);
     }
     let units: [(u128, char); 6] = [
@@ -148,7 +149,7 @@ mod tests {
     fn a_message_is_framed_with_a_zero_flag_and_its_big_endian_length() {
         assert_eq!(frame(b"\x0a\x01x"), b"\0\0\0\0\x03\x0a\x01x");
         assert_eq!(frame(b""), [0u8; 5]);
-        let big = vec![7u8; 0x0102_03];
+        let big = vec![7u8; 0x0001_0203];
         let framed = frame(&big);
         assert_eq!(&framed[..5], &[0, 0, 0x01, 0x02, 0x03]);
         assert_eq!(framed.len(), 5 + big.len());

@@ -15,6 +15,7 @@ use sojourn_engine::{
 use url::Url;
 
 use crate::bad_input;
+use crate::grpc::is_grpc_url;
 
 /// How `--targets` are taken in turn.
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -514,6 +515,13 @@ fn explain<T>(
             "URL: TLS handshake with {url} ({addr}): {e}; for a private CA give \
              --cacert FILE, for a self-signed test server --insecure"
         )),
+        Ok(Err(e)) if e.class == sojourn_core::FailureClass::Protocol && is_grpc_url(url) => {
+            Err(bad_input!(
+                "URL: {url} ({addr}) did not speak HTTP/2, which gRPC runs on: {e}; is it a gRPC \
+                 server, and does it want grpc:// (plaintext) rather than grpcs:// (TLS) or the \
+                 other way round?"
+            ))
+        }
         Ok(Err(e)) if e.class == sojourn_core::FailureClass::Protocol => Err(bad_input!(
             "--http2: {url} ({addr}) did not speak HTTP/2: {e}; for http:// URLs the server \
              must accept HTTP/2 with prior knowledge (h2c); drop --http2 for HTTP/1.1"
@@ -530,6 +538,14 @@ fn explain<T>(
 /// `https://host:port/…` as `http://host:port/…`, keeping the port: the one that answered in
 /// plain HTTP.
 fn as_plain_http(url: &str) -> String {
+    // A gRPC target's method is its --call, not part of the URL to give.
+    if let (true, Ok(u)) = (is_grpc_url(url), url::Url::parse(url)) {
+        let (host, port) = (
+            u.host_str().unwrap_or_default(),
+            u.port().unwrap_or_default(),
+        );
+        return format!("grpc://{host}:{port}");
+    }
     match url::Url::parse(url) {
         Ok(u) => {
             let port = u
