@@ -658,3 +658,48 @@ fn grpcs_calls_go_over_tls_with_the_trust_flags_of_https() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_closed_and_paced_loops_count_the_same_statuses() {
+    let _one = serial();
+    for (what, extra) in [
+        (
+            "closed",
+            &["--closed", "-c", "1", "--streams", "4", "--duration", "1s"][..],
+        ),
+        (
+            "paced",
+            &[
+                "--closed",
+                "-c",
+                "2",
+                "--streams",
+                "2",
+                "--rate",
+                "200",
+                "--requests",
+                "300",
+            ][..],
+        ),
+    ] {
+        let server = GrpcServer::start(Script::Pattern);
+        let dir = temp_dir(&format!("grpc-{what}"));
+        let r = run(&server, &dir, extra);
+        assert_nothing_lost(&r);
+        let n = server.seen.calls.load(Relaxed);
+        assert!(n > 20, "{what}: {n} calls");
+        let c = &r.counts;
+        assert_eq!(
+            c.completed + c.failed.total(),
+            n,
+            "{what}: every call answered, counted once"
+        );
+        assert_eq!(c.failed.get(FailureClass::GrpcUnavailable), n / 4, "{what}");
+        assert_eq!(
+            c.failed.get(FailureClass::GrpcNotFound),
+            n / 7 - n / 28,
+            "{what}"
+        );
+        assert_eq!(server.seen.malformed.load(Relaxed), 0, "{what}");
+    }
+}
