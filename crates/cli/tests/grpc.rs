@@ -244,6 +244,8 @@ async fn accept(
         let Ok((socket, _)) = listener.accept().await else {
             continue;
         };
+        // As gRPC servers do: without it, a reply's frames wait on Nagle's algorithm.
+        let _ = socket.set_nodelay(true);
         let (seen, tls) = (seen.clone(), tls.clone());
         tokio::spawn(async move {
             match tls {

@@ -362,4 +362,21 @@ mod tests {
         assert!(json.get("grpc:NOT_FOUND").is_none());
         assert_eq!(serde_json::from_value::<FailureCounts>(json).unwrap(), c);
     }
+
+    #[test]
+    fn a_scrape_lists_the_http_and_journey_classes_always_and_grpc_ones_once_counted() {
+        let mut c = FailureCounts::default();
+        let names = |c: &FailureCounts| c.listed().map(|(k, _)| k.name()).collect::<Vec<_>>();
+        assert_eq!(
+            names(&c),
+            FailureClass::ALL[..13]
+                .iter()
+                .map(|k| k.name())
+                .collect::<Vec<_>>()
+        );
+        c.add(FailureClass::GrpcInternal);
+        let listed = names(&c);
+        assert_eq!(listed.len(), 14);
+        assert_eq!(listed.last(), Some(&"grpc:INTERNAL"));
+    }
 }
