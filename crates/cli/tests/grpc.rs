@@ -91,6 +91,11 @@ fn bad_input_is_one_line_naming_the_problem_and_exits_2() {
             "--metadata: \"grpc-timeout: 1S\" sets a key gRPC itself sends",
         ),
         (
+            "metadata with a value that is not ASCII",
+            &[url, "--proto", &p, "--call", CALL, "-m", "x-user: Zoë"],
+            "--metadata: \"x-user: Zoë\" has a value that is not printable ASCII",
+        ),
+        (
             "a grpc:// URL without a port",
             &["grpc://127.0.0.1", "--proto", &p, "--call", CALL],
             "URL: \"grpc://127.0.0.1\" has no port",

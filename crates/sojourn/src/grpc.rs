@@ -133,8 +133,10 @@ fn metadatum(text: &str) -> anyhow::Result<(String, String)> {
         return Err(bad("sets a key gRPC itself sends; choose another key"));
     }
     let value = value.trim();
-    if value.bytes().any(|b| b.is_ascii_control()) {
-        return Err(bad("has a control character in its value"));
+    if !value.bytes().all(|b| (b' '..=b'~').contains(&b)) {
+        return Err(bad(
+            "has a value that is not printable ASCII; binary metadata goes under a key ending in -bin, base64-encoded",
+        ));
     }
     Ok((key, value.to_string()))
 }
