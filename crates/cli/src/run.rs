@@ -14,7 +14,8 @@ use crate::exit::{CHECK_FAILED, GATE_FAILED, INTERRUPTED};
 /// The arguments as typed.
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
-    /// The target, e.g. http://127.0.0.1:8080/api (or `url` in the --plan file).
+    /// The target, e.g. http://127.0.0.1:8080/api (or `url` in the --plan file), or a gRPC
+    /// server, grpc://HOST:PORT (grpcs:// over TLS) with --proto and --call (see docs/grpc.md).
     #[arg(required_unless_present_any = ["plan", "targets", "journey"], conflicts_with = "targets")]
     pub url: Option<String>,
     /// Many different requests instead of one URL: a file in vegeta's HTTP format (a
@@ -126,8 +127,10 @@ pub struct RunArgs {
     pub method: Option<String>,
     #[command(flatten)]
     pub reach: ReachArgs,
-    /// Request body.
-    #[arg(long, conflicts_with = "body_file")]
+    #[command(flatten)]
+    pub grpc: GrpcArgs,
+    /// Request body. With a grpc:// target: the call's message as JSON, e.g. '{"name":"x"}'.
+    #[arg(long, short = 'd', conflicts_with = "body_file")]
     pub body: Option<String>,
     /// Request body read from a file.
     #[arg(long)]
@@ -208,6 +211,25 @@ pub struct RunArgs {
     pub repeat_pause: Duration,
 }
 
+/// A gRPC call (`grpc://HOST:PORT`): its service definition, method and metadata.
+#[derive(clap::Args, Debug, Clone)]
+pub struct GrpcArgs {
+    /// With a grpc:// target: the .proto file that declares the service, compiled in-process
+    /// (no protoc needed; server reflection is not supported yet).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["targets", "journey"])]
+    pub proto: Option<PathBuf>,
+    /// With --proto: a directory its imports are looked up in (before the file's own);
+    /// repeatable.
+    #[arg(long, value_name = "DIR")]
+    pub import_path: Vec<PathBuf>,
+    /// With a grpc:// target: the unary method to call, pkg.Service/Method.
+    #[arg(long, value_name = "METHOD", conflicts_with_all = ["targets", "journey"])]
+    pub call: Option<String>,
+    /// With a grpc:// target: call metadata, "key: value"; repeatable.
+    #[arg(long, short = 'm', value_name = "KEY: VALUE")]
+    pub metadata: Vec<String>,
+}
+
 /// How to reach an HTTP target: the flags `run`, `compare` and `sweep` share.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ReachArgs {
@@ -235,6 +257,12 @@ impl From<RunArgs> for sojourn::RunSettings {
                 body: a.body,
                 body_file: a.body_file,
                 journey: a.journey,
+                grpc: sojourn::grpc::GrpcSettings {
+                    proto: a.grpc.proto,
+                    import_paths: a.grpc.import_path,
+                    call: a.grpc.call,
+                    metadata: a.grpc.metadata,
+                },
             },
             protocol: sojourn::transport::ProtocolSettings {
                 http2: a.http2,

@@ -42,10 +42,60 @@ pub enum FailureClass {
     /// A journey's step was answered, but a variable it must extract was not there (a JSON
     /// pointer, regex group, header or cookie with no match).
     Extract,
+    // gRPC: the call was answered with a status other than OK, one class per status code of
+    // the gRPC spec, in code order (1 to 16), named `grpc:NAME`.
+    /// gRPC status 1 (CANCELLED).
+    #[serde(rename = "grpc:CANCELLED")]
+    GrpcCancelled,
+    /// gRPC status 2 (UNKNOWN).
+    #[serde(rename = "grpc:UNKNOWN")]
+    GrpcUnknown,
+    /// gRPC status 3 (INVALID_ARGUMENT).
+    #[serde(rename = "grpc:INVALID_ARGUMENT")]
+    GrpcInvalidArgument,
+    /// gRPC status 4 (DEADLINE_EXCEEDED).
+    #[serde(rename = "grpc:DEADLINE_EXCEEDED")]
+    GrpcDeadlineExceeded,
+    /// gRPC status 5 (NOT_FOUND).
+    #[serde(rename = "grpc:NOT_FOUND")]
+    GrpcNotFound,
+    /// gRPC status 6 (ALREADY_EXISTS).
+    #[serde(rename = "grpc:ALREADY_EXISTS")]
+    GrpcAlreadyExists,
+    /// gRPC status 7 (PERMISSION_DENIED).
+    #[serde(rename = "grpc:PERMISSION_DENIED")]
+    GrpcPermissionDenied,
+    /// gRPC status 8 (RESOURCE_EXHAUSTED).
+    #[serde(rename = "grpc:RESOURCE_EXHAUSTED")]
+    GrpcResourceExhausted,
+    /// gRPC status 9 (FAILED_PRECONDITION).
+    #[serde(rename = "grpc:FAILED_PRECONDITION")]
+    GrpcFailedPrecondition,
+    /// gRPC status 10 (ABORTED).
+    #[serde(rename = "grpc:ABORTED")]
+    GrpcAborted,
+    /// gRPC status 11 (OUT_OF_RANGE).
+    #[serde(rename = "grpc:OUT_OF_RANGE")]
+    GrpcOutOfRange,
+    /// gRPC status 12 (UNIMPLEMENTED).
+    #[serde(rename = "grpc:UNIMPLEMENTED")]
+    GrpcUnimplemented,
+    /// gRPC status 13 (INTERNAL).
+    #[serde(rename = "grpc:INTERNAL")]
+    GrpcInternal,
+    /// gRPC status 14 (UNAVAILABLE).
+    #[serde(rename = "grpc:UNAVAILABLE")]
+    GrpcUnavailable,
+    /// gRPC status 15 (DATA_LOSS).
+    #[serde(rename = "grpc:DATA_LOSS")]
+    GrpcDataLoss,
+    /// gRPC status 16 (UNAUTHENTICATED).
+    #[serde(rename = "grpc:UNAUTHENTICATED")]
+    GrpcUnauthenticated,
 }
 
 impl FailureClass {
-    pub const ALL: [FailureClass; 13] = [
+    pub const ALL: [FailureClass; 29] = [
         FailureClass::Timeout,
         FailureClass::Connect,
         FailureClass::Io,
@@ -59,7 +109,26 @@ impl FailureClass {
         FailureClass::GoAway,
         FailureClass::Check,
         FailureClass::Extract,
+        FailureClass::GrpcCancelled,
+        FailureClass::GrpcUnknown,
+        FailureClass::GrpcInvalidArgument,
+        FailureClass::GrpcDeadlineExceeded,
+        FailureClass::GrpcNotFound,
+        FailureClass::GrpcAlreadyExists,
+        FailureClass::GrpcPermissionDenied,
+        FailureClass::GrpcResourceExhausted,
+        FailureClass::GrpcFailedPrecondition,
+        FailureClass::GrpcAborted,
+        FailureClass::GrpcOutOfRange,
+        FailureClass::GrpcUnimplemented,
+        FailureClass::GrpcInternal,
+        FailureClass::GrpcUnavailable,
+        FailureClass::GrpcDataLoss,
+        FailureClass::GrpcUnauthenticated,
     ];
+
+    /// The first gRPC class, status 1 (CANCELLED): the gRPC classes follow in code order.
+    const GRPC_FIRST: usize = FailureClass::GrpcCancelled as usize;
 
     /// The class of a non-2xx HTTP status, or `None` for success.
     pub fn of_status(status: u16) -> Option<FailureClass> {
@@ -86,12 +155,49 @@ impl FailureClass {
             FailureClass::GoAway => "goaway",
             FailureClass::Check => "check",
             FailureClass::Extract => "extract",
+            FailureClass::GrpcCancelled => "grpc:CANCELLED",
+            FailureClass::GrpcUnknown => "grpc:UNKNOWN",
+            FailureClass::GrpcInvalidArgument => "grpc:INVALID_ARGUMENT",
+            FailureClass::GrpcDeadlineExceeded => "grpc:DEADLINE_EXCEEDED",
+            FailureClass::GrpcNotFound => "grpc:NOT_FOUND",
+            FailureClass::GrpcAlreadyExists => "grpc:ALREADY_EXISTS",
+            FailureClass::GrpcPermissionDenied => "grpc:PERMISSION_DENIED",
+            FailureClass::GrpcResourceExhausted => "grpc:RESOURCE_EXHAUSTED",
+            FailureClass::GrpcFailedPrecondition => "grpc:FAILED_PRECONDITION",
+            FailureClass::GrpcAborted => "grpc:ABORTED",
+            FailureClass::GrpcOutOfRange => "grpc:OUT_OF_RANGE",
+            FailureClass::GrpcUnimplemented => "grpc:UNIMPLEMENTED",
+            FailureClass::GrpcInternal => "grpc:INTERNAL",
+            FailureClass::GrpcUnavailable => "grpc:UNAVAILABLE",
+            FailureClass::GrpcDataLoss => "grpc:DATA_LOSS",
+            FailureClass::GrpcUnauthenticated => "grpc:UNAUTHENTICATED",
         }
     }
 
     /// Only a journey's step fails this way (`check`, `extract`).
     pub fn journeys_only(self) -> bool {
         matches!(self, FailureClass::Check | FailureClass::Extract)
+    }
+
+    /// The class of a gRPC status code, or `None` for OK (0) and for codes outside the spec's
+    /// 0..=16 (which the caller must treat as a protocol error).
+    pub fn of_grpc_status(code: u32) -> Option<FailureClass> {
+        let code = usize::try_from(code).ok()?;
+        (1..=16)
+            .contains(&code)
+            .then(|| FailureClass::ALL[FailureClass::GRPC_FIRST + code - 1])
+    }
+
+    /// A gRPC status class (`grpc:NAME`).
+    pub fn is_grpc(self) -> bool {
+        self.slot() >= FailureClass::GRPC_FIRST
+    }
+
+    /// Classes that only some runs can meet (a journey's `check` and `extract`, gRPC's
+    /// statuses): written in a result only when counted, so other runs' documents stay as
+    /// they were.
+    pub fn shown_only_when_counted(self) -> bool {
+        self.journeys_only() || self.is_grpc()
     }
 
     /// Its place in [`FailureClass::ALL`], for per-class arrays.
@@ -151,14 +257,20 @@ impl FailureCounts {
     pub fn iter(&self) -> impl Iterator<Item = (FailureClass, u64)> + '_ {
         FailureClass::ALL.into_iter().map(|c| (c, self.get(c)))
     }
+
+    /// The classes a live scrape lists: every one but gRPC's, which appear once counted, so a
+    /// scrape of an HTTP run lists what it always has.
+    pub fn listed(&self) -> impl Iterator<Item = (FailureClass, u64)> + '_ {
+        self.iter().filter(|&(c, n)| n > 0 || !c.is_grpc())
+    }
 }
 
 impl Serialize for FailureCounts {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        // The journey classes appear only when counted, so a run without journeys writes the
+        // The journey and gRPC classes appear only when counted, so an HTTP run writes the
         // document it always has.
-        let shown = |&(class, n): &(FailureClass, u64)| n > 0 || !class.journeys_only();
+        let shown = |&(class, n): &(FailureClass, u64)| n > 0 || !class.shown_only_when_counted();
         let mut map = s.serialize_map(None)?;
         for (class, n) in self.iter().filter(shown) {
             map.serialize_entry(class.name(), &n)?;
@@ -219,7 +331,7 @@ mod tests {
         let mut c = FailureCounts::default();
         let json = serde_json::to_value(c).unwrap();
         assert!(json.get("check").is_none() && json.get("extract").is_none());
-        assert_eq!(json.as_object().unwrap().len(), FailureClass::ALL.len() - 2);
+        assert_eq!(json.as_object().unwrap().len(), 11, "{json}");
         c.add(FailureClass::Extract);
         let json = serde_json::to_value(c).unwrap();
         assert_eq!(
@@ -227,5 +339,44 @@ mod tests {
             (Some(1), None)
         );
         assert_eq!(serde_json::from_value::<FailureCounts>(json).unwrap(), c);
+    }
+
+    #[test]
+    fn grpc_statuses_are_classes_in_code_order_written_only_when_counted() {
+        assert_eq!(FailureClass::of_grpc_status(0), None, "OK is a success");
+        assert_eq!(FailureClass::of_grpc_status(17), None, "outside the spec");
+        let named: Vec<&str> = (1..=16)
+            .map(|n| FailureClass::of_grpc_status(n).unwrap().name())
+            .collect();
+        assert_eq!(named[0], "grpc:CANCELLED");
+        assert_eq!(named[3], "grpc:DEADLINE_EXCEEDED");
+        assert_eq!(named[13], "grpc:UNAVAILABLE");
+        assert_eq!(named[15], "grpc:UNAUTHENTICATED");
+        assert!(FailureClass::ALL[..13].iter().all(|c| !c.is_grpc()));
+        let mut c = FailureCounts::default();
+        let http = serde_json::to_string(&c).unwrap();
+        assert!(!http.contains("grpc"), "{http}");
+        c.add(FailureClass::GrpcUnavailable);
+        let json = serde_json::to_value(c).unwrap();
+        assert_eq!(json["grpc:UNAVAILABLE"], 1);
+        assert!(json.get("grpc:NOT_FOUND").is_none());
+        assert_eq!(serde_json::from_value::<FailureCounts>(json).unwrap(), c);
+    }
+
+    #[test]
+    fn a_scrape_lists_the_http_and_journey_classes_always_and_grpc_ones_once_counted() {
+        let mut c = FailureCounts::default();
+        let names = |c: &FailureCounts| c.listed().map(|(k, _)| k.name()).collect::<Vec<_>>();
+        assert_eq!(
+            names(&c),
+            FailureClass::ALL[..13]
+                .iter()
+                .map(|k| k.name())
+                .collect::<Vec<_>>()
+        );
+        c.add(FailureClass::GrpcInternal);
+        let listed = names(&c);
+        assert_eq!(listed.len(), 14);
+        assert_eq!(listed.last(), Some(&"grpc:INTERNAL"));
     }
 }

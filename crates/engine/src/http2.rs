@@ -30,7 +30,7 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use crate::http::{resolve, HttpRequest, TargetError, Tls, Trust};
-use crate::transport::{Connection, Exchange, ExchangeError, Transport};
+use crate::transport::{Answer, Connection, Exchange, ExchangeError, Transport};
 
 /// The most streams one connection carries when the server advertises more (or no limit):
 /// nginx and most servers advertise 100 or 128.
@@ -56,6 +56,9 @@ struct Prepared {
     uri: http::Uri,
     headers: http::HeaderMap,
     body: Bytes,
+    /// A gRPC call: its answer is read by [`crate::grpc::answer`] (the `grpc-status`), not by
+    /// its HTTP status alone.
+    grpc: bool,
 }
 
 /// Opens HTTP/2 connections to one origin and exchanges its requests on their streams.
@@ -90,9 +93,20 @@ impl Http2Transport {
         trust: &Trust,
         streams: usize,
     ) -> Result<Http2Transport, TargetError> {
+        Http2Transport::answering(reqs, trust, streams, false).await
+    }
+
+    /// As [`Http2Transport::many`]; with `grpc`, every answer is a gRPC call's.
+    pub(crate) async fn answering(
+        reqs: &[HttpRequest],
+        trust: &Trust,
+        streams: usize,
+        grpc: bool,
+    ) -> Result<Http2Transport, TargetError> {
         let req = reqs.first().ok_or(TargetError::NoHost)?;
         let (addr, tls) = resolve(req, trust, b"h2").await?;
-        let requests = reqs.iter().map(prepare).collect::<Result<Vec<_>, _>>()?;
+        let prepared = |r| prepare(r).map(|p| Prepared { grpc, ..p });
+        let requests = reqs.iter().map(prepared).collect::<Result<Vec<_>, _>>()?;
         Ok(Http2Transport {
             addr,
             tls,
@@ -218,6 +232,7 @@ fn prepare(req: &HttpRequest) -> Result<Prepared, TargetError> {
         uri,
         headers,
         body: Bytes::copy_from_slice(&req.body),
+        grpc: false,
     })
 }
 
@@ -298,7 +313,7 @@ impl Connection for Http2Stream {
             Err(e) => Err((e, false)),
         };
         match result {
-            Ok(status) => Ok(ex.answered(crate::http::answer(status))),
+            Ok(answer) => Ok(ex.answered(answer)),
             Err((e, queued)) => {
                 // The connection is going away or broken: no new slot may join it, and a
                 // request retried on a fresh connection must not land on it again.
@@ -343,20 +358,22 @@ impl Http2Stream {
 
     /// Reads the whole answer, releasing flow-control capacity as it goes, and moves the send
     /// stamp to the socket write that took the request.
-    async fn receive(&mut self, ex: &Exchange, q: Queued) -> Result<u16, ::h2::Error> {
+    async fn receive(&mut self, ex: &Exchange, q: Queued) -> Result<Answer, ::h2::Error> {
         let answer = q.answer.await;
         if let Some(at) = self.shared.clock.first_write_after(q.writes) {
             ex.sent_at(at);
         }
-        let answer = answer?;
-        let status = answer.status().as_u16();
-        let mut body = answer.into_body();
+        let (head, mut body) = answer?.into_parts();
+        let status = head.status.as_u16();
         while let Some(chunk) = body.data().await {
             let n = chunk?.len();
             let _ = body.flow_control().release_capacity(n);
         }
-        body.trailers().await?;
-        Ok(status)
+        let trailers = body.trailers().await?;
+        Ok(match self.requests[ex.target()].grpc {
+            true => crate::grpc::answer(status, &head.headers, trailers.as_ref()),
+            false => crate::http::answer(status),
+        })
     }
 }
 

@@ -16,6 +16,8 @@ mod backlog;
 pub mod closed;
 mod cpu;
 pub mod function;
+pub mod grpc;
+pub mod grpc_proto;
 pub mod http;
 pub mod http2;
 mod insecure;

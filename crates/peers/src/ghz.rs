@@ -189,10 +189,8 @@ fn call(code: &str, error: &str) -> Call {
     match code {
         "OK" => Call::Answered(Outcome::Ok),
         "CANCELLED" if error.contains(CLOSING) => Call::CutOff,
-        // TODO(grpc classes): a failed call's class is its gRPC code, `grpc:{code}`
-        // (FailureClass::Grpc…), once sojourn_core has those classes; until then every non-OK
-        // call is `error`, and `import.notes` counts them by code.
-        _ => Call::Answered(Outcome::Failed(FailureClass::Error)),
+        // A failed call's class is its gRPC code, `grpc:{code}`, as sojourn's own calls count.
+        _ => Call::Answered(Outcome::Failed(grpc_class(code))),
     }
 }
 
@@ -222,6 +220,14 @@ fn notes(data: &mut PerRequest, by_code: &BTreeMap<&'static str, u64>, skip_firs
              its figures, so in none of these"
         ));
     }
+}
+
+/// `grpc:CODE` for a canonical non-OK code name (every name [`canonical`] gives has one).
+fn grpc_class(code: &str) -> FailureClass {
+    FailureClass::ALL
+        .into_iter()
+        .find(|c| c.is_grpc() && c.name().strip_prefix("grpc:") == Some(code))
+        .unwrap_or(FailureClass::Error)
 }
 
 /// The canonical name of a gRPC status code from Go's spelling of it (`codes.Code.String()`).

@@ -1043,7 +1043,7 @@ fn ghz_deadline_exceeded_calls_fail() {
     assert_eq!(r.counts.scheduled, 149);
     assert_eq!(r.counts.completed, 119);
     // TODO(grpc classes): grpc:DEADLINE_EXCEEDED once sojourn_core has the gRPC classes.
-    assert_eq!(r.counts.failed.get(FailureClass::Error), 30);
+    assert_eq!(r.counts.failed.get(FailureClass::GrpcDeadlineExceeded), 30);
     assert_eq!(r.counts.failed.total(), 30);
     assert!(
         notes(&r).contains("by gRPC status: DEADLINE_EXCEEDED 30"),
@@ -1060,7 +1060,7 @@ fn ghz_refused_connection_is_unavailable() {
     let r = load(PeerTool::Ghz, Mode::Paced, &["ghz/refused.json"]);
     assert_eq!(r.counts.scheduled, 5);
     assert_eq!(r.counts.completed, 0);
-    assert_eq!(r.counts.failed.get(FailureClass::Error), 5);
+    assert_eq!(r.counts.failed.get(FailureClass::GrpcUnavailable), 5);
     assert!(notes(&r).contains("UNAVAILABLE 5"), "{}", notes(&r));
 }
 

@@ -11,7 +11,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::{Registry, Unit};
 use sojourn_core::result::{percentile_key, HistogramSummary, RunResult};
-use sojourn_core::FailureClass;
 
 /// A gauge of a float (seconds, requests per second).
 pub type FloatGauge = Gauge<f64, std::sync::atomic::AtomicU64>;
@@ -179,9 +178,9 @@ fn requests(reg: &mut Registry, r: &RunResult) {
         counter(r.histograms.send_lag.count),
     );
     let outcome = |name: &str| vec![("outcome", name.to_string())];
-    let finished = FailureClass::ALL.iter().fold(
+    let finished = c.failed.listed().fold(
         Ordered::new().with(outcome("ok"), counter(c.completed)),
-        |family, class| family.with(outcome(class.name()), counter(c.failed.get(*class))),
+        |family, (class, n)| family.with(outcome(class.name()), counter(n)),
     );
     reg.register(
         "sojourn_requests_finished",

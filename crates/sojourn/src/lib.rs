@@ -151,6 +151,9 @@ pub mod execute;
 /// Results judged against objectives (`--slo`): the verdict table and JUnit XML.
 ///
 pub mod gate;
+/// gRPC targets (`grpc://`): the call's flags checked into the call the run sends.
+///
+pub mod grpc;
 /// A journey file, run: the engine's journey script over a checked file (`--journey`).
 ///
 pub mod journeys;

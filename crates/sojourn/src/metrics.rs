@@ -9,7 +9,6 @@ use hyper::body::Bytes;
 use hyper::{Method, Request, Response, StatusCode};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::registry::{Registry, Unit};
-use sojourn_core::FailureClass;
 use sojourn_engine::live_labels::{LabelSnapshot, Percentiles};
 use sojourn_report::openmetrics::{classic, counter, gauge, text, FloatGauge, Ordered};
 use tokio_util::sync::CancellationToken;
@@ -214,9 +213,9 @@ fn counters(r: &mut Registry, v: &View) {
     );
     let ok = c.answered.saturating_sub(c.failed);
     let outcome = |name: &str| vec![("outcome", name.to_string())];
-    let finished = FailureClass::ALL.iter().fold(
+    let finished = c.failures.listed().fold(
         Ordered::new().with(outcome("ok"), counter(ok)),
-        |family, class| family.with(outcome(class.name()), counter(c.failures.get(*class))),
+        |family, (class, n)| family.with(outcome(class.name()), counter(n)),
     );
     r.register(
         "sojourn_requests_finished",
@@ -319,9 +318,9 @@ fn finished_by_outcome(key: &'static str, rows: &[LabelSnapshot]) -> Ordered<Cou
     rows.iter().fold(Ordered::new(), |family, row| {
         let labels =
             |outcome: &str| vec![(key, label_value(&row.name)), ("outcome", outcome.into())];
-        FailureClass::ALL.iter().fold(
+        row.failures.listed().fold(
             family.with(labels("ok"), counter(row.completed)),
-            |family, class| family.with(labels(class.name()), counter(row.failures.get(*class))),
+            |family, (class, n)| family.with(labels(class.name()), counter(n)),
         )
     })
 }
@@ -471,7 +470,11 @@ mod tests {
             .map(|l| l.split('"').next().unwrap())
             .collect();
         let mut want = vec!["ok"];
-        want.extend(FailureClass::ALL.iter().map(|c| c.name()));
+        want.extend(
+            sojourn_core::FailureCounts::default()
+                .listed()
+                .map(|(c, _)| c.name()),
+        );
         assert_eq!(outcomes, want);
         let percentiles: Vec<&str> = first
             .lines()
@@ -525,7 +528,7 @@ mod tests {
         let in_flight = label_values(&text, "sojourn_steps_in_flight", "step");
         assert_eq!(in_flight, steps);
         let finished = label_values(&text, "sojourn_steps_finished_total", "step");
-        let per_step = FailureClass::ALL.len() + 1;
+        let per_step = sojourn_core::FailureCounts::default().listed().count() + 1;
         assert_eq!(finished.len(), 3 * per_step);
         for (i, name) in steps.iter().enumerate() {
             assert!(finished[i * per_step..(i + 1) * per_step]

@@ -207,7 +207,9 @@ pub fn validate(mut a: RunSettings) -> anyhow::Result<RunSpec> {
     if journeys.is_some() {
         journey_partners(&a)?;
     }
-    let requests = a.workload.requests(a.load.seed, journeys.as_ref())?;
+    let requests = a
+        .workload
+        .requests(a.load.seed, journeys.as_ref(), a.timeout)?;
     let end = end(&a)?;
     let load = if a.closed {
         closed_load(&a, end)?
@@ -249,7 +251,7 @@ pub fn validate(mut a: RunSettings) -> anyhow::Result<RunSpec> {
         shard,
         start_at: a.start_at,
         requests,
-        protocol: a.protocol.protocol()?,
+        protocol: a.protocol.protocol(a.workload.is_grpc())?,
         streams: None,
         protocol_name: None,
         trust: a.protocol.trust()?,
@@ -344,7 +346,7 @@ fn repeatable(a: &RunSettings, shard: Shard) -> anyhow::Result<()> {
 /// Flags that only mean something beside another, checked once the plan file (which may give
 /// either) has been applied.
 fn partners(a: &RunSettings) -> anyhow::Result<()> {
-    a.protocol.protocol()?;
+    a.protocol.protocol(a.workload.is_grpc())?;
     a.workload.check()?;
     Ok(())
 }
@@ -443,7 +445,7 @@ fn end(a: &RunSettings) -> anyhow::Result<End> {
 fn pool(a: &RunSettings, load: &Load) -> anyhow::Result<(usize, usize)> {
     let default_connections = match a.closed {
         true => defaults::CLOSED_CONNECTIONS,
-        false => a.protocol.open_connections(),
+        false => a.protocol.open_connections(a.workload.is_grpc()),
     };
     let connections = match (a.connections, a.max_journeys) {
         (_, Some(0)) => return Err(bad_input!("--max-journeys: must be at least 1, got 0")),

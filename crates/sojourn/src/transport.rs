@@ -1,5 +1,6 @@
 //! What a run sends and over which protocol: one request from the URL and flags, or many from a
-//! targets file (`--targets`), over HTTP/1.1 or HTTP/2 (`--http2`).
+//! targets file (`--targets`), over HTTP/1.1 or HTTP/2 (`--http2`), or one gRPC call
+//! (`grpc://`, over HTTP/2).
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +15,7 @@ use sojourn_engine::{
 use url::Url;
 
 use crate::bad_input;
+use crate::grpc::is_grpc_url;
 
 /// How `--targets` are taken in turn.
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -37,6 +39,8 @@ pub struct Requests {
     pub targets: Option<Arc<Targets>>,
     /// With `--targets`: how the result describes them.
     pub config: Option<TargetsConfig>,
+    /// A gRPC call (`grpc://`): what `list` holds, as the call it is.
+    pub grpc: Option<crate::grpc::GrpcTarget>,
 }
 
 impl Requests {
@@ -46,6 +50,7 @@ impl Requests {
             list: vec![req],
             targets: None,
             config: None,
+            grpc: None,
         }
     }
 
@@ -55,6 +60,7 @@ impl Requests {
             list: Vec::new(),
             targets: None,
             config: None,
+            grpc: None,
         }
     }
 
@@ -99,11 +105,15 @@ impl Requests {
                 },
                 seed: matches!(order, Order::Random { .. }).then_some(seed),
             }),
+            grpc: None,
         })
     }
 
     /// What the result names as the run's target: the URL, or the targets' origin.
     pub fn shown(&self) -> String {
+        if let Some(g) = &self.grpc {
+            return g.shown.clone();
+        }
         match &self.config {
             None => self.first().url.to_string(),
             Some(_) => self.first().url.origin().ascii_serialization(),
@@ -135,6 +145,8 @@ pub struct WorkloadSettings {
     /// Journeys instead of requests: a TOML journey file (docs/journeys.md). Journey i is due
     /// at the schedule's time i, and every step is timed from when it was due.
     pub journey: Option<PathBuf>,
+    /// A gRPC call's proto, method and metadata (`grpc://` targets; `body` is its JSON).
+    pub grpc: crate::grpc::GrpcSettings,
 }
 
 impl WorkloadSettings {
@@ -145,16 +157,50 @@ impl WorkloadSettings {
                 "--targets-order: only with --targets FILE (one URL has nothing to order)"
             ));
         }
-        Ok(())
+        if !self.is_grpc() {
+            return self.grpc.check_unused();
+        }
+        let http_only = [
+            (
+                self.method.is_some(),
+                "--method: a gRPC call is always a POST; drop it",
+            ),
+            (
+                !self.headers.is_empty(),
+                "--header: a gRPC call carries metadata; use -m 'key: value'",
+            ),
+            (
+                self.body_file.is_some(),
+                "--body-file: give a gRPC call's message as -d JSON",
+            ),
+        ];
+        match http_only.into_iter().find(|(given, _)| *given) {
+            Some((_, why)) => Err(bad_input!("{why}")),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the target is a gRPC server (`grpc://` or `grpcs://`).
+    pub fn is_grpc(&self) -> bool {
+        self.url.as_deref().is_some_and(crate::grpc::is_grpc_url)
     }
 
     /// What is sent, read and checked; `seed` orders random targets. With journeys, the one
-    /// request is to the journey file's origin: what the check before the run connects to.
+    /// request is to the journey file's origin: what the check before the run connects to. A
+    /// gRPC call tells the server `timeout` as its deadline.
     pub fn requests(
         &self,
         seed: Option<u64>,
         journeys: Option<&crate::journeys::FileScript>,
+        timeout: Duration,
     ) -> anyhow::Result<Requests> {
+        if let (Some(url), true) = (&self.url, self.is_grpc()) {
+            let target = self.grpc.target(url, self.body.as_deref(), timeout)?;
+            return Ok(Requests {
+                grpc: Some(target.clone()),
+                ..Requests::one(target.call.request())
+            });
+        }
         if let Some(script) = journeys {
             return Ok(Requests::one(HttpRequest {
                 url: script.file().origin().clone(),
@@ -243,8 +289,14 @@ pub struct ProtocolSettings {
 }
 
 impl ProtocolSettings {
-    /// The protocol, checked: settings that belong to another protocol are named.
-    pub fn protocol(&self) -> anyhow::Result<Protocol> {
+    /// The protocol, checked: settings that belong to another protocol are named. gRPC
+    /// (`grpc`: the target is a gRPC server) is always HTTP/2.
+    pub fn protocol(&self, grpc: bool) -> anyhow::Result<Protocol> {
+        if grpc {
+            return Ok(Protocol::Grpc {
+                streams: self.streams,
+            });
+        }
         if self.streams.is_some() && !self.http2 {
             return Err(bad_input!(
                 "--streams: only with --http2 (HTTP/1.1 carries one request per connection)"
@@ -267,9 +319,9 @@ impl ProtocolSettings {
         })
     }
 
-    /// The open loop's default pool over this protocol.
-    pub fn open_connections(&self) -> usize {
-        match self.http2 {
+    /// The open loop's default pool over this protocol (gRPC's is HTTP/2's).
+    pub fn open_connections(&self, grpc: bool) -> usize {
+        match self.http2 || grpc {
             true => crate::defaults::HTTP2_CONNECTIONS,
             false => crate::defaults::OPEN_CONNECTIONS,
         }
@@ -284,6 +336,11 @@ pub enum Protocol {
     /// HTTP/2, with at most this many streams per connection (`None`: what the server
     /// advertises, up to [`sojourn_engine::http2::MAX_STREAMS`]).
     Http2 {
+        /// Streams per connection asked for.
+        streams: Option<usize>,
+    },
+    /// gRPC calls, over HTTP/2 as [`Protocol::Http2`].
+    Grpc {
         /// Streams per connection asked for.
         streams: Option<usize>,
     },
@@ -406,19 +463,38 @@ pub async fn connectable(
             let t = Http2Transport::many(&requests.list, trust, asked)
                 .await
                 .map_err(target_error)?;
-            let probe = tokio::time::timeout(wait, t.probe()).await;
-            let addr = t.addr();
-            let settings = explain(probe, &url, addr)?;
-            let allowed = settings.max_concurrent_streams.unwrap_or(usize::MAX);
-            if let (Some(asked), true) = (streams, allowed < asked) {
-                eprintln!(
-                    "note: {url} allows {allowed} concurrent streams per connection \
-                     (SETTINGS_MAX_CONCURRENT_STREAMS); --streams {asked} is lowered to {allowed}"
-                );
-            }
-            Ok(AnyTransport::Http2(t.with_streams(asked.min(allowed))))
+            fit_streams(t, streams, &url, wait).await
+        }
+        Protocol::Grpc { streams } => {
+            let asked = streams.unwrap_or(sojourn_engine::http2::MAX_STREAMS);
+            let calls: Vec<_> = requests.grpc.iter().map(|g| g.call.clone()).collect();
+            let t = sojourn_engine::grpc::transport(&calls, trust, asked)
+                .await
+                .map_err(target_error)?;
+            fit_streams(t, streams, &url, wait).await
         }
     }
+}
+
+/// Opens one HTTP/2 connection to learn the server's stream limit, and lowers the streams
+/// asked for to it (saying so when they were asked for explicitly).
+async fn fit_streams(
+    t: Http2Transport,
+    streams: Option<usize>,
+    url: &str,
+    wait: Duration,
+) -> anyhow::Result<AnyTransport> {
+    let asked = t.streams();
+    let probe = tokio::time::timeout(wait, t.probe()).await;
+    let settings = explain(probe, url, t.addr())?;
+    let allowed = settings.max_concurrent_streams.unwrap_or(usize::MAX);
+    if let (Some(asked), true) = (streams, allowed < asked) {
+        eprintln!(
+            "note: {url} allows {allowed} concurrent streams per connection \
+             (SETTINGS_MAX_CONCURRENT_STREAMS); --streams {asked} is lowered to {allowed}"
+        );
+    }
+    Ok(AnyTransport::Http2(t.with_streams(asked.min(allowed))))
 }
 
 /// The probe's failure in words a user can act on.
@@ -439,6 +515,13 @@ fn explain<T>(
             "URL: TLS handshake with {url} ({addr}): {e}; for a private CA give \
              --cacert FILE, for a self-signed test server --insecure"
         )),
+        Ok(Err(e)) if e.class == sojourn_core::FailureClass::Protocol && is_grpc_url(url) => {
+            Err(bad_input!(
+                "URL: {url} ({addr}) did not speak HTTP/2, which gRPC runs on: {e}; is it a gRPC \
+                 server, and does it want grpc:// (plaintext) rather than grpcs:// (TLS) or the \
+                 other way round?"
+            ))
+        }
         Ok(Err(e)) if e.class == sojourn_core::FailureClass::Protocol => Err(bad_input!(
             "--http2: {url} ({addr}) did not speak HTTP/2: {e}; for http:// URLs the server \
              must accept HTTP/2 with prior knowledge (h2c); drop --http2 for HTTP/1.1"
@@ -455,6 +538,14 @@ fn explain<T>(
 /// `https://host:port/…` as `http://host:port/…`, keeping the port: the one that answered in
 /// plain HTTP.
 fn as_plain_http(url: &str) -> String {
+    // A gRPC target's method is its --call, not part of the URL to give.
+    if let (true, Ok(u)) = (is_grpc_url(url), url::Url::parse(url)) {
+        let (host, port) = (
+            u.host_str().unwrap_or_default(),
+            u.port().unwrap_or_default(),
+        );
+        return format!("grpc://{host}:{port}");
+    }
     match url::Url::parse(url) {
         Ok(u) => {
             let port = u

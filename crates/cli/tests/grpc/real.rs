@@ -2,13 +2,12 @@
 //! `scripts/grpc-servers.sh`; `.ci/run` puts them in `$SOJOURN_GRPC_SERVERS`) and ghz against
 //! them, on loopback. Under CI=true a missing server or ghz fails the test; elsewhere it is
 //! skipped with a line saying so.
-mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::temp_dir;
+use crate::common::temp_dir;
 use sojourn_core::{Mode, RunConfig, RunResult};
 use sojourn_peers::runners::{self, GrpcCall, RunSpec};
 use sojourn_peers::{import, ImportContext};
@@ -135,7 +134,7 @@ fn ghz_hides_a_one_second_stall_of_the_greeter() {
              scripts/grpc-servers.sh into SOJOURN_GRPC_SERVERS and installs ghz v0.93.0)",
         );
     };
-    let _guard = common::serial();
+    let _guard = crate::common::serial();
     let dir = temp_dir("grpc-real-ghz");
     let greeter = Greeter::start(&greeter_bin, &dir);
     let (rate, run_for) = (1000.0, Duration::from_secs(10));
@@ -170,7 +169,7 @@ fn ghz_hides_a_one_second_stall_of_the_greeter() {
     wait_bounded(child, run_for + GRACE, "ghz");
 
     let r = imported(&plan.files, plan.mode, &spec);
-    common::assert_nothing_lost(&r);
+    crate::common::assert_nothing_lost(&r);
     let count = ghz_count(&plan.files[0]);
     assert_eq!(
         r.counts.scheduled, count,
@@ -222,7 +221,7 @@ fn ghz_hides_a_one_second_stall_of_the_greeter() {
 fn open_loop_model(dir: &Path, r: &RunResult, rate: f64, run_for: Duration) -> RunResult {
     let p50_us = (r.histograms.response.percentiles.get(50.0).unwrap() / 1000).max(1);
     let json = dir.join("model.json");
-    let out = common::sojourn(&[
+    let out = crate::common::sojourn(&[
         "sim",
         "--scenario",
         "hiccup",
@@ -246,7 +245,7 @@ fn open_loop_model(dir: &Path, r: &RunResult, rate: f64, run_for: Duration) -> R
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    common::read_result(&json)
+    crate::common::read_result(&json)
 }
 
 fn imported(files: &[PathBuf], mode: Mode, spec: &RunSpec) -> RunResult {

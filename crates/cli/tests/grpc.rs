@@ -1,0 +1,716 @@
+//! gRPC unary calls (`grpc://`), end to end: bad input refused in one line, and runs against a
+//! small gRPC server of the test's own (on the `h2` crate's server API) that answers chosen
+//! status codes in a fixed pattern, delays, or dies mid-run.
+mod common;
+/// The gRPC project's own greeter and ghz against it, frozen for a second: a module of this
+/// binary, so the gRPC tests link one test binary.
+#[path = "grpc/real.rs"]
+mod real;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::{assert_nothing_lost, read_result, serial, sojourn, temp_dir};
+use sojourn_core::FailureClass;
+
+fn proto() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/grpc/greeter.proto")
+        .display()
+        .to_string()
+}
+
+const CALL: &str = "helloworld.Greeter/SayHello";
+
+/// `{"name":"x"}` as a framed helloworld.HelloRequest: flag 0, length 3, field 1 "x".
+const FRAMED_X: &[u8] = b"\0\0\0\0\x03\x0a\x01x";
+
+#[test]
+fn bad_input_is_one_line_naming_the_problem_and_exits_2() {
+    let dir = temp_dir("grpc-bad-input");
+    let p = proto();
+    let not_proto = dir.join("broken.proto");
+    std::fs::write(&not_proto, "syntax = \"proto3\";\nservice {").unwrap();
+    let broken = not_proto.display().to_string();
+    // A port nothing listens on: every case must fail before connecting.
+    let url = "grpc://127.0.0.1:1";
+    let cases: &[(&str, &[&str], &str)] = &[
+        (
+            "a missing proto file",
+            &[url, "--proto", "/nonexistent/greeter.proto", "--call", CALL],
+            "--proto: cannot read /nonexistent/greeter.proto",
+        ),
+        (
+            "a proto that does not compile",
+            &[url, "--proto", &broken, "--call", CALL],
+            "does not compile",
+        ),
+        (
+            "a method not in the proto, with the ones there are",
+            &[url, "--proto", &p, "--call", "helloworld.Greeter/SayBye"],
+            "--call: no method \"helloworld.Greeter/SayBye\" in the proto; it has helloworld.Greeter/SayHello",
+        ),
+        (
+            "a call without a service",
+            &[url, "--proto", &p, "--call", "SayHello"],
+            "--call: \"SayHello\" is not SERVICE/METHOD",
+        ),
+        (
+            "no --call",
+            &[url, "--proto", &p],
+            "--call: required with a grpc:// target",
+        ),
+        (
+            "no --proto",
+            &[url, "--call", CALL],
+            "--proto: required with a grpc:// target (server reflection is not supported yet)",
+        ),
+        (
+            "JSON with a field the message lacks",
+            &[url, "--proto", &p, "--call", CALL, "-d", r#"{"nmae":"x"}"#],
+            "-d: does not fit helloworld.HelloRequest: field \"nmae\"",
+        ),
+        (
+            "JSON with a field of the wrong type",
+            &[url, "--proto", &p, "--call", CALL, "-d", r#"{"name":5}"#],
+            "-d: does not fit helloworld.HelloRequest: field \"name\"",
+        ),
+        (
+            "JSON that is not JSON",
+            &[url, "--proto", &p, "--call", CALL, "-d", "{name"],
+            "-d: does not fit helloworld.HelloRequest",
+        ),
+        (
+            "metadata without a colon",
+            &[url, "--proto", &p, "--call", CALL, "-m", "token"],
+            "--metadata: \"token\" is not `key: value`",
+        ),
+        (
+            "metadata that sets gRPC's own key",
+            &[url, "--proto", &p, "--call", CALL, "-m", "grpc-timeout: 1S"],
+            "--metadata: \"grpc-timeout: 1S\" sets a key gRPC itself sends",
+        ),
+        (
+            "metadata with a value that is not ASCII",
+            &[url, "--proto", &p, "--call", CALL, "-m", "x-user: Zoë"],
+            "--metadata: \"x-user: Zoë\" has a value that is not printable ASCII",
+        ),
+        (
+            "a grpc:// URL without a port",
+            &["grpc://127.0.0.1", "--proto", &p, "--call", CALL],
+            "URL: \"grpc://127.0.0.1\" has no port",
+        ),
+        (
+            "a grpc:// URL with the method in its path",
+            &["grpc://127.0.0.1:1/helloworld.Greeter/SayHello", "--proto", &p],
+            "has a path; give only grpc://HOST:PORT and the method as --call",
+        ),
+        (
+            "gRPC flags beside an HTTP target",
+            &["http://127.0.0.1:1/", "--proto", &p],
+            "--proto: only with a grpc://HOST:PORT (or grpcs://) target",
+        ),
+        (
+            "HTTP headers beside a gRPC target",
+            &[url, "--proto", &p, "--call", CALL, "-H", "a: b"],
+            "--header: a gRPC call carries metadata; use -m 'key: value'",
+        ),
+    ];
+    for (what, args, says) in cases {
+        let mut full = vec!["run"];
+        full.extend_from_slice(args);
+        full.extend_from_slice(&["--rate", "10", "--duration", "1s"]);
+        let out = sojourn(&full);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{what}: {stderr}");
+        let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{what}: one line, got {stderr}");
+        assert!(
+            lines[0].contains(says),
+            "{what}: {:?} lacks {says:?}",
+            lines[0]
+        );
+    }
+}
+
+/// How the test server answers call number n (1, 2, … in the order they arrive).
+#[derive(Clone, Copy)]
+enum Script {
+    /// Every 4th UNAVAILABLE (trailers-only), every 7th of the rest NOT_FOUND (after the
+    /// headers, in trailers), the rest OK with a reply message.
+    Pattern,
+    /// Every call answered OK after this delay.
+    Slow(Duration),
+    /// A call whose deadline (`grpc-timeout`) is shorter than this much work is answered
+    /// DEADLINE_EXCEEDED at once, as servers that check the deadline up front do.
+    FailFast(Duration),
+}
+
+/// What the server saw, for the test to check the calls were what gRPC expects.
+#[derive(Default)]
+struct Seen {
+    calls: AtomicU64,
+    /// Calls that were not a well-formed helloworld SayHello (path, headers, framed body).
+    malformed: AtomicU64,
+    timeouts: Mutex<Vec<String>>,
+    metadata: Mutex<Vec<String>>,
+}
+
+struct GrpcServer {
+    addr: SocketAddr,
+    /// Over TLS (`grpcs://`): the self-signed certificate it presents, PEM.
+    cert: Option<String>,
+    seen: Arc<Seen>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl GrpcServer {
+    fn start(script: Script) -> GrpcServer {
+        GrpcServer::serve(script, None)
+    }
+
+    /// Over TLS, with ALPN h2 and a fresh self-signed certificate for 127.0.0.1.
+    fn start_tls(script: Script) -> GrpcServer {
+        let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
+        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.cert.der().clone()], key)
+            .unwrap();
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let mut server = GrpcServer::serve(script, Some(acceptor));
+        server.cert = Some(cert.cert.pem());
+        server
+    }
+
+    fn serve(script: Script, tls: Option<tokio_rustls::TlsAcceptor>) -> GrpcServer {
+        let seen = Arc::new(Seen::default());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let counted = seen.clone();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                addr_tx.send(listener.local_addr().unwrap()).unwrap();
+                tokio::select! {
+                    _ = accept(listener, tls, script, counted) => {}
+                    _ = stopped => {}
+                }
+            });
+            // Dropping the runtime drops every connection: the server is gone, mid-call.
+        });
+        GrpcServer {
+            addr: addr_rx.recv().unwrap(),
+            cert: None,
+            seen,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    fn url(&self) -> String {
+        let scheme = if self.cert.is_some() { "grpcs" } else { "grpc" };
+        format!("{scheme}://{}", self.addr)
+    }
+
+    /// Kills the server: its listener and every connection close at once.
+    fn kill(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+    }
+}
+
+impl Drop for GrpcServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+async fn accept(
+    listener: tokio::net::TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    script: Script,
+    seen: Arc<Seen>,
+) {
+    loop {
+        let Ok((socket, _)) = listener.accept().await else {
+            continue;
+        };
+        // As gRPC servers do: without it, a reply's frames wait on Nagle's algorithm.
+        let _ = socket.set_nodelay(true);
+        let (seen, tls) = (seen.clone(), tls.clone());
+        tokio::spawn(async move {
+            match tls {
+                None => connection(socket, script, seen).await,
+                Some(tls) => {
+                    if let Ok(s) = tls.accept(socket).await {
+                        connection(s, script, seen).await
+                    }
+                }
+            }
+        });
+    }
+}
+
+async fn connection<T>(io: T, script: Script, seen: Arc<Seen>)
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let Ok(mut conn) = h2::server::handshake(io).await else {
+        return;
+    };
+    while let Some(Ok((req, respond))) = conn.accept().await {
+        tokio::spawn(answer(req, respond, script, seen.clone()));
+    }
+}
+
+async fn answer(
+    req: http::Request<h2::RecvStream>,
+    mut respond: h2::server::SendResponse<Bytes>,
+    script: Script,
+    seen: Arc<Seen>,
+) {
+    let n = seen.calls.fetch_add(1, Relaxed) + 1;
+    let (head, mut body) = req.into_parts();
+    let mut got = Vec::new();
+    while let Some(Ok(chunk)) = body.data().await {
+        let _ = body.flow_control().release_capacity(chunk.len());
+        got.extend_from_slice(&chunk);
+    }
+    let header = |k: &str| {
+        head.headers
+            .get(k)
+            .and_then(|v| v.to_str().ok())
+            .map(String::from)
+    };
+    let well_formed = head.method == http::Method::POST
+        && head.uri.path() == "/helloworld.Greeter/SayHello"
+        && header("content-type").as_deref() == Some("application/grpc")
+        && header("te").as_deref() == Some("trailers")
+        && got == FRAMED_X;
+    if !well_formed {
+        seen.malformed.fetch_add(1, Relaxed);
+    }
+    let deadline = header("grpc-timeout").unwrap_or_default();
+    seen.timeouts.lock().unwrap().push(deadline.clone());
+    if let Some(m) = header("x-tenant") {
+        seen.metadata.lock().unwrap().push(m);
+    }
+    let code = match script {
+        Script::Pattern => match (n % 4, n % 7) {
+            (0, _) => return trailers_only(&mut respond, 14),
+            (_, 0) => 5,
+            _ => 0,
+        },
+        Script::Slow(d) => {
+            tokio::time::sleep(d).await;
+            0
+        }
+        Script::FailFast(work) if millis(&deadline).is_some_and(|ms| ms < work.as_millis()) => {
+            return trailers_only(&mut respond, 4)
+        }
+        Script::FailFast(_) => 0,
+    };
+    let head = http::Response::builder()
+        .status(200)
+        .header("content-type", "application/grpc")
+        .body(())
+        .unwrap();
+    let Ok(mut out) = respond.send_response(head, false) else {
+        return;
+    };
+    if code == 0 {
+        // helloworld.HelloReply { message: "hi" }, framed.
+        let _ = out.send_data(Bytes::from_static(b"\0\0\0\0\x04\x0a\x02hi"), false);
+    }
+    let mut trailers = http::HeaderMap::new();
+    trailers.insert("grpc-status", code.to_string().parse().unwrap());
+    let _ = out.send_trailers(trailers);
+}
+
+/// An error answered before any message: the status in the headers, which end the stream.
+fn trailers_only(respond: &mut h2::server::SendResponse<Bytes>, code: u32) {
+    let head = http::Response::builder()
+        .status(200)
+        .header("content-type", "application/grpc")
+        .header("grpc-status", code.to_string())
+        .body(())
+        .unwrap();
+    let _ = respond.send_response(head, true);
+}
+
+/// A `grpc-timeout` in milliseconds, for the units sojourn writes whole milliseconds in.
+fn millis(value: &str) -> Option<u128> {
+    value.strip_suffix('m')?.parse().ok()
+}
+
+fn run(server: &GrpcServer, dir: &std::path::Path, extra: &[&str]) -> sojourn_core::RunResult {
+    let json = dir.join("r.json").display().to_string();
+    let url = server.url();
+    let p = proto();
+    let mut args = vec![
+        "run",
+        &url,
+        "--proto",
+        &p,
+        "--call",
+        CALL,
+        "-d",
+        r#"{"name":"x"}"#,
+        "--json",
+        &json,
+        "--no-hiccup-meter",
+    ];
+    args.extend_from_slice(extra);
+    let out = sojourn(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "sojourn {}: {:?}\n{stderr}",
+        args.join(" "),
+        out.status
+    );
+    read_result(std::path::Path::new(&json))
+}
+
+#[test]
+fn each_status_code_is_counted_exactly_in_its_class() {
+    let _one = serial();
+    let server = GrpcServer::start(Script::Pattern);
+    let dir = temp_dir("grpc-pattern");
+    let r = run(
+        &server,
+        &dir,
+        &[
+            "--rate",
+            "400",
+            "--requests",
+            "1000",
+            "-c",
+            "2",
+            "--streams",
+            "8",
+            "--timeout",
+            "5s",
+            "-m",
+            "x-tenant: blue",
+        ],
+    );
+    assert_nothing_lost(&r);
+    let c = &r.counts;
+    assert_eq!(c.scheduled, 1000);
+    assert_eq!(
+        server.seen.calls.load(Relaxed),
+        1000,
+        "every call reached the server"
+    );
+    assert_eq!(
+        server.seen.malformed.load(Relaxed),
+        0,
+        "every call well-formed"
+    );
+    // Calls 1..=1000 in arrival order: 250 multiples of 4; 142 multiples of 7, 35 of them
+    // also of 4 (multiples of 28).
+    let (unavailable, not_found) = (1000 / 4, 1000 / 7 - 1000 / 28);
+    assert_eq!(c.failed.get(FailureClass::GrpcUnavailable), unavailable);
+    assert_eq!(c.failed.get(FailureClass::GrpcNotFound), not_found);
+    assert_eq!(c.failed.total(), unavailable + not_found, "{:?}", c.failed);
+    assert_eq!(c.completed, 1000 - unavailable - not_found);
+    assert_eq!(r.config.protocol.as_deref(), Some("h2c"));
+    let target = r.config.target.as_deref().unwrap_or_default();
+    assert_eq!(target, format!("{}/{CALL}", server.url()));
+    assert!(server
+        .seen
+        .metadata
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|m| m == "blue"));
+    assert_eq!(server.seen.metadata.lock().unwrap().len(), 1000);
+    // The deadline the server is told is the run's --timeout.
+    let timeouts = server.seen.timeouts.lock().unwrap();
+    assert!(
+        timeouts.iter().all(|t| t == "5000m"),
+        "{:?}",
+        &timeouts[..3]
+    );
+    let text = std::fs::read_to_string(dir.join("r.json")).unwrap();
+    assert_matches_the_result_schema(&text);
+    assert!(
+        text.contains("\"grpc:UNAVAILABLE\": 250"),
+        "written by name"
+    );
+    assert!(
+        !text.contains("grpc:CANCELLED"),
+        "uncounted classes are left out"
+    );
+}
+
+/// The document, gRPC classes and all, is a valid `sojourn.result` document.
+fn assert_matches_the_result_schema(text: &str) {
+    let schema = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../schema/result.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema).unwrap()).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(text).unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = v.iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
+#[test]
+fn a_deadline_shorter_than_the_servers_work_times_out_here_or_fails_fast_there() {
+    let _one = serial();
+    // A server that ignores the deadline: the local --timeout ends each call, and it is
+    // counted `timeout` (censored at the deadline), never as a status the server did not send.
+    let slow = GrpcServer::start(Script::Slow(Duration::from_millis(600)));
+    let dir = temp_dir("grpc-deadline");
+    let r = run(
+        &slow,
+        &dir,
+        &["--rate", "20", "--requests", "10", "--timeout", "200ms"],
+    );
+    assert_nothing_lost(&r);
+    // The last call's deadline falls at the end of the run's drain (as long as --timeout), so
+    // it may be censored (in flight when the run ended) rather than timed out: both are the
+    // local deadline, and no call is counted with a status the server never sent.
+    let c = &r.counts;
+    let timed_out = c.failed.get(FailureClass::Timeout);
+    assert_eq!(timed_out + c.censored, 10, "{c:?}");
+    assert!(timed_out >= 9, "{c:?}");
+    assert_eq!(c.failed.total(), timed_out, "{c:?}");
+    assert_eq!(c.completed, 0);
+    assert!(slow
+        .seen
+        .timeouts
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|t| t == "200m"));
+    // A server that reads grpc-timeout and gives up at once: its answer is the outcome.
+    let fast = GrpcServer::start(Script::FailFast(Duration::from_millis(600)));
+    let r = run(
+        &fast,
+        &dir,
+        &["--rate", "20", "--requests", "10", "--timeout", "200ms"],
+    );
+    assert_nothing_lost(&r);
+    let exceeded = r.counts.failed.get(FailureClass::GrpcDeadlineExceeded);
+    assert_eq!(exceeded, 10, "{:?}", r.counts);
+}
+
+#[test]
+fn a_server_killed_mid_run_gives_transport_classes_and_every_call_is_accounted_for() {
+    let _one = serial();
+    let mut server = GrpcServer::start(Script::Slow(Duration::from_millis(300)));
+    let dir = temp_dir("grpc-killed");
+    let json = dir.join("r.json").display().to_string();
+    let (url, p) = (server.url(), proto());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sojourn"))
+        .args([
+            "run",
+            &url,
+            "--proto",
+            &p,
+            "--call",
+            CALL,
+            "-d",
+            r#"{"name":"x"}"#,
+            "--json",
+            &json,
+            "--no-hiccup-meter",
+            "--rate",
+            "50",
+            "--duration",
+            "3s",
+            "--timeout",
+            "2s",
+        ])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    let before = server.seen.calls.load(Relaxed);
+    server.kill();
+    let status = child.wait().unwrap();
+    assert!(matches!(status.code(), Some(0 | 1)), "{status}");
+    let r = read_result(std::path::Path::new(&json));
+    assert_nothing_lost(&r);
+    let c = &r.counts;
+    eprintln!("killed after {before} calls: {c:?}");
+    assert_eq!(c.scheduled, 150);
+    assert!(
+        before > 20,
+        "the server took calls before it died: {before}"
+    );
+    assert!(c.completed > 0 && c.completed < before, "{c:?}");
+    let transport = [
+        FailureClass::Io,
+        FailureClass::Connect,
+        FailureClass::Reset,
+        FailureClass::GoAway,
+        FailureClass::Protocol,
+    ];
+    let by_transport: u64 = transport.iter().map(|&k| c.failed.get(k)).sum();
+    assert!(by_transport > 0, "{c:?}");
+    assert_eq!(
+        by_transport,
+        c.failed.total(),
+        "only transport classes: no gRPC status was answered: {:?}",
+        c.failed
+    );
+    assert!(
+        c.failed.get(FailureClass::Io) > 0,
+        "the calls in flight when it died broke: {:?}",
+        c.failed
+    );
+}
+
+#[test]
+fn grpcs_calls_go_over_tls_with_the_trust_flags_of_https() {
+    let _one = serial();
+    let server = GrpcServer::start_tls(Script::Pattern);
+    let dir = temp_dir("grpcs");
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, server.cert.as_deref().unwrap()).unwrap();
+    let ca = ca.display().to_string();
+    let r = run(
+        &server,
+        &dir,
+        &["--rate", "100", "--requests", "56", "--cacert", &ca],
+    );
+    assert_nothing_lost(&r);
+    assert_eq!(r.config.protocol.as_deref(), Some("h2"), "h2 over TLS");
+    assert_eq!(server.seen.malformed.load(Relaxed), 0);
+    assert_eq!(r.counts.failed.get(FailureClass::GrpcUnavailable), 14);
+    assert_eq!(r.counts.failed.get(FailureClass::GrpcNotFound), 6);
+    assert_eq!(r.counts.completed, 36);
+    // Without a trust flag the self-signed certificate is refused before the run, in a line.
+    let (url, p) = (server.url(), proto());
+    let out = sojourn(&[
+        "run",
+        &url,
+        "--proto",
+        &p,
+        "--call",
+        CALL,
+        "--rate",
+        "10",
+        "--requests",
+        "1",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--cacert FILE") && stderr.contains("--insecure"),
+        "{stderr}"
+    );
+    // The scheme that does not match the server is named, with the one that would.
+    let plain = GrpcServer::start(Script::Pattern);
+    let cases = [
+        (
+            server.url().replacen("grpcs://", "grpc://", 1),
+            "did not speak HTTP/2, which gRPC runs on",
+        ),
+        (
+            plain.url().replacen("grpc://", "grpcs://", 1),
+            "something that is not TLS",
+        ),
+    ];
+    for (url, says) in cases {
+        let out = sojourn(&[
+            "run",
+            &url,
+            "--proto",
+            &p,
+            "--call",
+            CALL,
+            "--rate",
+            "10",
+            "--requests",
+            "1",
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(says), "{url}: {stderr}");
+    }
+    let out = sojourn(&[
+        "run",
+        &plain.url().replacen("grpc://", "grpcs://", 1),
+        "--proto",
+        &p,
+        "--call",
+        CALL,
+        "--rate",
+        "10",
+        "--requests",
+        "1",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("use {} (", plain.url())),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_closed_and_paced_loops_count_the_same_statuses() {
+    let _one = serial();
+    for (what, extra) in [
+        (
+            "closed",
+            &["--closed", "-c", "1", "--streams", "4", "--duration", "1s"][..],
+        ),
+        (
+            "paced",
+            &[
+                "--closed",
+                "-c",
+                "2",
+                "--streams",
+                "2",
+                "--rate",
+                "200",
+                "--requests",
+                "300",
+            ][..],
+        ),
+    ] {
+        let server = GrpcServer::start(Script::Pattern);
+        let dir = temp_dir(&format!("grpc-{what}"));
+        let r = run(&server, &dir, extra);
+        assert_nothing_lost(&r);
+        let n = server.seen.calls.load(Relaxed);
+        assert!(n > 20, "{what}: {n} calls");
+        let c = &r.counts;
+        assert_eq!(
+            c.completed + c.failed.total(),
+            n,
+            "{what}: every call answered, counted once"
+        );
+        assert_eq!(c.failed.get(FailureClass::GrpcUnavailable), n / 4, "{what}");
+        assert_eq!(
+            c.failed.get(FailureClass::GrpcNotFound),
+            n / 7 - n / 28,
+            "{what}"
+        );
+        assert_eq!(server.seen.malformed.load(Relaxed), 0, "{what}");
+    }
+}

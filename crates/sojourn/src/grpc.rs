@@ -1,0 +1,214 @@
+//! `grpc://HOST:PORT` targets: the call's flags (`--proto`, `--import-path`, `--call`,
+//! `-d`, `-m`) checked into the one call the run sends, every problem one line naming the
+//! flag. The engine's [`sojourn_engine::grpc`] carries it over the HTTP/2 transport.
+use std::path::PathBuf;
+use std::time::Duration;
+
+use sojourn_engine::grpc::GrpcCall;
+use sojourn_engine::grpc_proto::{self, Proto, ProtoError};
+use url::Url;
+
+use crate::bad_input;
+
+/// What a gRPC call is made of, as a person gives it.
+#[derive(Debug, Clone, Default)]
+pub struct GrpcSettings {
+    /// The `.proto` file that declares the service (`--proto`).
+    pub proto: Option<PathBuf>,
+    /// Where its imports are looked up (`--import-path`), before the file's own directory.
+    pub import_paths: Vec<PathBuf>,
+    /// The method, `pkg.Service/Method` (`--call`).
+    pub call: Option<String>,
+    /// Metadata, each `key: value` as typed (`-m`).
+    pub metadata: Vec<String>,
+}
+
+/// Whether a target URL names a gRPC server.
+pub fn is_grpc_url(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    lower.starts_with("grpc://") || lower.starts_with("grpcs://")
+}
+
+/// A gRPC target, checked: the call, and the target as the result names it
+/// (`grpc://HOST:PORT/pkg.Service/Method`).
+#[derive(Debug, Clone)]
+pub struct GrpcTarget {
+    /// What the run sends.
+    pub call: GrpcCall,
+    /// The target as the result names it.
+    pub shown: String,
+}
+
+impl GrpcSettings {
+    /// Whether any gRPC flag was given.
+    pub fn given(&self) -> bool {
+        self.proto.is_some()
+            || self.call.is_some()
+            || !self.import_paths.is_empty()
+            || !self.metadata.is_empty()
+    }
+
+    /// gRPC flags are refused beside an HTTP target.
+    pub fn check_unused(&self) -> anyhow::Result<()> {
+        let flag = [
+            (self.proto.is_some(), "--proto"),
+            (self.call.is_some(), "--call"),
+            (!self.import_paths.is_empty(), "--import-path"),
+            (!self.metadata.is_empty(), "--metadata"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag));
+        match flag {
+            Some(flag) => Err(bad_input!(
+                "{flag}: only with a grpc://HOST:PORT (or grpcs://) target"
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The call to `url` with the JSON message `data` (`-d`), told `timeout` as its deadline.
+    pub fn target(
+        &self,
+        url: &str,
+        data: Option<&str>,
+        timeout: Duration,
+    ) -> anyhow::Result<GrpcTarget> {
+        let origin = origin(url)?;
+        let proto_file = self.proto.as_ref().ok_or_else(|| {
+            bad_input!(
+                "--proto: required with a grpc:// target (server reflection is not supported yet); give the service's .proto file"
+            )
+        })?;
+        let proto = Proto::compile(proto_file, &self.import_paths).map_err(|e| match e {
+            ProtoError::Read { .. } => bad_input!("--proto: {e}"),
+            _ => bad_input!(
+                "--proto: {} does not compile: {}",
+                proto_file.display(),
+                one_line(&e)
+            ),
+        })?;
+        let call = self.call.as_deref().ok_or_else(|| {
+            bad_input!(
+                "--call: required with a grpc:// target, e.g. --call helloworld.Greeter/SayHello; the proto has {}",
+                proto.methods().join(", ")
+            )
+        })?;
+        let method = proto.method(call).map_err(|e| bad_input!("--call: {e}"))?;
+        let message = grpc_proto::encode_json(&method, data.unwrap_or("{}"))
+            .map_err(|e| bad_input!("-d: {e}"))?;
+        let path = grpc_proto::path(&method);
+        let shown = format!("{}{}", url.trim_end_matches('/'), path);
+        Ok(GrpcTarget {
+            call: GrpcCall {
+                origin,
+                path,
+                metadata: self.metadata()?,
+                message,
+                timeout,
+            },
+            shown,
+        })
+    }
+
+    /// `-m key: value`, checked: gRPC metadata keys are lower-case header names, and the
+    /// protocol's own (`grpc-*`, `content-type`, `te`) are not the user's to set.
+    fn metadata(&self) -> anyhow::Result<Vec<(String, String)>> {
+        self.metadata.iter().map(|m| metadatum(m)).collect()
+    }
+}
+
+fn metadatum(text: &str) -> anyhow::Result<(String, String)> {
+    let bad = |why: &str| bad_input!("--metadata: {text:?} {why}");
+    let (key, value) = text
+        .split_once(':')
+        .ok_or_else(|| bad("is not `key: value`; write e.g. -m 'authorization: Bearer TOKEN'"))?;
+    let key = key.trim().to_ascii_lowercase();
+    let allowed = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b);
+    if key.is_empty() || !key.bytes().all(allowed) {
+        return Err(bad(
+            "has a key that is not a metadata key (letters, digits, - _ . only)",
+        ));
+    }
+    if key.starts_with("grpc-") || key == "content-type" || key == "te" {
+        return Err(bad("sets a key gRPC itself sends; choose another key"));
+    }
+    let value = value.trim();
+    if !value.bytes().all(|b| (b' '..=b'~').contains(&b)) {
+        return Err(bad(
+            "has a value that is not printable ASCII; binary metadata goes under a key ending in -bin, base64-encoded",
+        ));
+    }
+    Ok((key, value.to_string()))
+}
+
+/// `grpc://HOST:PORT` as the HTTP/2 origin that carries it (`grpcs://` over TLS).
+fn origin(text: &str) -> anyhow::Result<Url> {
+    let url = Url::parse(text).map_err(|e| {
+        bad_input!("URL: {text:?} is not a valid URL ({e}); expected e.g. grpc://127.0.0.1:50051")
+    })?;
+    let host = url.host_str().filter(|h| !h.is_empty()).ok_or_else(|| {
+        bad_input!("URL: {text:?} has no host; expected e.g. grpc://127.0.0.1:50051")
+    })?;
+    let port = url.port().ok_or_else(|| {
+        bad_input!(
+            "URL: {text:?} has no port; gRPC has no default port, write e.g. grpc://{host}:50051"
+        )
+    })?;
+    if !matches!(url.path(), "" | "/") || url.query().is_some() {
+        return Err(bad_input!(
+            "URL: {text:?} has a path; give only grpc://HOST:PORT and the method as --call pkg.Service/Method"
+        ));
+    }
+    let scheme = match url.scheme() {
+        "grpcs" => "https",
+        _ => "http",
+    };
+    let origin = format!("{scheme}://{host}:{port}");
+    Url::parse(&origin).map_err(|e| bad_input!("URL: {text:?}: {e}"))
+}
+
+/// A compiler's message on one line: the exit-2 contract is one line per problem.
+fn one_line(e: &ProtoError) -> String {
+    e.to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_origin_keeps_host_and_port_and_tls_follows_the_scheme() {
+        assert_eq!(
+            origin("grpc://127.0.0.1:50051").unwrap().as_str(),
+            "http://127.0.0.1:50051/"
+        );
+        assert_eq!(
+            origin("grpcs://localhost:443/").unwrap().as_str(),
+            "https://localhost/"
+        );
+        let e = origin("grpc://127.0.0.1").unwrap_err().to_string();
+        assert!(e.contains("no port"), "{e}");
+        let e = origin("grpc://127.0.0.1:1/helloworld.Greeter/SayHello").unwrap_err();
+        assert!(e.to_string().contains("--call"), "{e}");
+    }
+
+    #[test]
+    fn metadata_is_key_colon_value_with_a_key_of_our_own() {
+        assert_eq!(
+            metadatum("Authorization: Bearer x").unwrap(),
+            ("authorization".into(), "Bearer x".into())
+        );
+        for bad in [
+            "no colon",
+            ": v",
+            "a b: v",
+            "grpc-timeout: 1S",
+            "te: trailers",
+        ] {
+            assert!(metadatum(bad).is_err(), "{bad}");
+        }
+    }
+}
