@@ -114,6 +114,8 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
         insecure: a.reach.insecure,
         cacert: a.reach.cacert.clone(),
     };
+    // Before the first line: a target the sweep cannot run is one line of bad input.
+    sojourn::grpc::refuse_on("sweep", &a.url)?;
     eprintln!(
         "sweeping {}: {} per step, the first {} settling",
         a.url,

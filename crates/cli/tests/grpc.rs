@@ -135,6 +135,25 @@ fn bad_input_is_one_line_naming_the_problem_and_exits_2() {
             lines[0]
         );
     }
+    // The commands that take no gRPC flags yet say so, and what does, before anything else.
+    let elsewhere: [&[&str]; 2] = [
+        &["compare", url, "--rate", "10", "--duration", "1s"],
+        &["sweep", url, "--rates", "5,10"],
+    ];
+    for args in elsewhere {
+        let out = sojourn(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{args:?}: one line, got {stderr}");
+        assert!(
+            lines[0].contains(&format!(
+                "`sojourn {}` does not run gRPC calls yet",
+                args[0]
+            )) && lines[0].contains("sojourn run grpc://127.0.0.1:1 --proto"),
+            "{args:?}: {stderr}"
+        );
+    }
 }
 
 /// How the test server answers call number n (1, 2, … in the order they arrive).

@@ -249,6 +249,7 @@ pub fn measure(
 /// writes the page (and `closed.json` and `open.json`, given `json_dir`; the
 /// [`CompareDocument`], given `json`).
 pub fn run(a: CompareSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow::Result<()> {
+    crate::grpc::refuse_on("compare", &a.url)?;
     let (closed, open) = loops(&a)?;
     if let Some(dir) = &a.json_dir {
         std::fs::create_dir_all(dir)

@@ -29,6 +29,17 @@ pub fn is_grpc_url(text: &str) -> bool {
     lower.starts_with("grpc://") || lower.starts_with("grpcs://")
 }
 
+/// Refuses a gRPC target on a command that does not take gRPC's flags yet (`compare`,
+/// `sweep`), saying what does, rather than failing later on a flag the command lacks.
+pub fn refuse_on(command: &str, url: &str) -> anyhow::Result<()> {
+    match is_grpc_url(url) {
+        true => Err(bad_input!(
+            "URL: `sojourn {command}` does not run gRPC calls yet; run them with `sojourn run {url} --proto FILE --call pkg.Service/Method` (add --closed for the closed loop)"
+        )),
+        false => Ok(()),
+    }
+}
+
 /// A gRPC target, checked: the call, and the target as the result names it
 /// (`grpc://HOST:PORT/pkg.Service/Method`).
 #[derive(Debug, Clone)]

@@ -191,6 +191,7 @@ impl HttpSweep {
         sinks: &mut dyn crate::execute::Sinks,
         on_step: impl FnMut(&Step),
     ) -> anyhow::Result<(Outcome, usize)> {
+        crate::grpc::refuse_on("sweep", &self.url)?;
         let first = crate::validate(self.step(config, Rate::per_second(1.0)?))?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
