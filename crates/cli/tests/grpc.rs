@@ -733,3 +733,72 @@ fn the_closed_and_paced_loops_count_the_same_statuses() {
         assert_eq!(server.seen.malformed.load(Relaxed), 0, "{what}");
     }
 }
+
+/// Shards of one gRPC plan, merged: two processes run shards 0 and 1 of 1,000 calls in turn
+/// against one server of the fixed pattern, so the calls it numbers 1 to 1,000 are the
+/// plan's, and the merge counts each class exactly as one process would, and is gated on it.
+/// A shaped run (`--stages`) counts its calls per stage as it does over HTTP.
+#[test]
+fn shards_merge_and_stages_and_objectives_judge_grpc_calls() {
+    let _one = serial();
+    let server = GrpcServer::start(Script::Pattern);
+    let dir = temp_dir("grpc-shards");
+    let mut shards = Vec::new();
+    for k in 0..2 {
+        let shard = format!("{k}/2");
+        let r = run(
+            &server,
+            &dir,
+            &["--rate", "400", "--requests", "1000", "--shard", &shard],
+        );
+        assert_nothing_lost(&r);
+        let path = dir.join(format!("shard{k}.json"));
+        std::fs::rename(dir.join("r.json"), &path).unwrap();
+        shards.push(path);
+    }
+    let merged = dir.join("merged.json");
+    let out = sojourn(&[
+        "merge",
+        shards[0].to_str().unwrap(),
+        shards[1].to_str().unwrap(),
+        "-o",
+        merged.to_str().unwrap(),
+        "--slo",
+        "errors<40%",
+        "--slo",
+        "rate>=99%",
+        "--slo",
+        "errors<30%",
+    ]);
+    let printed =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    // 357 of 1,000 failed: under 40% is met, under 30% breached, so the gate exits 4.
+    assert_eq!(out.status.code(), Some(4), "{printed}");
+    assert!(
+        printed.contains("errors<30%") && printed.contains("BREACHED"),
+        "{printed}"
+    );
+    let m = read_result(&merged);
+    assert_nothing_lost(&m);
+    assert_eq!(m.counts.scheduled, 1000);
+    assert_eq!(server.seen.calls.load(Relaxed), 1000);
+    let (unavailable, not_found) = (1000 / 4, 1000 / 7 - 1000 / 28);
+    assert_eq!(
+        m.counts.failed.get(FailureClass::GrpcUnavailable),
+        unavailable
+    );
+    assert_eq!(m.counts.failed.get(FailureClass::GrpcNotFound), not_found);
+    assert_eq!(m.counts.completed, 1000 - unavailable - not_found);
+
+    let staged = run(
+        &server,
+        &dir,
+        &["--stages", "1s@100,warm=1s@300", "--slo", "warm:rate>=99%"],
+    );
+    assert_nothing_lost(&staged);
+    assert_eq!(staged.counts.scheduled, 400, "{:?}", staged.counts);
+    assert_eq!(staged.counts.completed + staged.counts.failed.total(), 400);
+    let stages = staged.config.stages.as_ref().unwrap();
+    assert_eq!(stages.len(), 2);
+    assert_eq!(stages[1].name.as_deref(), Some("warm"));
+}
