@@ -49,6 +49,10 @@ pub struct CompareSettings {
     pub json_dir: Option<PathBuf>,
     /// Write the comparison document ([`CompareDocument`]) here; `-` is standard output.
     pub json: Option<PathBuf>,
+    /// A gRPC call's proto, method and metadata (a `grpc://` target).
+    pub grpc: crate::grpc::GrpcSettings,
+    /// A gRPC call's message, as JSON (`-d`); only with a `grpc://` target.
+    pub body: Option<String>,
     /// Journeys instead of one URL (`url` is then empty: the file names its origin): the closed
     /// journey loop (`connections` virtual users, each starting its next journey when the last
     /// ends, timed from the sends, whatever `closed_mode`) beside the open journey loop at
@@ -151,11 +155,16 @@ fn run_args(a: &CompareSettings, closed: bool) -> crate::RunSettings {
         workload: crate::transport::WorkloadSettings {
             url: Some(a.url.clone()),
             headers: a.headers.clone(),
+            body: a.body.clone(),
+            grpc: a.grpc.clone(),
             ..Default::default()
         },
         protocol: crate::transport::ProtocolSettings {
             insecure: a.insecure,
             cacert: a.cacert.clone(),
+            // Over gRPC, one call at a time per closed-loop connection: `-c` callers, as over
+            // HTTP/1.1, not `-c` times the server's stream limit.
+            streams: (closed && crate::grpc::is_grpc_url(&a.url)).then_some(1),
             ..Default::default()
         },
         json: a
@@ -190,6 +199,8 @@ fn journey_args(a: &CompareSettings, closed: bool) -> crate::RunSettings {
         workload: crate::transport::WorkloadSettings {
             url: (!a.url.is_empty()).then(|| a.url.clone()),
             journey: a.journey.clone(),
+            // Refused beside a journey, naming the flag.
+            grpc: a.grpc.clone(),
             ..Default::default()
         },
         json: a
@@ -226,6 +237,8 @@ fn journey_args(a: &CompareSettings, closed: bool) -> crate::RunSettings {
 ///     json_dir: None,
 ///     json: None,
 ///     journey: None,
+///     grpc: Default::default(),
+///     body: None,
 /// };
 /// let [closed, open] = measure(&settings, &mut sojourn::execute::NoSinks)?;
 /// assert_eq!((closed.label.as_str(), open.label.as_str()), ("paced", "open loop"));
@@ -249,7 +262,6 @@ pub fn measure(
 /// writes the page (and `closed.json` and `open.json`, given `json_dir`; the
 /// [`CompareDocument`], given `json`).
 pub fn run(a: CompareSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow::Result<()> {
-    crate::grpc::refuse_on("compare", &a.url)?;
     let (closed, open) = loops(&a)?;
     if let Some(dir) = &a.json_dir {
         std::fs::create_dir_all(dir)
@@ -295,6 +307,7 @@ pub fn run(a: CompareSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow:
 
 /// The two loops' specs, checked before anything runs: (closed, open).
 fn loops(a: &CompareSettings) -> anyhow::Result<(RunSpec, RunSpec)> {
+    crate::grpc::message_only_for_grpc(&a.url, a.body.as_deref())?;
     Ok((
         crate::validate(run_args(a, true))?,
         crate::validate(run_args(a, false))?,
