@@ -983,3 +983,81 @@ fn sweep_steps_through_grpc_calls_with_a_verdict_and_counts_per_step() {
     }
     assert_the_pattern_across(&server, &results.iter().collect::<Vec<_>>());
 }
+
+/// A plan file carries the call: its `proto` (beside the plan), `call`, `data` and
+/// `metadata` reach the server as the flags would; a bad key is one line naming the plan and
+/// the key, exit 2.
+#[test]
+fn a_plan_file_carries_the_grpc_call_and_names_its_bad_keys() {
+    let _one = serial();
+    let server = GrpcServer::start(Script::Pattern);
+    let dir = temp_dir("grpc-plan");
+    std::fs::copy(proto(), dir.join("greeter.proto")).unwrap();
+    let plan = dir.join("plan.toml");
+    let call = format!(
+        "proto = \"greeter.proto\"\ncall = \"{CALL}\"\ndata = '{{\"name\":\"x\"}}'\nmetadata = [\"x-tenant: blue\"]\n"
+    );
+    // `streams` without `http2 = true`: gRPC is HTTP/2 already.
+    let load = "rate = 400\nrequests = 300\ntimeout = \"5s\"\nconnections = 2\nstreams = 4\n";
+    let url = server.url();
+    std::fs::write(&plan, format!("url = \"{url}\"\n{call}{load}")).unwrap();
+    let (plan_arg, json) = (
+        plan.display().to_string(),
+        dir.join("r.json").display().to_string(),
+    );
+    let out = sojourn(&[
+        "run",
+        "--plan",
+        &plan_arg,
+        "--json",
+        &json,
+        "--no-hiccup-meter",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{stderr}");
+    let r = read_result(std::path::Path::new(&json));
+    assert_eq!(r.counts.scheduled, 300);
+    assert_the_pattern_across(&server, &[&r]);
+    let metadata = server.seen.metadata.lock().unwrap().clone();
+    assert_eq!(metadata.len(), 300, "the plan's metadata on every call");
+    assert!(metadata.iter().all(|m| m == "blue"), "{metadata:?}");
+
+    let bad: [(String, &str); 4] = [
+        (
+            format!("url = \"http://127.0.0.1:1/\"\n{call}{load}"),
+            "proto: only with a grpc://HOST:PORT",
+        ),
+        (
+            format!(
+                "url = \"{url}\"\n{}{load}",
+                call.replace("\"name\"", "\"nmae\"")
+            ),
+            "data: does not fit helloworld.HelloRequest",
+        ),
+        (
+            format!(
+                "url = \"{url}\"\n{}{load}",
+                call.replace("blue", "").replace(": ", "")
+            ),
+            "metadata: \"x-tenant\" is not `key: value`",
+        ),
+        (
+            format!("url = \"{url}\"\nbody = \"{{}}\"\n{call}{load}"),
+            "data: give data or body, not both",
+        ),
+    ];
+    for (text, says) in bad {
+        std::fs::write(&plan, &text).unwrap();
+        let out = sojourn(&["run", "--plan", &plan_arg]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}: {stderr}");
+        let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{text}: one line, got {stderr}");
+        let want = format!("--plan: {plan_arg}: {says}");
+        assert!(
+            lines[0].contains(&want),
+            "{text}: {:?} lacks {want:?}",
+            lines[0]
+        );
+    }
+}
