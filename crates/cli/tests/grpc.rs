@@ -1061,3 +1061,54 @@ fn a_plan_file_carries_the_grpc_call_and_names_its_bad_keys() {
         );
     }
 }
+
+/// `compare`'s closed loop over gRPC is `-c` callers, one call at a time each (as over
+/// HTTP/1.1), not `-c` times the server's stream limit: two callers against a server that
+/// takes 200 ms a call make about ten calls in a second, unpaced. The open loop beside them
+/// has its connections' stream slots: 200 calls a second of 200 ms each, 40 in flight, never
+/// wait for a slot among its 16 connections.
+#[test]
+fn compare_over_grpc_gives_the_closed_loop_c_callers_and_the_open_loop_stream_slots() {
+    let _one = serial();
+    let server = GrpcServer::start(Script::Slow(Duration::from_millis(200)));
+    let dir = temp_dir("grpc-compare-callers");
+    let (url, p) = (server.url(), proto());
+    let report = dir.join("c.html").display().to_string();
+    let json_dir = dir.display().to_string();
+    let mut args = vec![
+        "compare",
+        &url,
+        "--rate",
+        "200",
+        "--duration",
+        "1s",
+        "-c",
+        "2",
+        "--closed-mode",
+        "unpaced",
+    ];
+    args.extend(grpc_flags(&p));
+    args.extend(["--report", &report, "--json-dir", &json_dir]);
+    let out = sojourn(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let closed = read_result(&dir.join("closed.json"));
+    assert_nothing_lost(&closed);
+    let n = closed.counts.scheduled;
+    // Two callers, 200 ms a call, for a second: 10, and one more each started by the end.
+    assert!(
+        (6..=12).contains(&n),
+        "{n} calls from 2 callers: {:?}",
+        closed.counts
+    );
+    assert_eq!(closed.counts.completed + closed.counts.censored, n);
+    let open = read_result(&dir.join("open.json"));
+    assert_nothing_lost(&open);
+    assert_eq!(open.counts.scheduled, 200);
+    assert_eq!(open.counts.completed, 200, "{:?}", open.counts);
+    assert_eq!(open.counts.waited_for_connection, 0, "{:?}", open.counts);
+}

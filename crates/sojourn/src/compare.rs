@@ -254,15 +254,15 @@ pub fn measure(
     a: &CompareSettings,
     sinks: &mut dyn crate::execute::Sinks,
 ) -> anyhow::Result<[RunResult; 2]> {
-    let (closed, open) = loops(a)?;
-    run_loops(&closed, &open, sinks)
+    let (mut closed, mut open) = loops(a)?;
+    run_loops(&mut closed, &mut open, sinks)
 }
 
 /// Runs both loops at once, prints the seeds' table, the verdict and each loop's notes, and
 /// writes the page (and `closed.json` and `open.json`, given `json_dir`; the
 /// [`CompareDocument`], given `json`).
 pub fn run(a: CompareSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow::Result<()> {
-    let (closed, open) = loops(&a)?;
+    let (mut closed, mut open) = loops(&a)?;
     if let Some(dir) = &a.json_dir {
         std::fs::create_dir_all(dir)
             .map_err(|e| crate::bad_input!("--json-dir: cannot create {}: {e}", dir.display()))?;
@@ -285,7 +285,7 @@ pub fn run(a: CompareSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow:
             humantime::format_duration(a.duration)
         ),
     }
-    let [c, o] = run_loops(&closed, &open, sinks)?;
+    let [c, o] = run_loops(&mut closed, &mut open, sinks)?;
     for (v, r) in [(&closed, &c), (&open, &o)] {
         if let Some(path) = &v.json {
             crate::outputs::write_json(path, r)?;
@@ -318,14 +318,21 @@ fn loops(a: &CompareSettings) -> anyhow::Result<(RunSpec, RunSpec)> {
 /// deploy, a failover, a GC) would hit one loop and not the other, and the two would be
 /// compared as if they had met the same server.
 fn run_loops(
-    closed: &RunSpec,
-    open: &RunSpec,
+    closed: &mut RunSpec,
+    open: &mut RunSpec,
     sinks: &mut dyn crate::execute::Sinks,
 ) -> anyhow::Result<[RunResult; 2]> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let url = open.requests.shown();
+    // Over HTTP/2 (gRPC) each connection carries the streams its transport was allowed.
+    let transports = (
+        rt.block_on(closed.connectable())?,
+        rt.block_on(open.connectable())?,
+    );
+    closed.fit_pool(&transports.0);
+    open.fit_pool(&transports.1);
     let plans = (closed.plan(), open.plan());
     let job = |plan, transport, spec: &RunSpec| Job {
         plan,
@@ -339,8 +346,8 @@ fn run_loops(
         journeys: spec.script(),
     };
     let jobs = [
-        job(&plans.0, rt.block_on(closed.connectable())?, closed),
-        job(&plans.1, rt.block_on(open.connectable())?, open),
+        job(&plans.0, transports.0, closed),
+        job(&plans.1, transports.1, open),
     ];
     crate::execute::run_together(&rt, jobs, sinks)
 }
