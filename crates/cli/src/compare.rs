@@ -8,7 +8,8 @@ use sojourn::parse as args;
 
 #[derive(clap::Args, Debug)]
 pub struct CompareArgs {
-    /// The target, e.g. http://127.0.0.1:8080/api
+    /// The target, e.g. http://127.0.0.1:8080/api, or a gRPC server, grpc://HOST:PORT with
+    /// --proto and --call (see docs/grpc.md).
     #[arg(required_unless_present = "journey", conflicts_with = "journey")]
     pub url: Option<String>,
     /// What the server receives, in requests per second: a paced closed loop and the open loop
@@ -34,6 +35,11 @@ pub struct CompareArgs {
     pub timeout: Duration,
     #[command(flatten)]
     pub reach: crate::run::ReachArgs,
+    #[command(flatten)]
+    pub grpc: crate::run::GrpcArgs,
+    /// With a grpc:// target: the call's message as JSON, e.g. '{"name":"x"}'.
+    #[arg(long, short = 'd')]
+    pub body: Option<String>,
     /// Where to write the HTML report.
     #[arg(long, default_value = "compare.html")]
     pub report: PathBuf,
@@ -69,6 +75,8 @@ impl From<CompareArgs> for sojourn::compare::CompareSettings {
             json_dir: a.json_dir,
             json: a.json,
             journey: a.journey,
+            grpc: a.grpc.into(),
+            body: a.body,
         }
     }
 }

@@ -211,23 +211,36 @@ pub struct RunArgs {
     pub repeat_pause: Duration,
 }
 
-/// A gRPC call (`grpc://HOST:PORT`): its service definition, method and metadata.
+/// A gRPC call (`grpc://HOST:PORT`): its service definition, method and metadata; the flags
+/// `run`, `compare` and `sweep` share. Beside another target they are refused when checked
+/// (a clap conflict could only name flags every one of those commands has).
 #[derive(clap::Args, Debug, Clone)]
 pub struct GrpcArgs {
     /// With a grpc:// target: the .proto file that declares the service, compiled in-process
     /// (no protoc needed; server reflection is not supported yet).
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["targets", "journey"])]
+    #[arg(long, value_name = "FILE")]
     pub proto: Option<PathBuf>,
     /// With --proto: a directory its imports are looked up in (before the file's own);
     /// repeatable.
     #[arg(long, value_name = "DIR")]
     pub import_path: Vec<PathBuf>,
     /// With a grpc:// target: the unary method to call, pkg.Service/Method.
-    #[arg(long, value_name = "METHOD", conflicts_with_all = ["targets", "journey"])]
+    #[arg(long, value_name = "METHOD")]
     pub call: Option<String>,
     /// With a grpc:// target: call metadata, "key: value"; repeatable.
     #[arg(long, short = 'm', value_name = "KEY: VALUE")]
     pub metadata: Vec<String>,
+}
+
+impl From<GrpcArgs> for sojourn::grpc::GrpcSettings {
+    fn from(a: GrpcArgs) -> Self {
+        sojourn::grpc::GrpcSettings {
+            proto: a.proto,
+            import_paths: a.import_path,
+            call: a.call,
+            metadata: a.metadata,
+        }
+    }
 }
 
 /// How to reach an HTTP target: the flags `run`, `compare` and `sweep` share.
@@ -257,12 +270,7 @@ impl From<RunArgs> for sojourn::RunSettings {
                 body: a.body,
                 body_file: a.body_file,
                 journey: a.journey,
-                grpc: sojourn::grpc::GrpcSettings {
-                    proto: a.grpc.proto,
-                    import_paths: a.grpc.import_path,
-                    call: a.grpc.call,
-                    metadata: a.grpc.metadata,
-                },
+                grpc: a.grpc.into(),
             },
             protocol: sojourn::transport::ProtocolSettings {
                 http2: a.http2,

@@ -70,7 +70,8 @@ impl From<SweepFlags> for SweepSettings {
 
 #[derive(clap::Args, Debug)]
 pub struct SweepArgs {
-    /// The target, e.g. http://127.0.0.1:8080/api
+    /// The target, e.g. http://127.0.0.1:8080/api, or a gRPC server, grpc://HOST:PORT with
+    /// --proto and --call (see docs/grpc.md).
     pub url: String,
     #[command(flatten)]
     pub sweep: SweepFlags,
@@ -86,6 +87,11 @@ pub struct SweepArgs {
     pub timeout: Duration,
     #[command(flatten)]
     pub reach: crate::run::ReachArgs,
+    #[command(flatten)]
+    pub grpc: crate::run::GrpcArgs,
+    /// With a grpc:// target: the call's message as JSON, e.g. '{"name":"x"}'.
+    #[arg(long, short = 'd')]
+    pub body: Option<String>,
     /// Write the sweep (every step's figures, verdict and whole result) as JSON (schema
     /// sojourn.sweep/1) here. `-`: to standard output, and the summary and everything else to standard error.
     #[arg(long, value_name = "FILE")]
@@ -113,9 +119,11 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
         headers: a.reach.headers.clone(),
         insecure: a.reach.insecure,
         cacert: a.reach.cacert.clone(),
+        grpc: a.grpc.clone().into(),
+        body: a.body.clone(),
     };
     // Before the first line: a target the sweep cannot run is one line of bad input.
-    sojourn::grpc::refuse_on("sweep", &a.url)?;
+    sweep.check(&config)?;
     eprintln!(
         "sweeping {}: {} per step, the first {} settling",
         a.url,

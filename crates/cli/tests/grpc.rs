@@ -135,24 +135,60 @@ fn bad_input_is_one_line_naming_the_problem_and_exits_2() {
             lines[0]
         );
     }
-    // The commands that take no gRPC flags yet say so, and what does, before anything else.
-    let elsewhere: [&[&str]; 2] = [
-        &["compare", url, "--rate", "10", "--duration", "1s"],
-        &["sweep", url, "--rates", "5,10"],
+    // compare and sweep check the same flags the same way, before anything is sent; `-d`
+    // beside an HTTP target, where they send bodiless GETs, is refused naming it.
+    let missing = "/nonexistent/greeter.proto";
+    let elsewhere: [(&[&str], &str); 5] = [
+        (
+            &[
+                "compare",
+                url,
+                "--rate",
+                "10",
+                "--duration",
+                "1s",
+                "--proto",
+                missing,
+                "--call",
+                CALL,
+            ],
+            "--proto: cannot read /nonexistent/greeter.proto",
+        ),
+        (
+            &[
+                "sweep", url, "--rates", "5,10", "--proto", missing, "--call", CALL,
+            ],
+            "--proto: cannot read /nonexistent/greeter.proto",
+        ),
+        (
+            &[
+                "compare", url, "--rate", "10", "--proto", &p, "--call", CALL, "-H", "x: y",
+            ],
+            "--header: a gRPC call carries metadata",
+        ),
+        (
+            &["compare", "http://127.0.0.1:1/", "--rate", "10", "-d", "{}"],
+            "-d: only with a grpc://HOST:PORT",
+        ),
+        (
+            &[
+                "sweep",
+                "http://127.0.0.1:1/",
+                "--rates",
+                "5",
+                "--proto",
+                &p,
+            ],
+            "--proto: only with a grpc://HOST:PORT",
+        ),
     ];
-    for args in elsewhere {
+    for (args, says) in elsewhere {
         let out = sojourn(args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
         assert_eq!(lines.len(), 1, "{args:?}: one line, got {stderr}");
-        assert!(
-            lines[0].contains(&format!(
-                "`sojourn {}` does not run gRPC calls yet",
-                args[0]
-            )) && lines[0].contains("sojourn run grpc://127.0.0.1:1 --proto"),
-            "{args:?}: {stderr}"
-        );
+        assert!(lines[0].contains(says), "{args:?}: {stderr}");
     }
 }
 
@@ -801,4 +837,278 @@ fn shards_merge_and_stages_and_objectives_judge_grpc_calls() {
     let stages = staged.config.stages.as_ref().unwrap();
     assert_eq!(stages.len(), 2);
     assert_eq!(stages[1].name.as_deref(), Some("warm"));
+}
+
+/// The calls both loops of `compare` (or every step of `sweep`) sent, against one server of
+/// the fixed pattern: it numbers them 1 to n across the loops, so the classes summed over the
+/// results are exactly its pattern's, and each result accounts for every call it scheduled.
+fn assert_the_pattern_across(server: &GrpcServer, results: &[&sojourn_core::RunResult]) {
+    let n = server.seen.calls.load(Relaxed);
+    assert!(n > 20, "{n} calls");
+    assert_eq!(
+        server.seen.malformed.load(Relaxed),
+        0,
+        "every call well-formed"
+    );
+    let sum =
+        |f: &dyn Fn(&sojourn_core::RunResult) -> u64| results.iter().map(|r| f(r)).sum::<u64>();
+    for r in results {
+        assert_nothing_lost(r);
+        assert_eq!(
+            r.counts.censored + r.counts.never_sent,
+            0,
+            "{}: {:?}",
+            r.label,
+            r.counts
+        );
+        assert_eq!(
+            r.config.target.as_deref(),
+            Some(format!("{}/{CALL}", server.url()).as_str()),
+            "{}",
+            r.label
+        );
+    }
+    assert_eq!(
+        sum(&|r| r.counts.completed + r.counts.failed.total()),
+        n,
+        "every call the server answered counted once"
+    );
+    assert_eq!(
+        sum(&|r| r.counts.failed.get(FailureClass::GrpcUnavailable)),
+        n / 4
+    );
+    assert_eq!(
+        sum(&|r| r.counts.failed.get(FailureClass::GrpcNotFound)),
+        n / 7 - n / 28
+    );
+}
+
+fn grpc_flags(p: &str) -> Vec<&str> {
+    vec![
+        "--proto",
+        p,
+        "--call",
+        CALL,
+        "-d",
+        r#"{"name":"x"}"#,
+        "--timeout",
+        "5s",
+    ]
+}
+
+#[test]
+fn compare_runs_both_loops_of_grpc_calls_and_counts_each_class() {
+    let _one = serial();
+    let server = GrpcServer::start(Script::Pattern);
+    let dir = temp_dir("grpc-compare");
+    let (url, p) = (server.url(), proto());
+    let (report, doc) = (dir.join("c.html"), dir.join("c.json"));
+    let (report, doc, json_dir) = (
+        report.display().to_string(),
+        doc.display().to_string(),
+        dir.display().to_string(),
+    );
+    let mut args = vec![
+        "compare",
+        &url,
+        "--rate",
+        "200",
+        "--duration",
+        "1s",
+        "-c",
+        "2",
+    ];
+    args.extend(grpc_flags(&p));
+    args.extend(["--report", &report, "--json-dir", &json_dir, "--json", &doc]);
+    let out = sojourn(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let closed = read_result(&dir.join("closed.json"));
+    let open = read_result(&dir.join("open.json"));
+    assert_eq!(
+        (closed.label.as_str(), open.label.as_str()),
+        ("paced", "open loop")
+    );
+    for r in [&closed, &open] {
+        // Half of --rate each, for a second. The loops' calls interleave at the server, so
+        // which loop meets which class varies; each meets the pattern's failures, counted in
+        // gRPC classes only, and their sum is the pattern's (below).
+        assert_eq!(r.counts.scheduled, 100, "{}", r.label);
+        let f = &r.counts.failed;
+        let grpc = f.get(FailureClass::GrpcUnavailable) + f.get(FailureClass::GrpcNotFound);
+        assert!(
+            grpc > 0 && r.counts.completed > 0,
+            "{}: {:?}",
+            r.label,
+            r.counts
+        );
+        assert_eq!(f.total(), grpc, "{}: {f:?}", r.label);
+    }
+    assert_the_pattern_across(&server, &[&closed, &open]);
+    let document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&doc).unwrap()).unwrap();
+    assert_eq!(document["target"], url.as_str());
+}
+
+#[test]
+fn sweep_steps_through_grpc_calls_with_a_verdict_and_counts_per_step() {
+    let _one = serial();
+    let server = GrpcServer::start(Script::Pattern);
+    let dir = temp_dir("grpc-sweep");
+    let (url, p) = (server.url(), proto());
+    let json = dir.join("s.json").display().to_string();
+    let mut args = vec![
+        "sweep", &url, "--rates", "50,100", "--step", "1s", "--settle", "0s",
+    ];
+    args.extend(grpc_flags(&p));
+    args.extend(["--json", &json]);
+    let out = sojourn(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let steps = doc["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2, "{doc}");
+    let mut results = Vec::new();
+    for (s, rate) in steps.iter().zip([50, 100]) {
+        assert_eq!(s["step"]["target"].as_f64(), Some(rate as f64));
+        let status = s["step"]["status"].as_str().unwrap_or_default();
+        assert!(
+            ["ok", "saturated", "generator_bound", "pool_bound"].contains(&status),
+            "a verdict per step: {s}"
+        );
+        let r: sojourn_core::RunResult = serde_json::from_value(s["result"].clone()).unwrap();
+        assert_eq!(r.counts.scheduled, rate, "a second at {rate} calls/s");
+        results.push(r);
+    }
+    assert_the_pattern_across(&server, &results.iter().collect::<Vec<_>>());
+}
+
+/// A plan file carries the call: its `proto` (beside the plan), `call`, `data` and
+/// `metadata` reach the server as the flags would; a bad key is one line naming the plan and
+/// the key, exit 2.
+#[test]
+fn a_plan_file_carries_the_grpc_call_and_names_its_bad_keys() {
+    let _one = serial();
+    let server = GrpcServer::start(Script::Pattern);
+    let dir = temp_dir("grpc-plan");
+    std::fs::copy(proto(), dir.join("greeter.proto")).unwrap();
+    let plan = dir.join("plan.toml");
+    let call = format!(
+        "proto = \"greeter.proto\"\ncall = \"{CALL}\"\ndata = '{{\"name\":\"x\"}}'\nmetadata = [\"x-tenant: blue\"]\n"
+    );
+    // `streams` without `http2 = true`: gRPC is HTTP/2 already.
+    let load = "rate = 400\nrequests = 300\ntimeout = \"5s\"\nconnections = 2\nstreams = 4\n";
+    let url = server.url();
+    std::fs::write(&plan, format!("url = \"{url}\"\n{call}{load}")).unwrap();
+    let (plan_arg, json) = (
+        plan.display().to_string(),
+        dir.join("r.json").display().to_string(),
+    );
+    let out = sojourn(&[
+        "run",
+        "--plan",
+        &plan_arg,
+        "--json",
+        &json,
+        "--no-hiccup-meter",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{stderr}");
+    let r = read_result(std::path::Path::new(&json));
+    assert_eq!(r.counts.scheduled, 300);
+    assert_the_pattern_across(&server, &[&r]);
+    let metadata = server.seen.metadata.lock().unwrap().clone();
+    assert_eq!(metadata.len(), 300, "the plan's metadata on every call");
+    assert!(metadata.iter().all(|m| m == "blue"), "{metadata:?}");
+
+    let bad: [(String, &str); 4] = [
+        (
+            format!("url = \"http://127.0.0.1:1/\"\n{call}{load}"),
+            "proto: only with a grpc://HOST:PORT",
+        ),
+        (
+            format!(
+                "url = \"{url}\"\n{}{load}",
+                call.replace("\"name\"", "\"nmae\"")
+            ),
+            "data: does not fit helloworld.HelloRequest",
+        ),
+        (
+            format!(
+                "url = \"{url}\"\n{}{load}",
+                call.replace("blue", "").replace(": ", "")
+            ),
+            "metadata: \"x-tenant\" is not `key: value`",
+        ),
+        (
+            format!("url = \"{url}\"\nbody = \"{{}}\"\n{call}{load}"),
+            "data: give data or body, not both",
+        ),
+    ];
+    for (text, says) in bad {
+        std::fs::write(&plan, &text).unwrap();
+        let out = sojourn(&["run", "--plan", &plan_arg]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}: {stderr}");
+        let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{text}: one line, got {stderr}");
+        let want = format!("--plan: {plan_arg}: {says}");
+        assert!(
+            lines[0].contains(&want),
+            "{text}: {:?} lacks {want:?}",
+            lines[0]
+        );
+    }
+}
+
+/// `compare`'s closed loop over gRPC is `-c` callers, one call at a time each (as over
+/// HTTP/1.1), not `-c` times the server's stream limit: two callers against a server that
+/// takes 200 ms a call make about ten calls in a second, unpaced. The open loop beside them
+/// has its connections' stream slots: 200 calls a second of 200 ms each, 40 in flight, never
+/// wait for a slot among its 16 connections.
+#[test]
+fn compare_over_grpc_gives_the_closed_loop_c_callers_and_the_open_loop_stream_slots() {
+    let _one = serial();
+    let server = GrpcServer::start(Script::Slow(Duration::from_millis(200)));
+    let dir = temp_dir("grpc-compare-callers");
+    let (url, p) = (server.url(), proto());
+    let report = dir.join("c.html").display().to_string();
+    let json_dir = dir.display().to_string();
+    let mut args = vec![
+        "compare",
+        &url,
+        "--rate",
+        "200",
+        "--duration",
+        "1s",
+        "-c",
+        "2",
+        "--closed-mode",
+        "unpaced",
+    ];
+    args.extend(grpc_flags(&p));
+    args.extend(["--report", &report, "--json-dir", &json_dir]);
+    let out = sojourn(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let closed = read_result(&dir.join("closed.json"));
+    assert_nothing_lost(&closed);
+    let n = closed.counts.scheduled;
+    // Two callers, 200 ms a call, for a second: 10, and one more each started by the end.
+    assert!(
+        (6..=12).contains(&n),
+        "{n} calls from 2 callers: {:?}",
+        closed.counts
+    );
+    assert_eq!(closed.counts.completed + closed.counts.censored, n);
+    let open = read_result(&dir.join("open.json"));
+    assert_nothing_lost(&open);
+    assert_eq!(open.counts.scheduled, 200);
+    assert_eq!(open.counts.completed, 200, "{:?}", open.counts);
+    assert_eq!(open.counts.waited_for_connection, 0, "{:?}", open.counts);
 }

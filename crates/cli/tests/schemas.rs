@@ -335,6 +335,13 @@ fn shipped_plans_match_the_plan_schema_and_broken_ones_do_not() {
     plans.extend(toml_blocks(&module_doc));
     assert!(plans.len() >= 3, "{} plans found", plans.len());
     let dir = temp_dir("schema-plan");
+    // The gRPC plan's call is checked as it is read: its proto and import path beside it.
+    std::fs::copy(
+        root.join("crates/cli/tests/data/grpc/greeter.proto"),
+        dir.join("greeter.proto"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("protos")).unwrap();
     for (i, text) in plans.iter().enumerate() {
         let parsed: Value = toml::from_str(text).unwrap_or_else(|e| panic!("{text}\n{e}"));
         assert_valid(&v, &parsed, &format!("plan {i}:\n{text}"));

@@ -49,6 +49,10 @@ pub struct CompareSettings {
     pub json_dir: Option<PathBuf>,
     /// Write the comparison document ([`CompareDocument`]) here; `-` is standard output.
     pub json: Option<PathBuf>,
+    /// A gRPC call's proto, method and metadata (a `grpc://` target).
+    pub grpc: crate::grpc::GrpcSettings,
+    /// A gRPC call's message, as JSON (`-d`); only with a `grpc://` target.
+    pub body: Option<String>,
     /// Journeys instead of one URL (`url` is then empty: the file names its origin): the closed
     /// journey loop (`connections` virtual users, each starting its next journey when the last
     /// ends, timed from the sends, whatever `closed_mode`) beside the open journey loop at
@@ -151,11 +155,16 @@ fn run_args(a: &CompareSettings, closed: bool) -> crate::RunSettings {
         workload: crate::transport::WorkloadSettings {
             url: Some(a.url.clone()),
             headers: a.headers.clone(),
+            body: a.body.clone(),
+            grpc: a.grpc.clone(),
             ..Default::default()
         },
         protocol: crate::transport::ProtocolSettings {
             insecure: a.insecure,
             cacert: a.cacert.clone(),
+            // Over gRPC, one call at a time per closed-loop connection: `-c` callers, as over
+            // HTTP/1.1, not `-c` times the server's stream limit.
+            streams: (closed && crate::grpc::is_grpc_url(&a.url)).then_some(1),
             ..Default::default()
         },
         json: a
@@ -190,6 +199,8 @@ fn journey_args(a: &CompareSettings, closed: bool) -> crate::RunSettings {
         workload: crate::transport::WorkloadSettings {
             url: (!a.url.is_empty()).then(|| a.url.clone()),
             journey: a.journey.clone(),
+            // Refused beside a journey, naming the flag.
+            grpc: a.grpc.clone(),
             ..Default::default()
         },
         json: a
@@ -226,6 +237,8 @@ fn journey_args(a: &CompareSettings, closed: bool) -> crate::RunSettings {
 ///     json_dir: None,
 ///     json: None,
 ///     journey: None,
+///     grpc: Default::default(),
+///     body: None,
 /// };
 /// let [closed, open] = measure(&settings, &mut sojourn::execute::NoSinks)?;
 /// assert_eq!((closed.label.as_str(), open.label.as_str()), ("paced", "open loop"));
@@ -241,16 +254,15 @@ pub fn measure(
     a: &CompareSettings,
     sinks: &mut dyn crate::execute::Sinks,
 ) -> anyhow::Result<[RunResult; 2]> {
-    let (closed, open) = loops(a)?;
-    run_loops(&closed, &open, sinks)
+    let (mut closed, mut open) = loops(a)?;
+    run_loops(&mut closed, &mut open, sinks)
 }
 
 /// Runs both loops at once, prints the seeds' table, the verdict and each loop's notes, and
 /// writes the page (and `closed.json` and `open.json`, given `json_dir`; the
 /// [`CompareDocument`], given `json`).
 pub fn run(a: CompareSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow::Result<()> {
-    crate::grpc::refuse_on("compare", &a.url)?;
-    let (closed, open) = loops(&a)?;
+    let (mut closed, mut open) = loops(&a)?;
     if let Some(dir) = &a.json_dir {
         std::fs::create_dir_all(dir)
             .map_err(|e| crate::bad_input!("--json-dir: cannot create {}: {e}", dir.display()))?;
@@ -273,7 +285,7 @@ pub fn run(a: CompareSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow:
             humantime::format_duration(a.duration)
         ),
     }
-    let [c, o] = run_loops(&closed, &open, sinks)?;
+    let [c, o] = run_loops(&mut closed, &mut open, sinks)?;
     for (v, r) in [(&closed, &c), (&open, &o)] {
         if let Some(path) = &v.json {
             crate::outputs::write_json(path, r)?;
@@ -295,6 +307,7 @@ pub fn run(a: CompareSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow:
 
 /// The two loops' specs, checked before anything runs: (closed, open).
 fn loops(a: &CompareSettings) -> anyhow::Result<(RunSpec, RunSpec)> {
+    crate::grpc::message_only_for_grpc(&a.url, a.body.as_deref())?;
     Ok((
         crate::validate(run_args(a, true))?,
         crate::validate(run_args(a, false))?,
@@ -305,14 +318,21 @@ fn loops(a: &CompareSettings) -> anyhow::Result<(RunSpec, RunSpec)> {
 /// deploy, a failover, a GC) would hit one loop and not the other, and the two would be
 /// compared as if they had met the same server.
 fn run_loops(
-    closed: &RunSpec,
-    open: &RunSpec,
+    closed: &mut RunSpec,
+    open: &mut RunSpec,
     sinks: &mut dyn crate::execute::Sinks,
 ) -> anyhow::Result<[RunResult; 2]> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let url = open.requests.shown();
+    // Over HTTP/2 (gRPC) each connection carries the streams its transport was allowed.
+    let transports = (
+        rt.block_on(closed.connectable())?,
+        rt.block_on(open.connectable())?,
+    );
+    closed.fit_pool(&transports.0);
+    open.fit_pool(&transports.1);
     let plans = (closed.plan(), open.plan());
     let job = |plan, transport, spec: &RunSpec| Job {
         plan,
@@ -326,8 +346,8 @@ fn run_loops(
         journeys: spec.script(),
     };
     let jobs = [
-        job(&plans.0, rt.block_on(closed.connectable())?, closed),
-        job(&plans.1, rt.block_on(open.connectable())?, open),
+        job(&plans.0, transports.0, closed),
+        job(&plans.1, transports.1, open),
     ];
     crate::execute::run_together(&rt, jobs, sinks)
 }

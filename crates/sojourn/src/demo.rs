@@ -192,6 +192,8 @@ fn journeys(a: DemoSettings, sinks: &mut dyn Sinks) -> anyhow::Result<()> {
         json_dir: a.json_dir,
         json: None,
         journey: Some(file),
+        grpc: Default::default(),
+        body: None,
     };
     crate::compare::run(settings, sinks)
 }

@@ -29,12 +29,12 @@ pub fn is_grpc_url(text: &str) -> bool {
     lower.starts_with("grpc://") || lower.starts_with("grpcs://")
 }
 
-/// Refuses a gRPC target on a command that does not take gRPC's flags yet (`compare`,
-/// `sweep`), saying what does, rather than failing later on a flag the command lacks.
-pub fn refuse_on(command: &str, url: &str) -> anyhow::Result<()> {
-    match is_grpc_url(url) {
+/// `-d` on `compare` and `sweep`, whose HTTP requests are bodiless GETs: there it is only a
+/// gRPC call's message.
+pub fn message_only_for_grpc(url: &str, body: Option<&str>) -> anyhow::Result<()> {
+    match body.is_some() && !is_grpc_url(url) {
         true => Err(bad_input!(
-            "URL: `sojourn {command}` does not run gRPC calls yet; run them with `sojourn run {url} --proto FILE --call pkg.Service/Method` (add --closed for the closed loop)"
+            "-d: only with a grpc://HOST:PORT (or grpcs://) target, as the call's message; this command sends HTTP GETs without a body"
         )),
         false => Ok(()),
     }

@@ -24,7 +24,8 @@
 //! ```
 //!
 //! Many requests instead of one URL: `targets = "targets.txt"` (a path relative to the plan's
-//! own directory), `targets_order = "random"`; HTTP/2: `http2 = true`, `streams = 64`.
+//! own directory), `targets_order = "random"`; HTTP/2: `http2 = true`, `streams = 64`; a gRPC
+//! call beside a `grpc://` url: `proto`, `import_path`, `call`, `data`, `metadata`.
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -75,6 +76,18 @@ pub struct PlanFile {
     /// Objectives, as `--slo` takes them.
     #[serde(default)]
     slo: Vec<String>,
+    /// A gRPC call's `.proto` (a `grpc://` url), as `--proto`; relative to the plan's directory.
+    proto: Option<PathBuf>,
+    /// As `--import-path`, each relative to the plan's directory.
+    #[serde(default)]
+    import_path: Vec<PathBuf>,
+    /// As `--call`: `pkg.Service/Method`.
+    call: Option<String>,
+    /// A gRPC call's message as JSON, as `-d`: `body` by its gRPC name.
+    data: Option<String>,
+    /// As `-m`: `key: value` each.
+    #[serde(default)]
+    metadata: Vec<String>,
 }
 
 /// One `[[stage]]`: `rate` for a hold, or `from` and `to` for a linear move.
@@ -239,8 +252,94 @@ pub fn apply(a: &mut RunSettings, path: &Path) -> anyhow::Result<PlanFile> {
         a.gate.slo = p.slo.clone();
         a.gate.from_plan = Some(path.to_path_buf());
     }
+    grpc(a, &p, path, &given).map_err(|(k, e)| key(k, e))?;
     protocol(a, &p, &given).map_err(|(k, e)| key(k, e))?;
     Ok(p)
+}
+
+/// `proto`, `import_path`, `call`, `data` and `metadata`: a gRPC call, only beside a grpc://
+/// target. The call is checked here, so a problem in a key the plan gave names that key.
+fn grpc(
+    a: &mut RunSettings,
+    p: &PlanFile,
+    path: &Path,
+    given: &dyn Fn(&str) -> bool,
+) -> Result<(), (&'static str, String)> {
+    let keys = [
+        ("proto", p.proto.is_some()),
+        ("import_path", !p.import_path.is_empty()),
+        ("call", p.call.is_some()),
+        ("data", p.data.is_some()),
+        ("metadata", !p.metadata.is_empty()),
+    ];
+    let Some((first, _)) = keys.iter().find(|(_, set)| *set) else {
+        return Ok(());
+    };
+    if !a.workload.is_grpc() {
+        return Err((
+            first,
+            "only with a grpc://HOST:PORT (or grpcs://) url".into(),
+        ));
+    }
+    if p.data.is_some() && p.body.is_some() {
+        return Err((
+            "data",
+            "give data or body, not both: data is body's gRPC name".into(),
+        ));
+    }
+    let g = &mut a.workload.grpc;
+    if let (false, Some(file)) = (given("proto"), &p.proto) {
+        g.proto = Some(beside(path, file));
+    }
+    if !given("import_path") && !p.import_path.is_empty() {
+        g.import_paths = p.import_path.iter().map(|d| beside(path, d)).collect();
+    }
+    if let (false, Some(call)) = (given("call"), &p.call) {
+        g.call = Some(call.clone());
+    }
+    if !given("metadata") && !p.metadata.is_empty() {
+        g.metadata = p.metadata.clone();
+    }
+    if let (false, Some(data)) = (given("body"), &p.data) {
+        a.workload.body = Some(data.clone());
+    }
+    check_call(a, p, given)
+}
+
+/// The call as the run will check it; a problem with a flag whose value came from the plan
+/// is told under the plan's key (one on the command line is left to the run to name).
+fn check_call(
+    a: &RunSettings,
+    p: &PlanFile,
+    given: &dyn Fn(&str) -> bool,
+) -> Result<(), (&'static str, String)> {
+    let url = a.workload.url.as_deref().unwrap_or_default();
+    let body = a.workload.body.as_deref();
+    let Err(e) = a.workload.grpc.target(url, body, a.timeout) else {
+        return Ok(());
+    };
+    let message = e.to_string();
+    let message_key = if p.data.is_some() { "data" } else { "body" };
+    let from_plan = [
+        ("--proto: ", "proto", p.proto.is_some() && !given("proto")),
+        ("--call: ", "call", p.call.is_some() && !given("call")),
+        (
+            "-d: ",
+            message_key,
+            a.workload.body.is_some() && !given("body"),
+        ),
+        (
+            "--metadata: ",
+            "metadata",
+            !p.metadata.is_empty() && !given("metadata"),
+        ),
+    ];
+    for (flag, key, planned) in from_plan {
+        if let (true, Some(rest)) = (planned, message.strip_prefix(flag)) {
+            return Err((key, rest.to_string()));
+        }
+    }
+    Ok(())
 }
 
 /// What to send: the plan's `url`, or its `targets` (with `targets_order`), unless the command
@@ -311,7 +410,8 @@ fn protocol(
     if let (false, Some(n)) = (given("streams"), p.streams) {
         a.protocol.streams = Some(args::streams_value(n).map_err(|e| ("streams", e))?);
     }
-    if a.protocol.streams.is_some() && !a.protocol.http2 {
+    // gRPC runs on HTTP/2 whatever `http2` says.
+    if a.protocol.streams.is_some() && !a.protocol.http2 && !a.workload.is_grpc() {
         return Err((
             "streams",
             "streams are HTTP/2's: set http2 = true (or give --http2)".into(),

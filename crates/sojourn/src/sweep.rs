@@ -120,6 +120,8 @@ pub struct SweepSettings {
 ///     headers: Vec::new(),
 ///     insecure: false,
 ///     cacert: None,
+///     grpc: Default::default(),
+///     body: None,
 /// };
 /// let (outcome, _threads) = sweep.run(&config, &mut sojourn::execute::NoSinks, |_| {})?;
 /// let offered: Vec<f64> = outcome.steps.iter().map(|(step, _)| step.target).collect();
@@ -152,6 +154,10 @@ pub struct HttpSweep {
     pub insecure: bool,
     /// Trust only these CA certificates.
     pub cacert: Option<PathBuf>,
+    /// A gRPC call's proto, method and metadata (a `grpc://` target).
+    pub grpc: crate::grpc::GrpcSettings,
+    /// A gRPC call's message, as JSON (`-d`); only with a `grpc://` target.
+    pub body: Option<String>,
 }
 
 impl HttpSweep {
@@ -169,6 +175,8 @@ impl HttpSweep {
             workload: crate::transport::WorkloadSettings {
                 url: Some(self.url.clone()),
                 headers: self.headers.clone(),
+                body: self.body.clone(),
+                grpc: self.grpc.clone(),
                 ..Default::default()
             },
             protocol: crate::transport::ProtocolSettings {
@@ -182,6 +190,13 @@ impl HttpSweep {
         }
     }
 
+    /// The first step's run, checked: a bad URL, header or gRPC call is one line of bad input
+    /// before anything is sent.
+    pub fn check(&self, config: &Config) -> anyhow::Result<crate::spec::RunSpec> {
+        crate::grpc::message_only_for_grpc(&self.url, self.body.as_deref())?;
+        crate::validate(self.step(config, Rate::per_second(1.0)?))
+    }
+
     /// Checks the target once (a bad URL or header fails before any step, and an unreachable
     /// target before the first), then runs every step with `sinks` watching and `on_step`
     /// told of each step's verdict. Returns the outcome and the worker threads the steps used.
@@ -191,8 +206,7 @@ impl HttpSweep {
         sinks: &mut dyn crate::execute::Sinks,
         on_step: impl FnMut(&Step),
     ) -> anyhow::Result<(Outcome, usize)> {
-        crate::grpc::refuse_on("sweep", &self.url)?;
-        let first = crate::validate(self.step(config, Rate::per_second(1.0)?))?;
+        let first = self.check(config)?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
