@@ -1,4 +1,4 @@
-//! gRPC unary calls, carried by the HTTP/2 transport ([`crate::http2`]): its stream slots,
+//! gRPC unary and server-streaming calls, carried by the HTTP/2 transport ([`crate::http2`]): its stream slots,
 //! pool, send stamps and failure classes are the same. What gRPC adds is here: the request
 //! (a POST to `/pkg.Service/Method`, `content-type: application/grpc`, `te: trailers`, the
 //! deadline as `grpc-timeout`, the message in a length-prefixed frame) and the answer's
@@ -58,8 +58,19 @@ pub async fn transport(
     trust: &Trust,
     streams: usize,
 ) -> Result<Http2Transport, TargetError> {
+    streaming_transport(calls, &[], trust, streams).await
+}
+
+/// As [`transport`], where call `i` is a server-streaming method when `streaming[i]` is true:
+/// its answer's messages are counted and the first one timed.
+pub async fn streaming_transport(
+    calls: &[GrpcCall],
+    streaming: &[bool],
+    trust: &Trust,
+    streams: usize,
+) -> Result<Http2Transport, TargetError> {
     let reqs: Vec<HttpRequest> = calls.iter().map(GrpcCall::request).collect();
-    Http2Transport::answering(&reqs, trust, streams, true).await
+    Http2Transport::answering(&reqs, trust, streams, true, streaming).await
 }
 
 /// A message in gRPC's length-prefixed framing: a compressed flag (0: not compressed), the
