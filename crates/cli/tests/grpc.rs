@@ -601,6 +601,67 @@ fn server_streaming_calls_count_every_message_and_time_the_first_and_the_last() 
     assert_matches_the_result_schema(&text);
 }
 
+/// Two shards of a streaming run merge into one: their messages summed and their
+/// first-message histograms added, the merge a valid document.
+#[test]
+fn a_merge_of_streaming_shards_sums_their_messages_and_first_messages() {
+    let _one = serial();
+    let gap = Duration::from_millis(20);
+    let server = GrpcServer::start(Script::Stream { messages: 5, gap });
+    let dir = temp_dir("grpc-stream-merge");
+    let (url, p) = (server.url(), proto());
+    let mut shards = Vec::new();
+    for k in ["0/2", "1/2"] {
+        let json = dir.join(format!("s{}.json", &k[..1])).display().to_string();
+        let out = sojourn(&[
+            "run",
+            &url,
+            "--proto",
+            &p,
+            "--call",
+            "helloworld.Greeter/SayHellos",
+            "-d",
+            r#"{"name":"x"}"#,
+            "--json",
+            &json,
+            "--no-hiccup-meter",
+            "--rate",
+            "40",
+            "--requests",
+            "40",
+            "-c",
+            "2",
+            "--streams",
+            "8",
+            "--timeout",
+            "5s",
+            "--shard",
+            k,
+        ]);
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
+        shards.push(json);
+    }
+    let merged = dir.join("m.json").display().to_string();
+    let out = sojourn(&["merge", &shards[0], &shards[1], "-o", &merged]);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
+    let parts: Vec<_> = shards
+        .iter()
+        .map(|f| read_result(std::path::Path::new(f)))
+        .collect();
+    let m = read_result(std::path::Path::new(&merged));
+    assert_nothing_lost(&m);
+    let s = m
+        .stream
+        .as_ref()
+        .expect("the merge keeps the stream section");
+    let calls: u64 = parts.iter().map(|r| r.counts.scheduled).sum();
+    assert_eq!(calls, 40);
+    assert_eq!(s.messages, 40 * 5);
+    assert_eq!(s.first_message.count, 40);
+    assert!(s.first_message.min >= 20_000_000, "{:?}", s.first_message);
+    assert_matches_the_result_schema(&std::fs::read_to_string(&merged).unwrap());
+}
+
 /// The document, gRPC classes and all, is a valid `sojourn.result` document.
 fn assert_matches_the_result_schema(text: &str) {
     let schema = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../schema/result.schema.json");
