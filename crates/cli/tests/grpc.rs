@@ -203,6 +203,10 @@ enum Script {
     /// A call whose deadline (`grpc-timeout`) is shorter than this much work is answered
     /// DEADLINE_EXCEEDED at once, as servers that check the deadline up front do.
     FailFast(Duration),
+    /// SayHellos: every call answered with `messages` replies, each `gap` after the one before
+    /// (the first `gap` after the call), the first split over two DATA frames; every 4th
+    /// ends UNAVAILABLE after its messages, the rest OK.
+    Stream { messages: u32, gap: Duration },
 }
 
 /// What the server saw, for the test to check the calls were what gRPC expects.
@@ -355,8 +359,12 @@ async fn answer(
             .and_then(|v| v.to_str().ok())
             .map(String::from)
     };
+    let method = match script {
+        Script::Stream { .. } => "/helloworld.Greeter/SayHellos",
+        _ => "/helloworld.Greeter/SayHello",
+    };
     let well_formed = head.method == http::Method::POST
-        && head.uri.path() == "/helloworld.Greeter/SayHello"
+        && head.uri.path() == method
         && header("content-type").as_deref() == Some("application/grpc")
         && header("te").as_deref() == Some("trailers")
         && got == FRAMED_X;
@@ -382,6 +390,13 @@ async fn answer(
             return trailers_only(&mut respond, 4)
         }
         Script::FailFast(_) => 0,
+        Script::Stream { messages, gap } => {
+            let code = match n % 4 {
+                0 => 14,
+                _ => 0,
+            };
+            return stream(respond, messages, gap, code).await;
+        }
     };
     let head = http::Response::builder()
         .status(200)
@@ -394,6 +409,36 @@ async fn answer(
     if code == 0 {
         // helloworld.HelloReply { message: "hi" }, framed.
         let _ = out.send_data(Bytes::from_static(b"\0\0\0\0\x04\x0a\x02hi"), false);
+    }
+    let mut trailers = http::HeaderMap::new();
+    trailers.insert("grpc-status", code.to_string().parse().unwrap());
+    let _ = out.send_trailers(trailers);
+}
+
+/// A streamed answer: `messages` replies `gap` apart, then `code` in the trailers.
+async fn stream(
+    mut respond: h2::server::SendResponse<Bytes>,
+    messages: u32,
+    gap: Duration,
+    code: u32,
+) {
+    let head = http::Response::builder()
+        .status(200)
+        .header("content-type", "application/grpc")
+        .body(())
+        .unwrap();
+    let Ok(mut out) = respond.send_response(head, false) else {
+        return;
+    };
+    const HI: &[u8] = b"\0\0\0\0\x04\x0a\x02hi";
+    for i in 0..messages {
+        tokio::time::sleep(gap).await;
+        if i == 0 {
+            let _ = out.send_data(Bytes::from_static(&HI[..3]), false);
+            let _ = out.send_data(Bytes::from_static(&HI[3..]), false);
+        } else {
+            let _ = out.send_data(Bytes::from_static(HI), false);
+        }
     }
     let mut trailers = http::HeaderMap::new();
     trailers.insert("grpc-status", code.to_string().parse().unwrap());
@@ -516,6 +561,141 @@ fn each_status_code_is_counted_exactly_in_its_class() {
         !text.contains("grpc:CANCELLED"),
         "uncounted classes are left out"
     );
+}
+
+/// A server-streaming call: 5 messages 20 ms apart. Each call's first message comes one gap
+/// after it is due and its end five gaps after; every message is counted, and the status
+/// after the messages is the call's outcome.
+#[test]
+fn server_streaming_calls_count_every_message_and_time_the_first_and_the_last() {
+    let _one = serial();
+    let gap = Duration::from_millis(20);
+    let server = GrpcServer::start(Script::Stream { messages: 5, gap });
+    let dir = temp_dir("grpc-stream");
+    let json = dir.join("r.json").display().to_string();
+    let (url, p) = (server.url(), proto());
+    let out = sojourn(&[
+        "run",
+        &url,
+        "--proto",
+        &p,
+        "--call",
+        "helloworld.Greeter/SayHellos",
+        "-d",
+        r#"{"name":"x"}"#,
+        "--json",
+        &json,
+        "--no-hiccup-meter",
+        "--rate",
+        "20",
+        "--requests",
+        "40",
+        "-c",
+        "2",
+        "--streams",
+        "8",
+        "--timeout",
+        "5s",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{stdout}");
+    let r = read_result(std::path::Path::new(&json));
+    assert_nothing_lost(&r);
+    assert_eq!(
+        server.seen.malformed.load(Relaxed),
+        0,
+        "every call well-formed"
+    );
+    let c = &r.counts;
+    assert_eq!((c.scheduled, c.completed), (40, 30));
+    assert_eq!(c.failed.get(FailureClass::GrpcUnavailable), 10);
+    assert_eq!(c.failed.total(), 10);
+    let s = r
+        .stream
+        .as_ref()
+        .expect("a streaming run has its stream section");
+    assert_eq!(
+        s.messages,
+        40 * 5,
+        "every message of every call, failed ones too"
+    );
+    assert_eq!(s.first_message.count, 40, "every call got a first message");
+    // Fixed ceilings, well under the next gap: the first message is one gap after the due
+    // time, not five; the end is five gaps after.
+    let ms = |n: u64| n * 1_000_000;
+    assert!(s.first_message.min >= ms(20), "{:?}", s.first_message);
+    assert!(s.first_message.max < ms(60), "{:?}", s.first_message);
+    let response = &r.histograms.response;
+    assert!(response.min >= ms(100), "{response:?}");
+    assert!(response.max < ms(160), "{response:?}");
+    assert!(
+        stdout.contains("messages  200 in streamed answers (40 calls"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("first message (due)"), "{stdout}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    assert_matches_the_result_schema(&text);
+}
+
+/// Two shards of a streaming run merge into one: their messages summed and their
+/// first-message histograms added, the merge a valid document.
+#[test]
+fn a_merge_of_streaming_shards_sums_their_messages_and_first_messages() {
+    let _one = serial();
+    let gap = Duration::from_millis(20);
+    let server = GrpcServer::start(Script::Stream { messages: 5, gap });
+    let dir = temp_dir("grpc-stream-merge");
+    let (url, p) = (server.url(), proto());
+    let mut shards = Vec::new();
+    for k in ["0/2", "1/2"] {
+        let json = dir.join(format!("s{}.json", &k[..1])).display().to_string();
+        let out = sojourn(&[
+            "run",
+            &url,
+            "--proto",
+            &p,
+            "--call",
+            "helloworld.Greeter/SayHellos",
+            "-d",
+            r#"{"name":"x"}"#,
+            "--json",
+            &json,
+            "--no-hiccup-meter",
+            "--rate",
+            "40",
+            "--requests",
+            "40",
+            "-c",
+            "2",
+            "--streams",
+            "8",
+            "--timeout",
+            "5s",
+            "--shard",
+            k,
+        ]);
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
+        shards.push(json);
+    }
+    let merged = dir.join("m.json").display().to_string();
+    let out = sojourn(&["merge", &shards[0], &shards[1], "-o", &merged]);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
+    let parts: Vec<_> = shards
+        .iter()
+        .map(|f| read_result(std::path::Path::new(f)))
+        .collect();
+    let m = read_result(std::path::Path::new(&merged));
+    assert_nothing_lost(&m);
+    let s = m
+        .stream
+        .as_ref()
+        .expect("the merge keeps the stream section");
+    let calls: u64 = parts.iter().map(|r| r.counts.scheduled).sum();
+    assert_eq!(calls, 40);
+    assert_eq!(s.messages, 40 * 5);
+    assert_eq!(s.first_message.count, 40);
+    assert!(s.first_message.min >= 20_000_000, "{:?}", s.first_message);
+    assert_matches_the_result_schema(&std::fs::read_to_string(&merged).unwrap());
 }
 
 /// The document, gRPC classes and all, is a valid `sojourn.result` document.

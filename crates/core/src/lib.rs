@@ -35,8 +35,8 @@ pub use check::{Checks, GeneratorVerdict};
 pub use outcome::{FailureClass, FailureCounts, Outcome};
 pub use record::{Bound, LabelRecord, Measurements, Recorder, RequestSample, Stamps, StatusCounts};
 pub use result::{
-    JourneysConfig, LabelCounts, LabelInterval, Mode, RunConfig, RunFacts, RunResult, TargetResult,
-    TargetsConfig,
+    JourneysConfig, LabelCounts, LabelInterval, Mode, RunConfig, RunFacts, RunResult,
+    StreamSummary, TargetResult, TargetsConfig,
 };
 pub use schedule::{Arrival, Due, End, Schedule};
 pub use shard::Shard;

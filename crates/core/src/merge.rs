@@ -29,11 +29,11 @@ use crate::placement::{
     ShardState, ShardStatus,
 };
 use crate::record::new_histogram;
-use crate::result::JourneysConfig;
 use crate::result::{
     decode_base64, encode_base64, Counts, HistogramSet, HistogramSummary, IntervalSummary,
     LabelCounts, LabelInterval, RateSummary, RunConfig, RunResult, TargetResult, SCHEMA,
 };
+use crate::result::{JourneysConfig, StreamSummary};
 use crate::shard::Shard;
 
 mod repeated;
@@ -176,6 +176,8 @@ fn combine(
         journeys,
         // None: `--repeat` and `--shard` exclude each other, so no shard is a repeated run.
         repetitions: None,
+        // Summed: messages added, first-message histograms added.
+        stream: stream(inputs)?,
     }
     // Recomputed: the response percentiles' batch-means intervals, from the merged timeline.
     .with_batch_intervals();
@@ -602,6 +604,26 @@ fn sum(hdrs: &[(&str, &str)]) -> Result<Histogram<u64>, MergeError> {
     let mut canonical = new_histogram();
     canonical.add(&total).expect("auto-resizing histograms add");
     Ok(canonical)
+}
+
+/// The inputs' server-streaming summaries, summed; `None` when no input has one.
+pub(crate) fn stream(inputs: &[Input]) -> Result<Option<StreamSummary>, MergeError> {
+    let held: Vec<(&Input, &StreamSummary)> = inputs
+        .iter()
+        .filter_map(|i| i.result.stream.as_ref().map(|s| (i, s)))
+        .collect();
+    if held.is_empty() {
+        return Ok(None);
+    }
+    let hdrs: Vec<(&str, &str)> = held
+        .iter()
+        .map(|(i, s)| (i.source.as_str(), s.first_message.hdr.as_str()))
+        .collect();
+    let none = crate::record::new_histogram();
+    Ok(Some(StreamSummary {
+        messages: held.iter().map(|(_, s)| s.messages).sum(),
+        first_message: HistogramSummary::of(&sum(&hdrs)?, &none),
+    }))
 }
 
 fn summed<'a>(

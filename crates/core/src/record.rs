@@ -76,6 +76,9 @@ pub struct Histograms {
     pub send_lag: Histogram<u64>,
     /// dispatched − intended: the part of the send lag that the generator itself caused.
     pub dispatch_lag: Histogram<u64>,
+    /// Server-streaming calls: first message − intended, for the calls that got a message.
+    /// Empty otherwise; like the send lag, a warm-up trim leaves it whole.
+    pub first_message: Histogram<u64>,
 }
 
 impl Histograms {
@@ -85,6 +88,7 @@ impl Histograms {
             service: new_histogram(),
             send_lag: new_histogram(),
             dispatch_lag: new_histogram(),
+            first_message: new_histogram(),
         }
     }
 
@@ -93,6 +97,7 @@ impl Histograms {
         add(&mut self.service, &other.service);
         add(&mut self.send_lag, &other.send_lag);
         add(&mut self.dispatch_lag, &other.dispatch_lag);
+        add(&mut self.first_message, &other.first_message);
     }
 }
 
@@ -125,6 +130,8 @@ pub struct Tally {
     pub never_sent: u64,
     /// Of the sent requests, how many waited for a free connection.
     pub waited_for_connection: u64,
+    /// Server-streaming calls: the messages their answers carried, in all.
+    pub messages: u64,
 }
 
 impl Tally {
@@ -141,6 +148,7 @@ impl Tally {
         self.censored += other.censored;
         self.never_sent += other.never_sent;
         self.waited_for_connection += other.waited_for_connection;
+        self.messages += other.messages;
     }
 }
 
@@ -620,6 +628,15 @@ impl Recorder {
     }
 
     /// A final answer with this HTTP status code.
+    /// A server-streaming call's answer carried `messages` messages, the first at `first`
+    /// (none when it carried none). Only streaming calls come here.
+    pub fn record_stream(&mut self, intended: Duration, first: Option<Duration>, messages: u64) {
+        self.tally.messages += messages;
+        if let Some(first) = first {
+            record_ns(&mut self.hist.first_message, first.saturating_sub(intended));
+        }
+    }
+
     pub fn record_status(&mut self, status: u16) {
         *self.statuses.entry(status).or_default() += 1;
     }

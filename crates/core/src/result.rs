@@ -818,6 +818,20 @@ pub struct RunResult {
     /// percentile. The histograms, counts and timeline above are the repetitions merged.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub repetitions: Option<crate::repeat::Repetitions>,
+    /// Server-streaming gRPC calls: their first messages and how many messages came. Absent
+    /// for every other run (and when no call got a message).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub stream: Option<StreamSummary>,
+}
+
+/// What a run of server-streaming calls adds: each call's response time runs from its due
+/// time to its last message and status, as for any call; this is the first message's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamSummary {
+    /// Messages the answers carried, in all calls.
+    pub messages: u64,
+    /// first message − intended, for the calls that got at least one message.
+    pub first_message: HistogramSummary,
 }
 
 /// How much an imported result knows: every request, or only the tool's own summary.
@@ -926,6 +940,10 @@ impl RunResult {
             steps: Vec::new(),
             journeys: Vec::new(),
             repetitions: None,
+            stream: (m.tally.messages > 0).then(|| StreamSummary {
+                messages: m.tally.messages,
+                first_message: HistogramSummary::of(&m.hist.first_message, &none),
+            }),
         }
         .with_batch_intervals();
         result.statistics.validity = Some(crate::validity::validity_of(&result));

@@ -1,4 +1,4 @@
-//! gRPC unary calls, carried by the HTTP/2 transport ([`crate::http2`]): its stream slots,
+//! gRPC unary and server-streaming calls, carried by the HTTP/2 transport ([`crate::http2`]): its stream slots,
 //! pool, send stamps and failure classes are the same. What gRPC adds is here: the request
 //! (a POST to `/pkg.Service/Method`, `content-type: application/grpc`, `te: trailers`, the
 //! deadline as `grpc-timeout`, the message in a length-prefixed frame) and the answer's
@@ -58,8 +58,19 @@ pub async fn transport(
     trust: &Trust,
     streams: usize,
 ) -> Result<Http2Transport, TargetError> {
+    streaming_transport(calls, &[], trust, streams).await
+}
+
+/// As [`transport`], where call `i` is a server-streaming method when `streaming[i]` is true:
+/// its answer's messages are counted and the first one timed.
+pub async fn streaming_transport(
+    calls: &[GrpcCall],
+    streaming: &[bool],
+    trust: &Trust,
+    streams: usize,
+) -> Result<Http2Transport, TargetError> {
     let reqs: Vec<HttpRequest> = calls.iter().map(GrpcCall::request).collect();
-    Http2Transport::answering(&reqs, trust, streams, true).await
+    Http2Transport::answering(&reqs, trust, streams, true, streaming).await
 }
 
 /// A message in gRPC's length-prefixed framing: a compressed flag (0: not compressed), the
@@ -71,6 +82,57 @@ pub fn frame(message: &[u8]) -> Vec<u8> {
     out.extend_from_slice(&len.to_be_bytes());
     out.extend_from_slice(message);
     out
+}
+
+/// Counts the length-prefixed messages of an answer's body as its DATA frames arrive, without
+/// decoding them: a frame may end inside a message's prefix or body, or hold several messages.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct MessageCounter {
+    /// Bytes of the current 5-byte prefix seen so far (0 between messages).
+    prefix: u8,
+    /// The length read so far from the current prefix.
+    len: u32,
+    /// Bytes of the current message's body still to come.
+    body: u64,
+    /// Whole messages seen.
+    pub messages: u64,
+}
+
+impl MessageCounter {
+    /// Reads one DATA frame's bytes; returns how many messages it completed.
+    pub fn feed(&mut self, mut data: &[u8]) -> u64 {
+        let before = self.messages;
+        while !data.is_empty() {
+            if self.body > 0 {
+                let take = self.body.min(data.len() as u64);
+                self.body -= take;
+                data = &data[take as usize..];
+                if self.body == 0 {
+                    self.messages += 1;
+                }
+                continue;
+            }
+            // The flag byte is skipped; the next four are the length, big-endian.
+            if self.prefix > 0 {
+                self.len = self.len << 8 | u32::from(data[0]);
+            }
+            self.prefix += 1;
+            data = &data[1..];
+            if self.prefix == 5 {
+                self.prefix = 0;
+                self.body = u64::from(std::mem::take(&mut self.len));
+                if self.body == 0 {
+                    self.messages += 1;
+                }
+            }
+        }
+        self.messages - before
+    }
+
+    /// Whether the body ended between messages (not inside a prefix or a message).
+    pub fn whole(&self) -> bool {
+        self.prefix == 0 && self.body == 0
+    }
 }
 
 /// A deadline as `grpc-timeout` writes it: at most 8 digits and a unit. Whole milliseconds
@@ -231,5 +293,37 @@ mod tests {
         );
         assert_eq!(ok(answer(204, &none, Some(&trailers("0")))), protocol);
         assert_eq!(answer(200, &none, Some(&trailers("0"))).code, 200);
+    }
+
+    #[test]
+    fn messages_are_counted_across_data_frame_boundaries() {
+        let one = frame(b"abcdef");
+        let two = frame(b"xy");
+        // A message split over two frames (inside its prefix, then inside its body).
+        let mut c = MessageCounter::default();
+        assert_eq!(c.feed(&one[..3]), 0);
+        assert!(!c.whole());
+        assert_eq!(c.feed(&one[3..8]), 0);
+        assert_eq!(c.feed(&one[8..]), 1);
+        assert!(c.whole());
+        // Two messages in one frame, the second empty.
+        let mut both = two.clone();
+        both.extend_from_slice(&frame(b""));
+        assert_eq!(c.feed(&both), 2);
+        assert_eq!(c.messages, 3);
+        // Byte by byte.
+        let mut c = MessageCounter::default();
+        let n: u64 = one.iter().chain(&two).map(|b| c.feed(&[*b])).sum();
+        assert_eq!((n, c.messages), (2, 2));
+        // An empty stream: no DATA at all, or an empty frame.
+        let mut c = MessageCounter::default();
+        assert_eq!(c.feed(&[]), 0);
+        assert_eq!(c.messages, 0);
+        assert!(c.whole());
+        // A long message's length is read from all four bytes.
+        let big = frame(&vec![1u8; 0x0001_0203]);
+        let mut c = MessageCounter::default();
+        assert_eq!(c.feed(&big[..big.len() - 1]), 0);
+        assert_eq!(c.feed(&big[big.len() - 1..]), 1);
     }
 }

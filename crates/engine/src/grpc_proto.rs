@@ -20,7 +20,7 @@ pub enum ProtoError {
     CallSyntax { call: String },
     #[error("no method {call:?} in the proto; it has {}", list(known))]
     NoMethod { call: String, known: Vec<String> },
-    #[error("{call} is {kind}; only unary methods are supported so far")]
+    #[error("{call} is {kind}; only unary and server-streaming methods are supported so far")]
     Streaming { call: String, kind: &'static str },
     #[error("does not fit {message}: {reason}")]
     Json { message: String, reason: String },
@@ -63,7 +63,8 @@ impl Proto {
         })
     }
 
-    /// The method `pkg.Service/Method` (or `pkg.Service.Method`); unary only.
+    /// The method `pkg.Service/Method` (or `pkg.Service.Method`): unary or server streaming
+    /// (the request is one message either way); client and bidirectional streaming are refused.
     pub fn method(&self, call: &str) -> Result<MethodDescriptor, ProtoError> {
         let (service, method) = call
             .rsplit_once('/')
@@ -79,10 +80,9 @@ impl Proto {
             known: self.methods(),
         })?;
         let kind = match (m.is_client_streaming(), m.is_server_streaming()) {
-            (false, false) => return Ok(m),
+            (false, _) => return Ok(m),
             (true, true) => "bidirectional streaming",
             (true, false) => "client streaming",
-            (false, true) => "server streaming",
         };
         Err(ProtoError::Streaming {
             call: call.into(),
@@ -160,6 +160,8 @@ package helloworld;
 service Greeter {
   rpc SayHello (HelloRequest) returns (HelloReply) {}
   rpc Chat (stream HelloRequest) returns (stream HelloReply) {}
+  rpc Gather (stream HelloRequest) returns (HelloReply) {}
+  rpc Replies (HelloRequest) returns (stream HelloReply) {}
 }
 message HelloRequest { string name = 1; int32 times = 2; HelloRequest inner = 3; }
 message HelloReply { string message = 1; }
@@ -206,8 +208,13 @@ message HelloReply { string message = 1; }
         let e = proto.method("helloworld.Greeter/SayBye").unwrap_err();
         let text = e.to_string();
         assert!(text.contains("helloworld.Greeter/SayHello"), "{text}");
-        let e = proto.method("helloworld.Greeter/Chat").unwrap_err();
-        assert!(matches!(e, ProtoError::Streaming { .. }), "{e}");
+        for refused in ["Chat", "Gather"] {
+            let e = proto.method(&format!("helloworld.Greeter/{refused}"));
+            let e = e.unwrap_err();
+            assert!(matches!(e, ProtoError::Streaming { .. }), "{e}");
+        }
+        let m = proto.method("helloworld.Greeter/Replies").unwrap();
+        assert!(m.is_server_streaming(), "server streaming is accepted");
         let e = proto.method("SayHello").unwrap_err();
         assert!(matches!(e, ProtoError::CallSyntax { .. }), "{e}");
     }

@@ -59,6 +59,9 @@ struct Prepared {
     /// A gRPC call: its answer is read by [`crate::grpc::answer`] (the `grpc-status`), not by
     /// its HTTP status alone.
     grpc: bool,
+    /// A server-streaming gRPC call: its answer's messages are counted and the first one
+    /// timed ([`crate::grpc::MessageCounter`]).
+    streaming: bool,
 }
 
 /// Opens HTTP/2 connections to one origin and exchanges its requests on their streams.
@@ -93,20 +96,33 @@ impl Http2Transport {
         trust: &Trust,
         streams: usize,
     ) -> Result<Http2Transport, TargetError> {
-        Http2Transport::answering(reqs, trust, streams, false).await
+        Http2Transport::answering(reqs, trust, streams, false, &[]).await
     }
 
-    /// As [`Http2Transport::many`]; with `grpc`, every answer is a gRPC call's.
+    /// As [`Http2Transport::many`]; with `grpc`, every answer is a gRPC call's, and request
+    /// `i` is a server-streaming call when `streaming[i]` is true.
     pub(crate) async fn answering(
         reqs: &[HttpRequest],
         trust: &Trust,
         streams: usize,
         grpc: bool,
+        streaming: &[bool],
     ) -> Result<Http2Transport, TargetError> {
         let req = reqs.first().ok_or(TargetError::NoHost)?;
         let (addr, tls) = resolve(req, trust, b"h2").await?;
-        let prepared = |r| prepare(r).map(|p| Prepared { grpc, ..p });
-        let requests = reqs.iter().map(prepared).collect::<Result<Vec<_>, _>>()?;
+        let prepared = |(i, r)| {
+            let streaming = streaming.get(i).copied().unwrap_or(false);
+            prepare(r).map(|p| Prepared {
+                grpc,
+                streaming,
+                ..p
+            })
+        };
+        let requests = reqs
+            .iter()
+            .enumerate()
+            .map(prepared)
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Http2Transport {
             addr,
             tls,
@@ -233,6 +249,7 @@ fn prepare(req: &HttpRequest) -> Result<Prepared, TargetError> {
         headers,
         body: Bytes::copy_from_slice(&req.body),
         grpc: false,
+        streaming: false,
     })
 }
 
@@ -365,9 +382,13 @@ impl Http2Stream {
         }
         let (head, mut body) = answer?.into_parts();
         let status = head.status.as_u16();
-        while let Some(chunk) = body.data().await {
-            let n = chunk?.len();
-            let _ = body.flow_control().release_capacity(n);
+        if self.requests[ex.target()].streaming {
+            read_messages(ex, &mut body).await?;
+        } else {
+            while let Some(chunk) = body.data().await {
+                let n = chunk?.len();
+                let _ = body.flow_control().release_capacity(n);
+            }
         }
         let trailers = body.trailers().await?;
         Ok(match self.requests[ex.target()].grpc {
@@ -375,6 +396,23 @@ impl Http2Stream {
             false => crate::http::answer(status),
         })
     }
+}
+
+/// Reads a server-streaming answer's body as its DATA frames come, counting its messages and
+/// stamping the first one when its last byte arrives.
+async fn read_messages(ex: &Exchange, body: &mut ::h2::RecvStream) -> Result<(), ::h2::Error> {
+    let mut counter = crate::grpc::MessageCounter::default();
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk?;
+        let _ = body.flow_control().release_capacity(chunk.len());
+        let before = counter.messages;
+        if counter.feed(&chunk) > 0 && before == 0 {
+            ex.first_message();
+        }
+        // Kept as they come, so a stream cut short still counts what it carried.
+        ex.messages(counter.messages);
+    }
+    Ok(())
 }
 
 /// Which failure an `h2` error is. A request never `queued` (the connection was already going

@@ -109,6 +109,10 @@ pub struct Exchange {
     target: Cell<usize>,
     sent: Cell<Option<Instant>>,
     code: Cell<Option<u16>>,
+    /// Server-streaming calls: when the answer's first message arrived, and how many came.
+    /// Taken (and so cleared) by [`Exchange::take_stream`].
+    first_message: Cell<Option<Instant>>,
+    messages: Cell<u64>,
     /// Journeys: this exchange's own encoded request, sent in place of `target`'s.
     own: RefCell<Vec<u8>>,
     has_own: Cell<bool>,
@@ -143,6 +147,22 @@ impl Exchange {
     pub fn answered(&self, answer: Answer) -> Outcome {
         self.code.set(Some(answer.code));
         answer.outcome
+    }
+
+    /// A server-streaming answer's first message arrived now.
+    pub fn first_message(&self) {
+        self.first_message.set(Some(Instant::now()));
+    }
+
+    /// A server-streaming answer carried `n` messages.
+    pub fn messages(&self, n: u64) {
+        self.messages.set(n);
+    }
+
+    /// The streaming answer's first-message time and message count, cleared for the next
+    /// request; `(None, 0)` for any other answer.
+    pub fn take_stream(&self) -> (Option<Instant>, u64) {
+        (self.first_message.take(), self.messages.take())
     }
 
     /// The answer's status code, once the protocol answered.

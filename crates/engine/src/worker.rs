@@ -291,6 +291,11 @@ impl<T: Transport, S: Source> Worker<T, S> {
             Some(sent) => {
                 let stamps = self.stamps(&job, self.offset(sent));
                 recorder.record(&stamps, done, outcome);
+                let (first, messages) = slot.ex.take_stream();
+                if first.is_some() || messages > 0 {
+                    let first = first.map(|at| self.offset(at));
+                    recorder.record_stream(stamps.intended, first, messages);
+                }
                 if let Some(l) = recorder.label(label) {
                     l.record(&stamps, done, outcome);
                 }

@@ -792,6 +792,14 @@ pub fn summary(r: &RunResult) -> String {
     if let Some(line) = status_line(r) {
         let _ = writeln!(out, "{line}");
     }
+    if let Some(s) = &r.stream {
+        let calls = s.first_message.count;
+        let _ = writeln!(
+            out,
+            "messages  {} in streamed answers ({calls} calls got at least one)",
+            s.messages
+        );
+    }
     let _ = writeln!(out, "{}", rates(r));
     let _ = writeln!(out);
     let w = 22;
@@ -804,6 +812,9 @@ pub fn summary(r: &RunResult) -> String {
     };
     let _ = writeln!(out, "{}", row(from_due, &h.response, w));
     let _ = writeln!(out, "{}", row("service (from send)", &h.service, w));
+    if let Some(s) = &r.stream {
+        let _ = writeln!(out, "{}", row("first message (due)", &s.first_message, w));
+    }
     if r.mode != Mode::Closed {
         let _ = writeln!(out, "{}", row("send lag", &h.send_lag, w));
     }

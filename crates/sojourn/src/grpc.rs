@@ -48,6 +48,8 @@ pub struct GrpcTarget {
     pub call: GrpcCall,
     /// The target as the result names it.
     pub shown: String,
+    /// A server-streaming method: its answer's messages are counted, the first one timed.
+    pub streaming: bool,
 }
 
 impl GrpcSettings {
@@ -118,6 +120,7 @@ impl GrpcSettings {
                 timeout,
             },
             shown,
+            streaming: method.is_server_streaming(),
         })
     }
 

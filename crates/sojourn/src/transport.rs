@@ -468,7 +468,8 @@ pub async fn connectable(
         Protocol::Grpc { streams } => {
             let asked = streams.unwrap_or(sojourn_engine::http2::MAX_STREAMS);
             let calls: Vec<_> = requests.grpc.iter().map(|g| g.call.clone()).collect();
-            let t = sojourn_engine::grpc::transport(&calls, trust, asked)
+            let streaming: Vec<_> = requests.grpc.iter().map(|g| g.streaming).collect();
+            let t = sojourn_engine::grpc::streaming_transport(&calls, &streaming, trust, asked)
                 .await
                 .map_err(target_error)?;
             fit_streams(t, streams, &url, wait).await

@@ -376,3 +376,94 @@ fn sojourn_times_the_greeters_stall_from_the_due_time_and_its_closed_loop_hides_
         "the closed loop's p99 {closed_p99:.4} s does not hide the stall (theory {theory:.4} s)"
     );
 }
+
+/// The features the route guide serves when given no `-json_db_file`: its built-in list (the
+/// same 100 as the example's `testdata/route_guide_db.json`, counted there by hand: 100
+/// entries, 36 of them unnamed, which `ListFeatures` sends too), all with latitude in
+/// [400066188, 419999544] and longitude in [-749836354, -740075041], inside [`COVERING`].
+const ROUTE_GUIDE_FEATURES: u64 = 100;
+
+/// A `routeguide.Rectangle` (degrees × 10^7) around every built-in feature.
+const COVERING: &str = r#"{"lo":{"latitude":400000000,"longitude":-750000000},"hi":{"latitude":420000000,"longitude":-730000000}}"#;
+
+/// A port free now on 127.0.0.1: the route guide logs none, so it is given one (`-port N`).
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// The route guide, on `port` (it listens on `localhost`), once it accepts connections.
+fn route_guide(bin: &Path, dir: &Path, port: u16) -> Reaped {
+    let child = Command::new(bin)
+        .args(["-port", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("route_guide.log")).unwrap())
+        .spawn()
+        .expect("starting the route guide");
+    let server = Reaped(child);
+    let deadline = Instant::now() + START_TIMEOUT;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the route guide did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server
+}
+
+/// `routeguide.RouteGuide/ListFeatures` over a rectangle around every feature: every call
+/// completes, with exactly the server's feature count in messages, and has a first message
+/// no later than its end.
+#[test]
+fn list_features_of_the_real_route_guide_streams_every_feature_in_every_call() {
+    let Some(bin) = grpc_server("route_guide_server") else {
+        return sojourn_testkit::skip(
+            "the gRPC route guide is not installed (.ci/run builds it with \
+             scripts/grpc-servers.sh into SOJOURN_GRPC_SERVERS)",
+        );
+    };
+    let _guard = crate::common::serial();
+    let dir = temp_dir("grpc-real-route-guide");
+    let port = free_port();
+    let _server = route_guide(&bin, &dir, port);
+    let json = dir.join("r.json");
+    let url = format!("grpc://127.0.0.1:{port}");
+    let proto = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/grpc/route_guide.proto");
+    let args = [
+        "run",
+        &url,
+        "--proto",
+        proto.to_str().unwrap(),
+        "--call",
+        "routeguide.RouteGuide/ListFeatures",
+        "-d",
+        COVERING,
+        "--rate",
+        "50",
+        "--requests",
+        "100",
+        "-c",
+        "2",
+        "--streams",
+        "8",
+        "--timeout",
+        "5s",
+        "--no-hiccup-meter",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let child = Command::new(env!("CARGO_BIN_EXE_sojourn"))
+        .args(args)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("starting sojourn");
+    wait_bounded(Reaped(child), Duration::from_secs(30), "sojourn");
+    let r = crate::common::read_result(&json);
+    let c = &r.counts;
+    assert_eq!((c.scheduled, c.completed), (100, 100), "{c:?}");
+    let s = r
+        .stream
+        .as_ref()
+        .expect("a streaming run has its stream section");
+    assert_eq!(s.messages, 100 * ROUTE_GUIDE_FEATURES);
+    assert_eq!(s.first_message.count, 100, "every call got a first message");
+    assert!(s.first_message.max <= r.histograms.response.max);
+}

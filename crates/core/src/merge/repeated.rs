@@ -98,6 +98,7 @@ pub fn repeated(runs: Vec<Repeated>, asked: u32, pause_ns: u64) -> Result<RunRes
         steps: labelled(&inputs, &BTreeMap::new(), |r| &r.steps)?,
         journeys: labelled(&inputs, &BTreeMap::new(), |r| &r.journeys)?,
         repetitions: Some(Repetitions::of(summaries, asked, pause_ns)),
+        stream: super::stream(&inputs)?,
     })
 }
 
