@@ -225,8 +225,11 @@ fn an_unknown_tool_is_bad_input_and_a_missing_one_is_skipped() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--tools") && err.contains("jmeterx"), "{err}");
-    // ghz is a known peer, but speaks gRPC: the suite's HTTP servers cannot serve it.
-    let out = sojourn(&["suite", "--tools", "ghz"]);
+    // ghz is a known peer, but speaks gRPC: the suite's HTTP servers cannot serve it. (Its
+    // --out is a temporary folder: were the refusal broken, the suite would run and write
+    // there, not into the source tree.)
+    let nowhere = temp_dir("suite-ghz");
+    let out = sojourn(&["suite", "--tools", "ghz", "--out", nowhere.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
