@@ -229,7 +229,13 @@ fn an_unknown_tool_is_bad_input_and_a_missing_one_is_skipped() {
     // --out is a temporary folder: were the refusal broken, the suite would run and write
     // there, not into the source tree.)
     let nowhere = temp_dir("suite-ghz");
-    let out = sojourn(&["suite", "--tools", "ghz", "--out", nowhere.to_str().unwrap()]);
+    let out = sojourn(&[
+        "suite",
+        "--tools",
+        "ghz",
+        "--out",
+        nowhere.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -1,4 +1,5 @@
-//! gRPC unary and server-streaming calls, carried by the HTTP/2 transport ([`crate::http2`]): its stream slots,
+//! gRPC unary and server-streaming calls, carried by the HTTP/2 transport
+//! ([`crate::Http2Transport::grpc`], which reads answers with what is here): its stream slots,
 //! pool, send stamps and failure classes are the same. What gRPC adds is here: the request
 //! (a POST to `/pkg.Service/Method`, `content-type: application/grpc`, `te: trailers`, the
 //! deadline as `grpc-timeout`, the message in a length-prefixed frame) and the answer's
@@ -11,8 +12,7 @@ use http::HeaderMap;
 use sojourn_core::{FailureClass, Outcome};
 use url::Url;
 
-use crate::http::{HttpRequest, TargetError, Trust};
-use crate::http2::Http2Transport;
+use crate::http::HttpRequest;
 use crate::transport::Answer;
 
 /// One unary call, as the run sends it every time.
@@ -49,28 +49,6 @@ impl GrpcCall {
             body: frame(&self.message),
         }
     }
-}
-
-/// Opens nothing yet: resolves the origin and prepares the calls as [`Http2Transport::many`]
-/// does, each answered by its `grpc-status`.
-pub async fn transport(
-    calls: &[GrpcCall],
-    trust: &Trust,
-    streams: usize,
-) -> Result<Http2Transport, TargetError> {
-    streaming_transport(calls, &[], trust, streams).await
-}
-
-/// As [`transport`], where call `i` is a server-streaming method when `streaming[i]` is true:
-/// its answer's messages are counted and the first one timed.
-pub async fn streaming_transport(
-    calls: &[GrpcCall],
-    streaming: &[bool],
-    trust: &Trust,
-    streams: usize,
-) -> Result<Http2Transport, TargetError> {
-    let reqs: Vec<HttpRequest> = calls.iter().map(GrpcCall::request).collect();
-    Http2Transport::answering(&reqs, trust, streams, true, streaming).await
 }
 
 /// A message in gRPC's length-prefixed framing: a compressed flag (0: not compressed), the

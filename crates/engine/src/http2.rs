@@ -99,9 +99,22 @@ impl Http2Transport {
         Http2Transport::answering(reqs, trust, streams, false, &[]).await
     }
 
+    /// gRPC calls: resolves the origin and prepares the calls as [`Http2Transport::many`]
+    /// does, each answered by its `grpc-status`; call `i` is a server-streaming method when
+    /// `streaming[i]` is true (its answer's messages are counted and the first one timed).
+    pub async fn grpc(
+        calls: &[crate::grpc::GrpcCall],
+        streaming: &[bool],
+        trust: &Trust,
+        streams: usize,
+    ) -> Result<Http2Transport, TargetError> {
+        let reqs: Vec<HttpRequest> = calls.iter().map(crate::grpc::GrpcCall::request).collect();
+        Http2Transport::answering(&reqs, trust, streams, true, streaming).await
+    }
+
     /// As [`Http2Transport::many`]; with `grpc`, every answer is a gRPC call's, and request
     /// `i` is a server-streaming call when `streaming[i]` is true.
-    pub(crate) async fn answering(
+    async fn answering(
         reqs: &[HttpRequest],
         trust: &Trust,
         streams: usize,

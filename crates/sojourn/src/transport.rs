@@ -469,7 +469,7 @@ pub async fn connectable(
             let asked = streams.unwrap_or(sojourn_engine::http2::MAX_STREAMS);
             let calls: Vec<_> = requests.grpc.iter().map(|g| g.call.clone()).collect();
             let streaming: Vec<_> = requests.grpc.iter().map(|g| g.streaming).collect();
-            let t = sojourn_engine::grpc::streaming_transport(&calls, &streaming, trust, asked)
+            let t = sojourn_engine::Http2Transport::grpc(&calls, &streaming, trust, asked)
                 .await
                 .map_err(target_error)?;
             fit_streams(t, streams, &url, wait).await
