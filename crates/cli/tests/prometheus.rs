@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{interrupt, listening_addr, metrics_addr, serial, temp_dir};
+use common::{interrupt, listening_addr, metrics_addr, promtool_accepts, serial, temp_dir};
 use serde_json::Value;
 
 /// A child process killed (by its own handle) when the test lets go of it, pass or fail.
@@ -213,25 +213,6 @@ fn exchange(addr: SocketAddr, head: &str) -> std::io::Result<String> {
 
 fn body_of(reply: &str) -> &str {
     reply.split_once("\r\n\r\n").map_or("", |(_, body)| body)
-}
-
-/// `promtool check metrics` finds nothing to say about a scraped body (the classic text
-/// format, which is what a client that does not ask for OpenMetrics gets, and all that
-/// promtool reads; Prometheus itself scraped the OpenMetrics form above).
-fn promtool_accepts(promtool: &Path, dir: &Path, body: &str) {
-    let scraped = dir.join("scraped.txt");
-    std::fs::write(&scraped, body).unwrap();
-    let out = Command::new(promtool)
-        .args(["check", "metrics"])
-        .stdin(std::fs::File::open(&scraped).unwrap())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
-        "promtool check metrics: {}{}\n{body}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// An instant query through Prometheus's HTTP API; the single result's value.

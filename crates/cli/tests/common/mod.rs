@@ -334,3 +334,22 @@ pub fn interrupt(run: &std::process::Child) {
         .unwrap();
     assert!(sent.success());
 }
+
+/// `promtool check metrics` finds nothing to say about a scraped body (the classic text
+/// format, which is what a client that does not ask for OpenMetrics gets, and all that
+/// promtool reads; Prometheus itself scraped the OpenMetrics form above).
+pub fn promtool_accepts(promtool: &Path, dir: &Path, body: &str) {
+    let scraped = dir.join("scraped.txt");
+    std::fs::write(&scraped, body).unwrap();
+    let out = Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(std::fs::File::open(&scraped).unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
+        "promtool check metrics: {}{}\n{body}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

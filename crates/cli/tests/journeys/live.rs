@@ -128,7 +128,7 @@ fn the_metrics_endpoint_has_a_row_per_step_and_journey_that_ends_as_the_result_c
         assert!(Instant::now() < deadline, "the run never settled: {s:#?}");
         std::thread::sleep(Duration::from_millis(200));
     };
-    promtool_accepts(&dir, metrics);
+    a_scrape_passes_promtool(&dir, metrics);
     interrupt(&run.0);
     let deadline = Instant::now() + Duration::from_secs(20);
     while run.0.try_wait().unwrap().is_none() {
@@ -251,24 +251,12 @@ fn http_get(addr: SocketAddr, path: &str) -> std::io::Result<String> {
 
 /// `promtool check metrics` finds nothing to say about a journey run's scrape (the classic text
 /// format, escaped label values and all), when promtool is installed.
-fn promtool_accepts(dir: &Path, addr: SocketAddr) {
+fn a_scrape_passes_promtool(dir: &Path, addr: SocketAddr) {
     let Some(promtool) = sojourn_testkit::on_path("promtool") else {
         sojourn_testkit::skip("journey metrics: `promtool` is not on PATH");
         return;
     };
     let reply = http_get(addr, "/metrics").expect("a scrape");
     let body = reply.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    let scraped = dir.join("scraped.txt");
-    std::fs::write(&scraped, body).unwrap();
-    let out = Command::new(promtool)
-        .args(["check", "metrics"])
-        .stdin(std::fs::File::open(&scraped).unwrap())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
-        "promtool check metrics: {}{}\n{body}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::common::promtool_accepts(&promtool, dir, body);
 }
