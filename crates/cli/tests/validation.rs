@@ -369,6 +369,13 @@ const PACED_HICCUP: Ceilings = Ceilings {
     server_late_ms: 3.0,
     dispatch_ms: 4.0,
 };
+/// The pause (ms) at the very end of a paced run that may leave its last slots unsent where
+/// the model, which never pauses, sent them all. Observed: a 10 ms pause of the generator and
+/// the server at once, 9 ms before the end of a 5 s run (the server's truth log: one answer
+/// 10 ms late, the next request sent after the end), left 5 of 5,000 slots never sent; the
+/// rest of that run was on time (control meter p99 0.076 ms). A paced loop that lost slots
+/// anywhere else, or more than the end's few, is over it.
+const END_PAUSE_MS: f64 = 10.0;
 /// The same hiccup with a 1 ms baseline, open loop: a thousand held answers released at once,
 /// later than at the 10 ms baseline (server lateness 20–67 ms against 16–40).
 const OPEN_HICCUP_1MS: Ceilings = Ceilings {
@@ -570,7 +577,18 @@ fn paced_closed_loop_hides_a_stall_from_the_send_and_shows_it_from_the_slot() {
     assert_eq!(model.mode, sojourn_core::Mode::Paced);
     assert_nothing_lost(&paced);
     assert_eq!(paced.counts.scheduled, model.counts.scheduled, "same slots");
-    assert_eq!(paced.counts.never_sent, model.counts.never_sent);
+    let unreached = paced
+        .counts
+        .never_sent
+        .saturating_sub(model.counts.never_sent);
+    let end_pause_slots = (case.rate * END_PAUSE_MS / 1e3) as u64;
+    assert!(
+        paced.counts.never_sent >= model.counts.never_sent && unreached <= end_pause_slots,
+        "never sent {} against the model's {}: more than the {end_pause_slots} slots a pause of \
+         {END_PAUSE_MS} ms at the end leaves behind",
+        paced.counts.never_sent,
+        model.counts.never_sent
+    );
     // From the send, the stall is ten requests in five thousand: below p99.
     let (from_send, from_slot) = (service_ms_at(&paced, 99.0), ms_at(&paced, 99.0));
     eprintln!(

@@ -144,7 +144,14 @@ pub fn on_a_quiet_machine<T>(what: &str, mut measure: impl FnMut() -> (T, Option
         let load = crate::load::OtherLoad::start();
         let (measured, floor) = measure();
         let other_cores = load.cores();
-        (measured, Quiet { floor, other_cores })
+        let quiet = Quiet { floor, other_cores };
+        if quiet.noisy() {
+            eprintln!(
+                "{what}: other work by source, in cores: {}",
+                load.breakdown()
+            );
+        }
+        (measured, quiet)
     })
 }
 
