@@ -3,14 +3,19 @@
 #
 #   DIR/greeter_server        helloworld/greeter_server (unary SayHello; -port N)
 #   DIR/route_guide_server    route_guide/server (ListFeatures streams; -port N)
+#   DIR/tls_echo_server       features/encryption/TLS/server (UnaryEcho over TLS; -port N),
+#                             whose certificate, for *.test.example.com, the examples' own CA
+#                             signed: DIR/ca_cert.pem is that CA's certificate
+#   DIR/reflection_server     features/reflection/server (the greeter and echo services and
+#                             server reflection; -port N)
 #
 #   scripts/grpc-servers.sh DIR
 #
 # Through the Go module proxy only. The examples module's go.mod has replace directives, so
-# `go install pkg@version` refuses it: the two packages are built from a throwaway wrapper
+# `go install pkg@version` refuses it: the packages are built from a throwaway wrapper
 # module instead (go mod init, go get at the pinned version, go build). Idempotent: DIR/VERSION
-# names the pinned version, and a DIR that already holds both servers of that version is left
-# as it is. Exit status: 0 when both servers are in DIR, 1 otherwise.
+# names the pinned version, and a DIR that already holds all of them at that version is left
+# as it is. Exit status: 0 when all the servers are in DIR, 1 otherwise.
 set -euo pipefail
 
 # The examples module has no release tags of its own: a pseudo-version pins its commit (and,
@@ -26,8 +31,12 @@ mkdir -p "$1"
 DIR="$(cd "$1" && pwd)"
 export PATH="$PATH:/usr/local/go/bin"
 
-if [ -x "$DIR/greeter_server" ] && [ -x "$DIR/route_guide_server" ] &&
-    [ "$(cat "$DIR/VERSION" 2>/dev/null)" = "$EXAMPLES@$VERSION" ]; then
+SERVERS=(greeter_server route_guide_server tls_echo_server reflection_server)
+have_all() {
+    for s in "${SERVERS[@]}"; do [ -x "$DIR/$s" ] || return 1; done
+    [ -f "$DIR/ca_cert.pem" ] && [ "$(cat "$DIR/VERSION" 2>/dev/null)" = "$EXAMPLES@$VERSION" ]
+}
+if have_all; then
     echo "gRPC example servers already in $DIR ($VERSION)" >&2
     exit 0
 fi
@@ -37,11 +46,19 @@ trap 'rm -rf "$work"' EXIT
 (
     cd "$work"
     go mod init scratch >/dev/null 2>&1
-    go get "$EXAMPLES/helloworld/greeter_server@$VERSION" "$EXAMPLES/route_guide/server@$VERSION"
+    go get "$EXAMPLES/helloworld/greeter_server@$VERSION" "$EXAMPLES/route_guide/server@$VERSION" \
+        "$EXAMPLES/features/encryption/TLS/server@$VERSION" \
+        "$EXAMPLES/features/reflection/server@$VERSION"
     go build -o "$work/greeter_server" "$EXAMPLES/helloworld/greeter_server"
     go build -o "$work/route_guide_server" "$EXAMPLES/route_guide/server"
+    # The TLS server reads its key and certificate from the examples' data directory in the
+    # module cache, found at run time from its compiled-in source path.
+    go build -o "$work/tls_echo_server" "$EXAMPLES/features/encryption/TLS/server"
+    go build -o "$work/reflection_server" "$EXAMPLES/features/reflection/server"
+    cp "$(go list -m -f '{{.Dir}}' "$EXAMPLES")/data/x509/ca_cert.pem" "$work/ca_cert.pem"
 )
-# Moved in only once both built, so a failed build never leaves a half-filled DIR behind.
-mv "$work/greeter_server" "$work/route_guide_server" "$DIR/"
+# Moved in only once all built, so a failed build never leaves a half-filled DIR behind.
+for s in "${SERVERS[@]}"; do mv "$work/$s" "$DIR/"; done
+mv "$work/ca_cert.pem" "$DIR/"
 echo "$EXAMPLES@$VERSION" >"$DIR/VERSION"
 echo "gRPC example servers built into $DIR ($VERSION)" >&2
