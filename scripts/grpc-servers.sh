@@ -5,7 +5,8 @@
 #   DIR/route_guide_server    route_guide/server (ListFeatures streams; -port N)
 #   DIR/tls_echo_server       features/encryption/TLS/server (UnaryEcho over TLS; -port N),
 #                             whose certificate, for *.test.example.com, the examples' own CA
-#                             signed: DIR/ca_cert.pem is that CA's certificate
+#                             signed: DIR/ca_cert.pem is that CA's certificate, and
+#                             DIR/echo.proto the service's (features/proto/echo)
 #   DIR/reflection_server     features/reflection/server (the greeter and echo services and
 #                             server reflection; -port N)
 #
@@ -15,7 +16,7 @@
 # `go install pkg@version` refuses it: the packages are built from a throwaway wrapper
 # module instead (go mod init, go get at the pinned version, go build). Idempotent: DIR/VERSION
 # names the pinned version, and a DIR that already holds all of them at that version is left
-# as it is. Exit status: 0 when all the servers are in DIR, 1 otherwise.
+# as it is (one that lacks only a data file gets that file, copied from the module cache). Exit status: 0 when all the servers are in DIR, 1 otherwise.
 set -euo pipefail
 
 # The examples module has no release tags of its own: a pseudo-version pins its commit (and,
@@ -32,11 +33,27 @@ DIR="$(cd "$1" && pwd)"
 export PATH="$PATH:/usr/local/go/bin"
 
 SERVERS=(greeter_server route_guide_server tls_echo_server reflection_server)
-have_all() {
+# The examples' files the tests read beside the servers: module path -> name in DIR.
+DATA=("data/x509/ca_cert.pem ca_cert.pem" "features/proto/echo/echo.proto echo.proto")
+have_servers() {
     for s in "${SERVERS[@]}"; do [ -x "$DIR/$s" ] || return 1; done
-    [ -f "$DIR/ca_cert.pem" ] && [ "$(cat "$DIR/VERSION" 2>/dev/null)" = "$EXAMPLES@$VERSION" ]
+    [ "$(cat "$DIR/VERSION" 2>/dev/null)" = "$EXAMPLES@$VERSION" ]
 }
-if have_all; then
+# Copies the data files from the examples module at the pin (downloaded through the proxy if
+# the module cache lacks it) into $1.
+copy_data() {
+    local src
+    src="$(go mod download -json "$EXAMPLES@$VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+    for d in "${DATA[@]}"; do
+        set -- "$1" $d
+        cp "$src/$2" "$1/$3.tmp" && chmod 0644 "$1/$3.tmp" && mv -f "$1/$3.tmp" "$1/$3"
+    done
+}
+if have_servers; then
+    for d in "${DATA[@]}"; do
+        set -- $d
+        [ -f "$DIR/$2" ] || { copy_data "$DIR"; break; }
+    done
     echo "gRPC example servers already in $DIR ($VERSION)" >&2
     exit 0
 fi
@@ -55,10 +72,9 @@ trap 'rm -rf "$work"' EXIT
     # module cache, found at run time from its compiled-in source path.
     go build -o "$work/tls_echo_server" "$EXAMPLES/features/encryption/TLS/server"
     go build -o "$work/reflection_server" "$EXAMPLES/features/reflection/server"
-    cp "$(go list -m -f '{{.Dir}}' "$EXAMPLES")/data/x509/ca_cert.pem" "$work/ca_cert.pem"
 )
 # Moved in only once all built, so a failed build never leaves a half-filled DIR behind.
 for s in "${SERVERS[@]}"; do mv "$work/$s" "$DIR/"; done
-mv "$work/ca_cert.pem" "$DIR/"
+copy_data "$DIR"
 echo "$EXAMPLES@$VERSION" >"$DIR/VERSION"
 echo "gRPC example servers built into $DIR ($VERSION)" >&2
