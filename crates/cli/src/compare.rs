@@ -71,6 +71,7 @@ impl From<CompareArgs> for sojourn::compare::CompareSettings {
             headers: a.reach.headers,
             insecure: a.reach.insecure,
             cacert: a.reach.cacert,
+            tls_server_name: a.reach.tls_server_name,
             report: a.report,
             json_dir: a.json_dir,
             json: a.json,

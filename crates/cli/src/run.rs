@@ -256,6 +256,11 @@ pub struct ReachArgs {
     /// the public roots.
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
+    /// Check the server's TLS certificate against NAME, and send NAME as SNI, instead of the
+    /// URL's host (https:// and grpcs://): for a server reached by an address its certificate
+    /// does not name. Host and :authority stay the URL's.
+    #[arg(long, value_name = "NAME")]
+    pub tls_server_name: Option<String>,
 }
 
 impl From<RunArgs> for sojourn::RunSettings {
@@ -277,6 +282,7 @@ impl From<RunArgs> for sojourn::RunSettings {
                 streams: a.streams,
                 insecure: a.reach.insecure,
                 cacert: a.reach.cacert,
+                tls_server_name: a.reach.tls_server_name,
             },
             plan: a.plan,
             shard: a.shard,

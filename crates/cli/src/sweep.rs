@@ -119,6 +119,7 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
         headers: a.reach.headers.clone(),
         insecure: a.reach.insecure,
         cacert: a.reach.cacert.clone(),
+        tls_server_name: a.reach.tls_server_name.clone(),
         grpc: a.grpc.clone().into(),
         body: a.body.clone(),
     };

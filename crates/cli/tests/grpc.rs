@@ -217,6 +217,8 @@ struct Seen {
     malformed: AtomicU64,
     timeouts: Mutex<Vec<String>>,
     metadata: Mutex<Vec<String>>,
+    /// The server name each TLS connection asked for (SNI), `-` for none.
+    sni: Mutex<Vec<String>>,
 }
 
 struct GrpcServer {
@@ -235,7 +237,12 @@ impl GrpcServer {
 
     /// Over TLS, with ALPN h2 and a fresh self-signed certificate for 127.0.0.1.
     fn start_tls(script: Script) -> GrpcServer {
-        let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
+        GrpcServer::start_tls_for(script, "127.0.0.1")
+    }
+
+    /// Over TLS, with a fresh self-signed certificate for `name` only.
+    fn start_tls_for(script: Script, name: &str) -> GrpcServer {
+        let cert = rcgen::generate_simple_self_signed(vec![name.into()]).unwrap();
         let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
@@ -320,6 +327,8 @@ async fn accept(
                 None => connection(socket, script, seen).await,
                 Some(tls) => {
                     if let Ok(s) = tls.accept(socket).await {
+                        let sni = s.get_ref().1.server_name().unwrap_or("-").to_string();
+                        seen.sni.lock().unwrap().push(sni);
                         connection(s, script, seen).await
                     }
                 }
@@ -903,6 +912,175 @@ fn grpcs_calls_go_over_tls_with_the_trust_flags_of_https() {
         stderr.contains(&format!("use {} (", plain.url())),
         "{stderr}"
     );
+}
+
+/// `--tls-server-name`: a server reached at 127.0.0.1 whose certificate is for another name
+/// only. Checked against that name (and sent as SNI) the calls go through with the CA trusted;
+/// without it the certificate is refused before the run, and the line says which flag helps.
+/// With `--insecure` the name is still sent. Beside a plaintext URL, or as a name that is not
+/// one, it is refused in one line naming the flag, exit 2, by `run`, `compare` and `sweep`.
+#[test]
+fn the_tls_server_name_is_what_the_certificate_is_checked_against_and_sent_as_sni() {
+    let _one = serial();
+    let name = "grpc.test.example.com";
+    let server = GrpcServer::start_tls_for(Script::Pattern, name);
+    let dir = temp_dir("grpcs-server-name");
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, server.cert.as_deref().unwrap()).unwrap();
+    let ca = ca.display().to_string();
+    let r = run(
+        &server,
+        &dir,
+        &[
+            "--rate",
+            "100",
+            "--requests",
+            "28",
+            "--cacert",
+            &ca,
+            "--tls-server-name",
+            name,
+        ],
+    );
+    assert_nothing_lost(&r);
+    assert_eq!(r.config.protocol.as_deref(), Some("h2"));
+    assert_eq!((r.counts.completed, r.counts.failed.total()), (18, 10));
+    let sni = std::mem::take(&mut *server.seen.sni.lock().unwrap());
+    assert!(!sni.is_empty() && sni.iter().all(|s| s == name), "{sni:?}");
+
+    let r = run(
+        &server,
+        &dir,
+        &[
+            "--rate",
+            "100",
+            "--requests",
+            "28",
+            "--insecure",
+            "--tls-server-name",
+            name,
+        ],
+    );
+    assert_nothing_lost(&r);
+    assert_eq!(r.counts.scheduled, 28);
+    assert_eq!(r.counts.completed + r.counts.failed.total(), 28);
+    let sni = std::mem::take(&mut *server.seen.sni.lock().unwrap());
+    assert!(!sni.is_empty() && sni.iter().all(|s| s == name), "{sni:?}");
+
+    let (url, p) = (server.url(), proto());
+    let plain = url.replacen("grpcs://", "grpc://", 1);
+    let call = ["--proto", &p, "--call", CALL, "-d", r#"{"name":"x"}"#];
+    let refused: Vec<(Vec<&str>, &str)> = vec![
+        (
+            // The CA trusted, but the certificate checked against the URL's host.
+            vec![
+                "run",
+                &url,
+                "--cacert",
+                &ca,
+                "--rate",
+                "10",
+                "--requests",
+                "1",
+            ],
+            "not valid for name \"127.0.0.1\"",
+        ),
+        (
+            vec![
+                "run",
+                &plain,
+                "--tls-server-name",
+                name,
+                "--rate",
+                "10",
+                "--requests",
+                "1",
+            ],
+            "--tls-server-name: only with a TLS target (https:// or grpcs://)",
+        ),
+        (
+            vec![
+                "run",
+                &url,
+                "--tls-server-name",
+                "not a name",
+                "--rate",
+                "10",
+                "--requests",
+                "1",
+            ],
+            "--tls-server-name: \"not a name\" is neither a DNS name nor an IP address",
+        ),
+        (
+            vec![
+                "compare",
+                &plain,
+                "--tls-server-name",
+                name,
+                "--rate",
+                "10",
+                "--duration",
+                "1s",
+            ],
+            "--tls-server-name: only with a TLS target",
+        ),
+        (
+            vec![
+                "sweep",
+                &plain,
+                "--tls-server-name",
+                name,
+                "--rates",
+                "10",
+                "--step",
+                "1s",
+                "--settle",
+                "0s",
+            ],
+            "--tls-server-name: only with a TLS target",
+        ),
+        (
+            vec![
+                "run",
+                "http://127.0.0.1:1/",
+                "--tls-server-name",
+                name,
+                "--rate",
+                "1",
+                "--requests",
+                "1",
+            ],
+            "--tls-server-name: only with a TLS target",
+        ),
+    ];
+    for (mut args, says) in refused {
+        if args[1] != "http://127.0.0.1:1/" {
+            args.extend(call);
+        }
+        let out = sojourn(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    let out = sojourn(
+        &[
+            "run",
+            &url,
+            "--cacert",
+            &ca,
+            "--rate",
+            "10",
+            "--requests",
+            "1",
+        ]
+        .into_iter()
+        .chain(call)
+        .collect::<Vec<_>>(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--tls-server-name NAME"), "{stderr}");
+    assert_eq!(server.seen.malformed.load(Relaxed), 0);
 }
 
 #[test]

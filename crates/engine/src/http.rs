@@ -70,6 +70,21 @@ impl Trust {
     }
 }
 
+/// The name a TLS server's certificate is checked against, and sent as SNI, instead of the
+/// URL's host (`--tls-server-name`): for a server reached by an address its certificate does
+/// not name. The request's `Host` (`:authority`) stays the URL's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsServerName(ServerName<'static>);
+
+impl TlsServerName {
+    /// A DNS name or an IP address, as rustls checks it.
+    pub fn parse(name: &str) -> Result<TlsServerName, TargetError> {
+        ServerName::try_from(name.to_string())
+            .map(TlsServerName)
+            .map_err(|_| TargetError::ServerName(name.to_string()))
+    }
+}
+
 /// What to send, validated.
 #[derive(Debug, Clone)]
 pub struct HttpRequest {
@@ -111,6 +126,16 @@ pub enum TargetError {
     /// be a trust anchor.
     #[error("CA certificates: {0}")]
     TrustAnchor(String),
+    /// The TLS server name asked for is neither a DNS name nor an IP address.
+    #[error("{0:?} is neither a DNS name nor an IP address")]
+    ServerName(String),
+}
+
+impl Tls {
+    /// Checks the certificate against `name`, and sends it as SNI, instead of the URL's host.
+    pub(crate) fn rename(&mut self, name: &TlsServerName) {
+        self.name = name.0.clone();
+    }
 }
 
 #[derive(Clone)]
@@ -167,6 +192,15 @@ impl HttpTransport {
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Over TLS, checks the certificate against `name` (and sends it as SNI) instead of the
+    /// URL's host; a plaintext transport is unchanged.
+    pub fn with_server_name(mut self, name: &TlsServerName) -> HttpTransport {
+        if let Some(tls) = &mut self.tls {
+            tls.rename(name);
+        }
+        self
     }
 }
 

@@ -29,7 +29,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use crate::http::{resolve, HttpRequest, TargetError, Tls, Trust};
+use crate::http::{resolve, HttpRequest, TargetError, Tls, TlsServerName, Trust};
 use crate::transport::{Answer, Connection, Exchange, ExchangeError, Transport};
 
 /// The most streams one connection carries when the server advertises more (or no limit):
@@ -147,6 +147,15 @@ impl Http2Transport {
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Over TLS, checks the certificate against `name` (and sends it as SNI) instead of the
+    /// URL's host; a plaintext transport is unchanged.
+    pub fn with_server_name(mut self, name: &TlsServerName) -> Http2Transport {
+        if let Some(tls) = &mut self.tls {
+            tls.rename(name);
+        }
+        self
     }
 
     pub fn streams(&self) -> usize {

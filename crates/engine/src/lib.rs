@@ -35,7 +35,7 @@ pub mod transport;
 pub mod worker;
 
 pub use function::FnTransport;
-pub use http::{ConnectError, HttpRequest, HttpTransport, TargetError, Trust};
+pub use http::{ConnectError, HttpRequest, HttpTransport, TargetError, TlsServerName, Trust};
 pub use http2::{Http2Settings, Http2Transport};
 pub use live::{IntervalSnapshot, Live};
 pub use live_labels::{LabelSnapshot, LabelsSnapshot, LiveLabels};

@@ -43,6 +43,8 @@ pub struct CompareSettings {
     pub insecure: bool,
     /// Trust only the CA certificates in this PEM file for https (a private CA).
     pub cacert: Option<PathBuf>,
+    /// The name a TLS target's certificate must be for, instead of the URL's host.
+    pub tls_server_name: Option<String>,
     /// Where to write the HTML report.
     pub report: PathBuf,
     /// Also write closed.json and open.json here.
@@ -162,6 +164,7 @@ fn run_args(a: &CompareSettings, closed: bool) -> crate::RunSettings {
         protocol: crate::transport::ProtocolSettings {
             insecure: a.insecure,
             cacert: a.cacert.clone(),
+            tls_server_name: a.tls_server_name.clone(),
             // Over gRPC, one call at a time per closed-loop connection: `-c` callers, as over
             // HTTP/1.1, not `-c` times the server's stream limit.
             streams: (closed && crate::grpc::is_grpc_url(&a.url)).then_some(1),
@@ -233,6 +236,7 @@ fn journey_args(a: &CompareSettings, closed: bool) -> crate::RunSettings {
 ///     headers: Vec::new(),
 ///     insecure: false,
 ///     cacert: None,
+///     tls_server_name: None,
 ///     report: "compare.html".into(),
 ///     json_dir: None,
 ///     json: None,

@@ -188,6 +188,7 @@ fn journeys(a: DemoSettings, sinks: &mut dyn Sinks) -> anyhow::Result<()> {
         headers: Vec::new(),
         insecure: false,
         cacert: None,
+        tls_server_name: None,
         report: a.report,
         json_dir: a.json_dir,
         json: None,

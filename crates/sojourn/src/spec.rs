@@ -56,6 +56,8 @@ pub struct RunSpec {
     pub protocol_name: Option<String>,
     /// Which certificates an https target may present.
     pub trust: Trust,
+    /// The name its certificate must be for, when not the URL's host (`--tls-server-name`).
+    pub server_name: Option<sojourn_engine::TlsServerName>,
     /// Where the result document goes.
     pub json: Option<PathBuf>,
     /// The other files asked for.
@@ -115,6 +117,7 @@ impl RunSpec {
             streams: None,
             protocol_name: None,
             trust: Trust::PublicRoots,
+            server_name: None,
             json: None,
             outputs: Outputs::default(),
             label,
@@ -189,8 +192,14 @@ impl RunSpec {
 
     /// Resolves the target and opens one connection (see [`crate::transport::connectable`]).
     pub async fn connectable(&self) -> anyhow::Result<AnyTransport> {
-        crate::transport::connectable(&self.requests, &self.trust, self.protocol, self.timeout)
-            .await
+        crate::transport::connectable(
+            &self.requests,
+            &self.trust,
+            self.server_name.as_ref(),
+            self.protocol,
+            self.timeout,
+        )
+        .await
     }
 }
 
@@ -237,6 +246,9 @@ pub fn validate(mut a: RunSettings) -> anyhow::Result<RunSpec> {
     };
     gate.check_stages(stages.as_deref())?;
     let label = a.label.unwrap_or_else(|| crate::live::mode(&load).into());
+    let server_name = a
+        .protocol
+        .server_name(&requests.shown(), requests.over_tls())?;
     Ok(RunSpec {
         load,
         connections,
@@ -255,6 +267,7 @@ pub fn validate(mut a: RunSettings) -> anyhow::Result<RunSpec> {
         streams: None,
         protocol_name: None,
         trust: a.protocol.trust()?,
+        server_name,
         outputs: Outputs {
             hgrm: a.hgrm,
             hlog: a.hlog,

@@ -120,6 +120,7 @@ pub struct SweepSettings {
 ///     headers: Vec::new(),
 ///     insecure: false,
 ///     cacert: None,
+///     tls_server_name: None,
 ///     grpc: Default::default(),
 ///     body: None,
 /// };
@@ -154,6 +155,8 @@ pub struct HttpSweep {
     pub insecure: bool,
     /// Trust only these CA certificates.
     pub cacert: Option<PathBuf>,
+    /// The name a TLS target's certificate must be for, instead of the URL's host.
+    pub tls_server_name: Option<String>,
     /// A gRPC call's proto, method and metadata (a `grpc://` target).
     pub grpc: crate::grpc::GrpcSettings,
     /// A gRPC call's message, as JSON (`-d`); only with a `grpc://` target.
@@ -182,6 +185,7 @@ impl HttpSweep {
             protocol: crate::transport::ProtocolSettings {
                 insecure: self.insecure,
                 cacert: self.cacert.clone(),
+                tls_server_name: self.tls_server_name.clone(),
                 ..Default::default()
             },
             interval: config.interval,

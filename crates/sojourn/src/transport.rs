@@ -9,7 +9,7 @@ use sojourn_core::targets::{self, Order, Targets};
 use sojourn_core::TargetsConfig;
 use sojourn_engine::{
     ConnectError, Connection, Exchange, ExchangeError, Http2Transport, HttpRequest, HttpTransport,
-    Transport, Trust,
+    TlsServerName, Transport, Trust,
 };
 
 use url::Url;
@@ -68,6 +68,11 @@ impl Requests {
     /// in-process calls).
     pub fn first(&self) -> &HttpRequest {
         &self.list[0]
+    }
+
+    /// Whether the requests go over TLS (https://, which grpcs:// is carried as).
+    pub fn over_tls(&self) -> bool {
+        self.list.first().is_some_and(|r| r.url.scheme() == "https")
     }
 
     /// Reads a targets file: every problem is one line naming the file, the line and what is
@@ -286,6 +291,9 @@ pub struct ProtocolSettings {
     pub insecure: bool,
     /// Trust only the CA certificates in this PEM file, instead of the public roots.
     pub cacert: Option<PathBuf>,
+    /// Check a TLS target's certificate against this name, and send it as SNI, instead of the
+    /// URL's host (`--tls-server-name`).
+    pub tls_server_name: Option<String>,
 }
 
 impl ProtocolSettings {
@@ -316,6 +324,27 @@ impl ProtocolSettings {
             Some(path) => Trust::from_pem_file(path).map_err(|e| bad_input!("--cacert: {e}"))?,
             None if self.insecure => Trust::AnyCertificate,
             None => Trust::PublicRoots,
+        })
+    }
+
+    /// The name a TLS target's certificate is checked against (`--tls-server-name`), checked:
+    /// a DNS name or an IP address, and only beside a TLS target (`tls`: an https:// or
+    /// grpcs:// `url`), since a plaintext one has no certificate to check it against.
+    pub fn server_name(&self, url: &str, tls: bool) -> anyhow::Result<Option<TlsServerName>> {
+        let Some(name) = &self.tls_server_name else {
+            return Ok(None);
+        };
+        if !tls {
+            return Err(bad_input!(
+                "--tls-server-name: only with a TLS target (https:// or grpcs://); {url} is \
+                 plaintext and has no certificate to check the name against"
+            ));
+        }
+        TlsServerName::parse(name).map(Some).map_err(|e| {
+            bad_input!(
+                "--tls-server-name: {e}; give the name the server's certificate is for, \
+                 e.g. --tls-server-name api.example.com"
+            )
         })
     }
 
@@ -440,6 +469,7 @@ impl AnyTransport {
 pub async fn connectable(
     requests: &Requests,
     trust: &Trust,
+    server_name: Option<&TlsServerName>,
     protocol: Protocol,
     timeout: Duration,
 ) -> anyhow::Result<AnyTransport> {
@@ -454,6 +484,10 @@ pub async fn connectable(
             let t = HttpTransport::many(&requests.list, trust)
                 .await
                 .map_err(target_error)?;
+            let t = match server_name {
+                Some(name) => t.with_server_name(name),
+                None => t,
+            };
             let probe = tokio::time::timeout(wait, t.open()).await;
             explain(probe.map(|r| r.map(drop)), &url, t.addr())?;
             Ok(AnyTransport::Http1(t))
@@ -463,7 +497,7 @@ pub async fn connectable(
             let t = Http2Transport::many(&requests.list, trust, asked)
                 .await
                 .map_err(target_error)?;
-            fit_streams(t, streams, &url, wait).await
+            fit_streams(renamed(t, server_name), streams, &url, wait).await
         }
         Protocol::Grpc { streams } => {
             let asked = streams.unwrap_or(sojourn_engine::http2::MAX_STREAMS);
@@ -472,8 +506,16 @@ pub async fn connectable(
             let t = sojourn_engine::Http2Transport::grpc(&calls, &streaming, trust, asked)
                 .await
                 .map_err(target_error)?;
-            fit_streams(t, streams, &url, wait).await
+            fit_streams(renamed(t, server_name), streams, &url, wait).await
         }
+    }
+}
+
+/// `t` checking certificates against `name`, when one was given.
+fn renamed(t: Http2Transport, name: Option<&TlsServerName>) -> Http2Transport {
+    match name {
+        Some(name) => t.with_server_name(name),
+        None => t,
     }
 }
 
@@ -514,7 +556,8 @@ fn explain<T>(
         )),
         Ok(Err(e)) if e.class == sojourn_core::FailureClass::Tls => Err(bad_input!(
             "URL: TLS handshake with {url} ({addr}): {e}; for a private CA give \
-             --cacert FILE, for a self-signed test server --insecure"
+             --cacert FILE, for a self-signed test server --insecure, for a certificate \
+             issued to another name --tls-server-name NAME"
         )),
         Ok(Err(e)) if e.class == sojourn_core::FailureClass::Protocol && is_grpc_url(url) => {
             Err(bad_input!(
