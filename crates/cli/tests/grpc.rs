@@ -1470,3 +1470,312 @@ fn compare_over_grpc_gives_the_closed_loop_c_callers_and_the_open_loop_stream_sl
     assert_eq!(open.counts.completed, 200, "{:?}", open.counts);
     assert_eq!(open.counts.waited_for_connection, 0, "{:?}", open.counts);
 }
+
+/// `sojourn run` of the fixed pattern against `server`, as a child process (for tests that act
+/// while it runs): `extra` after the call flags.
+fn spawn_run(server: &GrpcServer, extra: &[&str]) -> std::process::Child {
+    let (url, p) = (server.url(), proto());
+    let mut args = vec!["run", &url];
+    args.extend(grpc_flags(&p));
+    args.extend(extra);
+    std::process::Command::new(env!("CARGO_BIN_EXE_sojourn"))
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starting sojourn")
+}
+
+/// A GET of `/metrics` on `addr`: the reply's body, classic text format.
+fn scrape(addr: SocketAddr) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    reply.split_once("\r\n\r\n").unwrap().1.to_string()
+}
+
+/// The value of the `sojourn_requests_finished` series with `outcome`, if scraped.
+fn finished(body: &str, outcome: &str) -> Option<f64> {
+    let label = format!("{{outcome=\"{outcome}\"}}");
+    body.lines()
+        .filter(|l| l.starts_with("sojourn_requests_finished"))
+        .find_map(|l| l.split_once(&label)?.1.trim().parse().ok())
+}
+
+/// `--metrics-listen` over gRPC, scraped mid-run: the run's series, with the calls' gRPC
+/// statuses as `grpc:NAME` outcomes beside `ok`, and no `grpc:` class that was not counted.
+/// The scrape passes `promtool check metrics`, and the classes it shows are the pattern's so
+/// far; the run's result has the whole pattern.
+#[test]
+fn metrics_listen_scrapes_grpc_calls_with_their_grpc_classes_named_when_counted() {
+    let _one = serial();
+    let server = GrpcServer::start(Script::Pattern);
+    let dir = temp_dir("grpc-metrics");
+    let json = dir.join("r.json").display().to_string();
+    let mut run = spawn_run(
+        &server,
+        &[
+            "--rate",
+            "200",
+            "--duration",
+            "3s",
+            "-c",
+            "2",
+            "--interval",
+            "250ms",
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--no-hiccup-meter",
+            "--json",
+            &json,
+        ],
+    );
+    let addr = common::metrics_addr(&mut run);
+    std::thread::sleep(Duration::from_millis(1500));
+    let body = scrape(addr);
+    let n = server.seen.calls.load(Relaxed) as f64;
+    let ok = finished(&body, "ok").unwrap_or_else(|| panic!("no ok series:\n{body}"));
+    let unavailable = finished(&body, "grpc:UNAVAILABLE").expect("grpc:UNAVAILABLE scraped");
+    let not_found = finished(&body, "grpc:NOT_FOUND").expect("grpc:NOT_FOUND scraped");
+    assert!(ok > 0.0 && unavailable > 0.0 && not_found > 0.0, "{body}");
+    // Scraped before the server counted the calls after it: at most its count, about a
+    // quarter of it UNAVAILABLE.
+    assert!(ok + unavailable + not_found <= n, "{n} calls; {body}");
+    assert!(
+        (unavailable - n / 4.0).abs() <= 0.05 * n,
+        "{unavailable} of {n}"
+    );
+    let grpc_outcomes: Vec<&str> = body
+        .lines()
+        .filter(|l| l.starts_with("sojourn_requests_finished") && l.contains("grpc:"))
+        .collect();
+    assert_eq!(
+        grpc_outcomes.len(),
+        2,
+        "only the classes counted: {grpc_outcomes:?}"
+    );
+    assert!(body.contains("sojourn_requests_in_flight"), "{body}");
+    if let Some(promtool) = sojourn_testkit::on_path("promtool") {
+        common::promtool_accepts(&promtool, &dir, &body);
+    }
+    let status = run.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    let r = read_result(std::path::Path::new(&json));
+    assert_eq!(r.counts.scheduled, 600);
+    assert_the_pattern_across(&server, &[&r]);
+}
+
+/// The live panel over gRPC, in a real terminal (a detached 100×24 tmux session of its own):
+/// it names the grpc:// target and counts the calls' gRPC classes as they come, then gives way
+/// to the summary.
+#[test]
+fn the_panel_shows_a_grpc_run_and_its_grpc_classes() {
+    let Some(tmux) = sojourn_testkit::on_path("tmux") else {
+        return sojourn_testkit::skip("live panel: `tmux` is not on PATH");
+    };
+    let _one = serial();
+    let server = GrpcServer::start(Script::Pattern);
+    let socket = format!("sojourn-grpc-panel-{}", std::process::id());
+    let tmux_run = |args: &[&str]| {
+        std::process::Command::new(&tmux)
+            .args(["-L", &socket])
+            .args(args)
+            .output()
+            .expect("running tmux")
+    };
+    struct KillServer<F: Fn(&[&str]) -> std::process::Output>(F);
+    impl<F: Fn(&[&str]) -> std::process::Output> Drop for KillServer<F> {
+        fn drop(&mut self) {
+            let _ = (self.0)(&["kill-server"]);
+        }
+    }
+    let tmux_run = KillServer(tmux_run);
+    let command = format!(
+        "{} run {} --proto {} --call {CALL} -d '{{\"name\":\"x\"}}' --rate 100 --duration 3s \
+         --interval 250ms --no-hiccup-meter; sleep 60",
+        env!("CARGO_BIN_EXE_sojourn"),
+        server.url(),
+        proto()
+    );
+    let out = (tmux_run.0)(&[
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "100",
+        "-y",
+        "24",
+        &command,
+    ]);
+    assert!(out.status.success(), "tmux: {out:?}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut screens = Vec::new();
+    while std::time::Instant::now() < deadline {
+        let out = (tmux_run.0)(&["capture-pane", "-p", "-t", "t"]);
+        let screen = String::from_utf8_lossy(&out.stdout).into_owned();
+        let done = screen.contains("generator");
+        screens.push(screen);
+        if done {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let panels: Vec<&String> = screens
+        .iter()
+        .filter(|s| s.contains("sojourn open"))
+        .collect();
+    assert!(panels.len() >= 5, "the panel was drawn: {screens:#?}");
+    let counting = panels
+        .iter()
+        .rev()
+        .find(|s| s.contains("grpc:UNAVAILABLE") && s.contains("grpc:NOT_FOUND"))
+        .unwrap_or_else(|| panic!("no panel counts the gRPC classes: {panels:#?}"));
+    assert!(counting.contains("errors "), "{counting}");
+    assert!(counting.contains("target 100/s"), "{counting}");
+    let last = screens.last().unwrap();
+    assert!(last.contains("generator"), "the summary follows: {last}");
+    assert!(!last.contains("sojourn open"), "the panel gave way: {last}");
+}
+
+/// `--repeat 2` over gRPC: two repetitions, each counting its calls' gRPC classes, whose sums
+/// are the merged document's and the server's pattern; the summary says how many ran.
+#[test]
+fn repeat_runs_grpc_calls_twice_and_counts_each_repetitions_classes() {
+    let _one = serial();
+    let server = GrpcServer::start(Script::Pattern);
+    let dir = temp_dir("grpc-repeat");
+    let json = dir.join("r.json").display().to_string();
+    let (url, p) = (server.url(), proto());
+    let mut args = vec!["run", &url];
+    args.extend(grpc_flags(&p));
+    args.extend([
+        "--rate",
+        "200",
+        "--duration",
+        "1s",
+        "--repeat",
+        "2",
+        "--repeat-pause",
+        "200ms",
+        "--no-hiccup-meter",
+        "--json",
+        &json,
+    ]);
+    let out = sojourn(&args);
+    let shown =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    assert!(shown.contains("repetitions: 2 of 2 asked"), "{shown}");
+    let r = read_result(std::path::Path::new(&json));
+    assert_eq!(r.counts.scheduled, 400);
+    assert_the_pattern_across(&server, &[&r]);
+    let reps = r.repetitions.as_ref().expect("the repetitions");
+    assert_eq!(reps.runs.len(), 2);
+    for class in [FailureClass::GrpcUnavailable, FailureClass::GrpcNotFound] {
+        let each: Vec<u64> = reps
+            .runs
+            .iter()
+            .map(|x| x.counts.failed.get(class))
+            .collect();
+        assert!(each.iter().all(|&n| n > 0), "{class:?} in each: {each:?}");
+        assert_eq!(
+            each.iter().sum::<u64>(),
+            r.counts.failed.get(class),
+            "{class:?}"
+        );
+    }
+    for x in &reps.runs {
+        assert_eq!(x.counts.scheduled, 200);
+        assert_eq!(
+            x.counts.completed + x.counts.failed.total(),
+            200,
+            "{:?}",
+            x.counts
+        );
+    }
+}
+
+/// `--stages` and `--slo` on a gRPC run: 357 of every 1,000 calls of the pattern fail, so
+/// `errors<40%` is met and `errors<30%` breached (exit 4), over the run and in a stage; each
+/// stage counts its calls; the summary, the HTML report and `report --slo` name the gRPC
+/// classes and judge the same.
+#[test]
+fn stages_and_objectives_judge_grpc_calls_and_the_report_names_their_classes() {
+    let _one = serial();
+    let server = GrpcServer::start(Script::Pattern);
+    let dir = temp_dir("grpc-slo");
+    let json = dir.join("r.json").display().to_string();
+    let (url, p) = (server.url(), proto());
+    let mut args = vec!["run", &url];
+    args.extend(grpc_flags(&p));
+    args.extend([
+        "--stages",
+        "1s@200,peak=1s@400",
+        "--slo",
+        "errors<40%",
+        "--slo",
+        "peak:errors<30%",
+        "--slo",
+        "errors<30%",
+        "--no-hiccup-meter",
+        "--json",
+        &json,
+    ]);
+    let out = sojourn(&args);
+    let shown =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{shown}");
+    let verdict = |slo: &str| {
+        shown
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(slo))
+            .unwrap_or_else(|| panic!("no verdict for {slo}: {shown}"))
+            .to_string()
+    };
+    assert!(verdict("errors<40%").contains(" met "), "{shown}");
+    assert!(verdict("peak:errors<30%").contains("BREACHED"), "{shown}");
+    assert!(verdict("errors<30%").contains("BREACHED"), "{shown}");
+    assert!(
+        shown.contains("grpc:UNAVAILABLE") && shown.contains("grpc:NOT_FOUND"),
+        "{shown}"
+    );
+    let r = read_result(std::path::Path::new(&json));
+    assert_eq!(r.counts.scheduled, 600);
+    assert_the_pattern_across(&server, &[&r]);
+    let stages = r.config.stages.as_ref().unwrap();
+    assert_eq!(stages.len(), 2);
+    assert_eq!(stages[1].name.as_deref(), Some("peak"));
+
+    let html = dir.join("r.html").display().to_string();
+    let out = sojourn(&["report", &json, "-o", &html, "--slo", "errors<40%"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    for class in ["grpc:UNAVAILABLE", "grpc:NOT_FOUND"] {
+        assert!(page.contains(class), "the page names {class}");
+    }
+    assert!(
+        page.contains(&r.config.target.clone().unwrap()),
+        "the page names the target"
+    );
+    let out = sojourn(&["report", &json, "-o", &html, "--slo", "errors<30%"]);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -456,7 +456,11 @@ fn sojourn_times_the_tls_echo_servers_stall_over_grpcs_and_its_closed_loop_hides
         "-d",
         r#"{"message":"x"}"#,
     ];
-    let verified = [&call[..], &["--cacert", ca, "--tls-server-name", ECHO_SERVER_NAME]].concat();
+    let verified = [
+        &call[..],
+        &["--cacert", ca, "--tls-server-name", ECHO_SERVER_NAME],
+    ]
+    .concat();
 
     // The CA alone: the certificate is checked against 127.0.0.1, which it does not name.
     let short = ["--rate", "100", "--requests", "100"];
@@ -471,10 +475,13 @@ fn sojourn_times_the_tls_echo_servers_stall_over_grpcs_and_its_closed_loop_hides
     // --insecure: any certificate, over TLS all the same.
     let json = dir.join("insecure.json");
     let json_arg = ["--json", json.to_str().unwrap(), "--no-hiccup-meter"];
-    let out = crate::common::sojourn(
-        &[&["run"][..], &call, &["--insecure"], &short, &json_arg].concat(),
+    let out =
+        crate::common::sojourn(&[&["run"][..], &call, &["--insecure"], &short, &json_arg].concat());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r = crate::common::read_result(&json);
     crate::common::assert_nothing_lost(&r);
     assert_eq!((r.counts.scheduled, r.counts.completed), (100, 100));
@@ -482,7 +489,14 @@ fn sojourn_times_the_tls_echo_servers_stall_over_grpcs_and_its_closed_loop_hides
 
     let run_for = 10.0;
     let open_load = [
-        "--rate", "1000", "--duration", "10s", "-c", "50", "--streams", "1",
+        "--rate",
+        "1000",
+        "--duration",
+        "10s",
+        "-c",
+        "50",
+        "--streams",
+        "1",
     ];
     let (open, stall) = calls_through_a_freeze(
         &server,
