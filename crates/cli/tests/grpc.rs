@@ -251,7 +251,9 @@ impl GrpcServer {
             .with_no_client_auth()
             .with_single_cert(vec![cert.cert.der().clone()], key)
             .unwrap();
-        config.alpn_protocols = vec![b"h2".to_vec()];
+        // http/1.1 too, so an https:// run's handshake (the certificate, the server name) is
+        // checked here as well; its requests then fail, since the server speaks HTTP/2 only.
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
         let mut server = GrpcServer::serve(script, Some(acceptor));
         server.cert = Some(cert.cert.pem());
@@ -1081,6 +1083,34 @@ fn the_tls_server_name_is_what_the_certificate_is_checked_against_and_sent_as_sn
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--tls-server-name NAME"), "{stderr}");
     assert_eq!(server.seen.malformed.load(Relaxed), 0);
+
+    // https:// (HTTP/1.1) checks the same name: refused without it, before the run; with it
+    // the handshake passes and SNI carries it (the requests then fail: the server speaks
+    // HTTP/2 only, which is not what is tested here).
+    let https = url.replacen("grpcs://", "https://", 1) + "/";
+    let once = [
+        "--cacert",
+        &ca,
+        "--rate",
+        "10",
+        "--requests",
+        "2",
+        "--timeout",
+        "2s",
+    ];
+    let out = sojourn(&[&["run", &https][..], &once].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("not valid for name \"127.0.0.1\""),
+        "{stderr}"
+    );
+    server.seen.sni.lock().unwrap().clear();
+    let out = sojourn(&[&["run", &https, "--tls-server-name", name][..], &once].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{stderr}");
+    let sni = std::mem::take(&mut *server.seen.sni.lock().unwrap());
+    assert!(!sni.is_empty() && sni.iter().all(|s| s == name), "{sni:?}");
 }
 
 #[test]
