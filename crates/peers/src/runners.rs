@@ -658,7 +658,7 @@ pub fn ghz(spec: &RunSpec, call: &GrpcCall) -> RunnerPlan {
 }
 
 /// Every runner for one spec, closed loops first. h2load speaks HTTP/1.1 here (`--h1`), as
-/// every tool does: the suite's servers speak nothing else.
+/// every tool does: the suite's HTTP servers speak nothing else.
 pub fn all(spec: &RunSpec) -> Vec<RunnerPlan> {
     vec![
         ab(spec),

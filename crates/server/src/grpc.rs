@@ -10,7 +10,7 @@ use hyper::body::{Body, Frame};
 use hyper::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
 use hyper::{Request, Response};
 
-use crate::service::INDEX_HEADER;
+use crate::INDEX_HEADER;
 
 /// An empty protobuf message, framed: not compressed, length 0.
 const EMPTY_MESSAGE: &[u8] = &[0, 0, 0, 0, 0];

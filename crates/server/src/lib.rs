@@ -65,7 +65,6 @@ use std::time::Duration;
 
 pub use abuse::{AbuseKind, AbuseNote, AbuseSink};
 pub use grpc::grpc_code;
-pub use service::INDEX_HEADER;
 pub use sojourn_scenario::Scenario;
 use tokio::net::TcpListener;
 
@@ -81,6 +80,9 @@ pub const MAX_BODY: u64 = 1 << 20;
 /// The default [`ServeOptions::header_timeout`]: common servers give a client about a minute
 /// to send its request head (nginx's `client_header_timeout`, Apache's `RequestReadTimeout`).
 pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The response header that tells a client which truth-log line is its request (or call).
+pub const INDEX_HEADER: &str = "x-sojourn-index";
 
 /// The most calls one HTTP/2 connection may have open at once: a second's worth at 1,000 calls
 /// per second, so a one-second stall queues at the server, not in the client.

@@ -22,12 +22,10 @@ use crate::admission::{Admit, Arrival, Front, Permit};
 use crate::gate::Gate;
 use crate::grpc::{self, GrpcBody};
 use crate::truthlog::TruthLog;
-use crate::{OutcomeCounts, Protocol, MAX_BODY};
+use crate::{OutcomeCounts, Protocol, INDEX_HEADER, MAX_BODY};
 
 /// The longest stall the control endpoint accepts.
 const MAX_CONTROL_STALL: Duration = Duration::from_secs(3600);
-/// The response header that tells a client which truth-log line is its request.
-pub const INDEX_HEADER: &str = "x-sojourn-index";
 
 /// An answer: plain HTTP, or a gRPC call's (a message and trailers).
 pub(crate) type Answer = Either<Full<Bytes>, GrpcBody>;
