@@ -41,6 +41,17 @@ async fn connect(addr: SocketAddr) -> h2::client::SendRequest<Bytes> {
 
 /// A unary call to `path` with an empty message, read to its trailers.
 async fn call(client: h2::client::SendRequest<Bytes>, path: &str, content_type: &str) -> Call {
+    try_call(client, path, content_type)
+        .await
+        .expect("the call's stream was reset")
+}
+
+/// [`call`], or `None` if the server reset the call's stream.
+async fn try_call(
+    client: h2::client::SendRequest<Bytes>,
+    path: &str,
+    content_type: &str,
+) -> Option<Call> {
     let req = http::Request::post(format!("http://127.0.0.1{path}"))
         .header("content-type", content_type)
         .header("te", "trailers")
@@ -52,7 +63,11 @@ async fn call(client: h2::client::SendRequest<Bytes>, path: &str, content_type: 
     stream
         .send_data(Bytes::from_static(&[0, 0, 0, 0, 0]), true)
         .unwrap();
-    let (parts, mut body) = response.await.unwrap().into_parts();
+    let (parts, mut body) = match response.await {
+        Ok(r) => r.into_parts(),
+        Err(e) if e.is_reset() => return None,
+        Err(e) => panic!("{e}"),
+    };
     let mut data = Vec::new();
     while let Some(chunk) = body.data().await {
         let chunk = chunk.unwrap();
@@ -67,7 +82,7 @@ async fn call(client: h2::client::SendRequest<Bytes>, path: &str, content_type: 
             .map(|v| v.to_str().unwrap().to_string())
             .unwrap_or_default()
     };
-    Call {
+    Some(Call {
         sent,
         done: Instant::now(),
         http: parts.status.as_u16(),
@@ -80,7 +95,7 @@ async fn call(client: h2::client::SendRequest<Bytes>, path: &str, content_type: 
             .get("grpc-status")
             .map(|v| v.to_str().unwrap().to_string())
             .unwrap_or_default(),
-    }
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -203,4 +218,69 @@ async fn an_http1_client_is_not_served_by_a_grpc_server() {
     );
     let (_, truth) = server.stop().await;
     assert!(truth.is_empty());
+}
+
+const FAULTY: &str = r#"
+[law]
+kind = "fixed"
+value = "1ms"
+
+[[faults]]
+kind = "errors"
+percent = 20
+status = 503
+seed = 3
+
+[[faults]]
+kind = "reset"
+percent = 10
+seed = 3
+"#;
+
+/// Errors and resets over gRPC: a 503 is UNAVAILABLE with no message, a reset resets only that
+/// call's stream, and the connection carries every call after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_are_unavailable_and_a_reset_resets_only_its_call() {
+    let scenario = sojourn_scenario::Scenario::from_toml_str(FAULTY, "faulty").unwrap();
+    let server = start_with(scenario.clone(), |o| o.protocol = Protocol::Grpc).await;
+    let client = connect(server.addr).await;
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        seen.push(
+            try_call(
+                client.clone(),
+                "/sojourn.test.Scenario/Call",
+                "application/grpc",
+            )
+            .await,
+        );
+    }
+    let (summary, truth) = server.stop().await;
+    assert_eq!(truth.len(), 100, "{summary}");
+    for (i, got) in seen.iter().enumerate() {
+        let i = i as u64;
+        if scenario.resets(i) {
+            assert!(got.is_none(), "call {i} should be reset: {got:?}");
+            assert_eq!(truth[i as usize].outcome, Outcome::Reset);
+            continue;
+        }
+        let c = got.as_ref().unwrap_or_else(|| panic!("call {i} was reset"));
+        assert_eq!((c.http, c.index), (200, i), "{c:?}");
+        match scenario.status(i) {
+            200 => assert_eq!((c.grpc_status.as_str(), &c.body[..]), ("0", &[0u8; 5][..])),
+            503 => assert_eq!((c.grpc_status.as_str(), &c.body[..]), ("14", &[][..])),
+            other => panic!("unexpected status {other}"),
+        }
+    }
+    let resets = seen.iter().filter(|c| c.is_none()).count();
+    let errors = seen
+        .iter()
+        .flatten()
+        .filter(|c| c.grpc_status == "14")
+        .count();
+    assert!(
+        (3..25).contains(&resets) && (8..40).contains(&errors),
+        "{resets} resets, {errors} errors"
+    );
+    assert_eq!(summary.connections, 1, "one connection carried every call");
 }
