@@ -10,9 +10,16 @@ pub struct ServeArgs {
     scenario: String,
 
     /// Address to listen on; port 0 picks a free one. The chosen address is printed on stdout
-    /// as `listening on http://ADDR`. 0.0.0.0 exposes the server to the network: only if meant.
+    /// as `listening on http://ADDR` (`grpc://ADDR` with --grpc). 0.0.0.0 exposes the server
+    /// to the network: only if meant.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     listen: String,
+
+    /// Serve the scenario as gRPC over cleartext HTTP/2 (h2c) instead of HTTP/1.1: every
+    /// unary call, whatever its method, is the system under test, answered with an empty
+    /// message. See docs/grpc.md.
+    #[arg(long)]
+    grpc: bool,
 
     /// Override a built-in's parameter, e.g. `--set hiccup.at=5s`. Repeatable. See --list.
     #[arg(long = "set", value_name = "NAME.PARAM=VALUE")]
@@ -47,6 +54,7 @@ impl From<ServeArgs> for sojourn::serve::ServeSettings {
         sojourn::serve::ServeSettings {
             scenario: a.scenario,
             listen: a.listen,
+            grpc: a.grpc,
             set: a.set,
             truth: a.truth,
             control: a.control,

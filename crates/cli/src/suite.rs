@@ -12,7 +12,7 @@ pub struct SuiteArgs {
     #[arg(long, value_delimiter = ',', default_value = DEFAULT_SCENARIOS)]
     pub scenarios: Vec<String>,
     /// Peer tools to run, comma-separated: wrk, wrk2, ab, hey, vegeta, k6, oha, fortio, locust,
-    /// h2load.
+    /// h2load, ghz (against the same scenario served as gRPC).
     /// [default: every one found on PATH, ~/go/bin or ~/.cargo/bin]
     #[arg(long, value_delimiter = ',')]
     pub tools: Vec<String>,

@@ -1,6 +1,6 @@
 //! `sojourn suite` with real peer tools (wrk, ab, hey, vegeta, h2load) against real embedded
 //! servers: the closed and open clusters split on a stall, agree on a healthy server, and
-//! sojourn's open loop agrees with the model.
+//! sojourn's open loop agrees with the model. ghz gets the same scenario served as gRPC.
 //!
 //! The tools come from scripts/install-peer-tools.sh, which .ci/run calls (and apt's
 //! nghttp2-client for h2load); under CI (CI=true, which .ci/run sets) a missing tool fails the
@@ -225,25 +225,8 @@ fn an_unknown_tool_is_bad_input_and_a_missing_one_is_skipped() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--tools") && err.contains("jmeterx"), "{err}");
-    // ghz is a known peer, but speaks gRPC: the suite's HTTP servers cannot serve it. (Its
-    // --out is a temporary folder: were the refusal broken, the suite would run and write
-    // there, not into the source tree.)
-    let nowhere = temp_dir("suite-ghz");
-    let out = sojourn(&[
-        "suite",
-        "--tools",
-        "ghz",
-        "--out",
-        nowhere.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("--tools: ghz speaks gRPC") && err.lines().count() == 1,
-        "{err}"
-    );
     // Whatever this machine has installed, a PATH and a HOME with nothing in them make wrk2
-    // missing.
+    // and ghz missing: skipped alike, though ghz would have had a gRPC server.
     let _guard = serial();
     let dir = temp_dir("suite-missing");
     let empty = temp_dir("suite-empty-home");
@@ -253,7 +236,7 @@ fn an_unknown_tool_is_bad_input_and_a_missing_one_is_skipped() {
             "--scenarios",
             "healthy",
             "--tools",
-            "wrk2",
+            "wrk2,ghz",
             "--duration",
             "2s",
             "--out",
@@ -266,8 +249,76 @@ fn an_unknown_tool_is_bad_input_and_a_missing_one_is_skipped() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     assert!(stdout.contains("wrk2: not installed, skipped"), "{stdout}");
+    assert!(stdout.contains("ghz: not installed, skipped"), "{stdout}");
     assert!(
         stdout.contains("sojourn open") && stdout.contains("model"),
         "{stdout}"
     );
+}
+
+/// ghz in the suite: the hiccup served as gRPC, ghz's `--rps` run against it imported per call
+/// and judged from its data against the model. Its few workers (-c) wait out the stall and
+/// send the calls they owe late, timed from the send: it hides the stall.
+#[test]
+fn ghz_runs_against_the_grpc_scenario_server_and_hides_the_stall() {
+    if !installed("ghz") {
+        sojourn_testkit::skip("ghz in the suite: ghz missing (scripts/install-peer-tools.sh)");
+        return;
+    }
+    let _guard = serial();
+    let dir = temp_dir("suite-ghz");
+    // 3 s at 200 calls/s, the 1 s stall at 1.2 s: the model's p99 is about 970 ms. ghz's 4
+    // workers are 4 calls in 600 stalled, under 1%.
+    let out = sojourn(&[
+        "suite",
+        "--scenarios",
+        "hiccup",
+        "--tools",
+        "ghz",
+        "--duration",
+        "3s",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("suite.json")).unwrap()).unwrap();
+    let hiccup = rows(&summary, "hiccup");
+    let ghz = row(hiccup, "ghz");
+    assert_eq!(ghz["tool"], "ghz", "{stdout}");
+    assert_eq!(ghz["mode"], "paced", "{stdout}");
+    assert_eq!(
+        ghz["detail"], "per_request",
+        "imported call by call\n{stdout}"
+    );
+    assert_eq!(ghz["verdict"], "hides_the_stall", "{stdout}");
+    // It was served the stall (its slowest call waited it out) and still hid it at p99.
+    let max = ghz["percentiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p[0] == "max")
+        .and_then(|p| p[1].as_f64())
+        .unwrap();
+    assert!(max > 500e6, "ghz's slowest call: {max} ns\n{stdout}");
+    assert!(p99(ghz) * 3.0 < p99(row(hiccup, "model")), "{stdout}");
+    // The row says which server it measured, in the table and in the summary.
+    assert!(
+        stdout.contains("ghz: against the suite's gRPC server: the same scenario as gRPC over h2c"),
+        "{stdout}"
+    );
+    assert!(
+        ghz["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("gRPC server")),
+        "{ghz}"
+    );
+    assert!(dir.join("hiccup/ghz/suite.proto").is_file());
 }

@@ -616,7 +616,8 @@ pub struct GrpcCall {
 
 /// ghz `--rps`: `call` at `rate` over one connection (plaintext), with `connections` workers
 /// (`-c`, ghz's cap on calls in flight), for `-z`, its report as JSON. The URL is
-/// `grpc://host:port` or `host:port`. Not in [`all`]: the suite's servers speak HTTP only.
+/// `grpc://host:port` or `host:port`. Not in [`all`]: it needs a proto and a gRPC server (the
+/// suite gives it both).
 pub fn ghz(spec: &RunSpec, call: &GrpcCall) -> RunnerPlan {
     let json = spec.out_dir.join("ghz.json");
     let host = spec.url.strip_prefix("grpc://").unwrap_or(&spec.url);
@@ -645,7 +646,8 @@ pub fn ghz(spec: &RunSpec, call: &GrpcCall) -> RunnerPlan {
     plan.files = vec![json];
     plan.limitations = vec![
         format!(
-            "ghz's pacer waits while all {} of its workers (-c) are busy, then sends the calls it              owes back to back: each is timed from its late send",
+            "ghz's pacer waits while all {} of its workers (-c) are busy, then sends the calls it \
+             owes back to back: each is timed from its late send",
             spec.connections.max(1)
         ),
         "ghz's --rps is a whole number of calls per second".into(),
@@ -656,7 +658,7 @@ pub fn ghz(spec: &RunSpec, call: &GrpcCall) -> RunnerPlan {
 }
 
 /// Every runner for one spec, closed loops first. h2load speaks HTTP/1.1 here (`--h1`), as
-/// every tool does: the suite's servers speak nothing else.
+/// every tool does: the suite's HTTP servers speak nothing else.
 pub fn all(spec: &RunSpec) -> Vec<RunnerPlan> {
     vec![
         ab(spec),

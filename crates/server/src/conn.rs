@@ -1,4 +1,4 @@
-//! Accepting connections and serving HTTP/1.1 on each, with keep-alive.
+//! Accepting connections and serving HTTP/1.1 on each, with keep-alive, or HTTP/2 (gRPC).
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
@@ -8,15 +8,15 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use hyper::server::conn::http1;
+use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::abuse::AbuseKind;
 use crate::service::{route, ConnState, State};
-use crate::MAX_HEAD;
+use crate::{Protocol, MAX_HEAD, MAX_STREAMS};
 
 /// How long to back off when the process is out of file descriptors: the accept would fail
 /// again at once, and spinning on it would starve the connections that could free some.
@@ -64,16 +64,14 @@ async fn connection(state: Arc<State>, stream: TcpStream, peer: SocketAddr) {
     let handler_state = state.clone();
     let handler_conn = shared.clone();
     let service = service_fn(move |req| route(handler_state.clone(), handler_conn.clone(), req));
-    let conn = builder(state.header_timeout).serve_connection(io, service);
-    tokio::pin!(conn);
-    let ended = tokio::select! {
-        ended = conn.as_mut() => ended,
-        _ = state.draining.cancelled() => {
-            conn.as_mut().graceful_shutdown();
-            tokio::select! {
-                ended = conn.as_mut() => ended,
-                _ = state.kill.cancelled() => Ok(()),
-            }
+    let ended = match state.protocol {
+        Protocol::Http1 => {
+            let conn = builder(state.header_timeout).serve_connection(io, service);
+            drive(conn, &state, |c| c.graceful_shutdown()).await
+        }
+        Protocol::Grpc => {
+            let conn = h2_builder().serve_connection(io, service);
+            drive(conn, &state, |c| c.graceful_shutdown()).await
         }
     };
     // A connection that ended badly: abuse is counted by kind; a client that hung up or reset
@@ -88,6 +86,36 @@ async fn connection(state: Arc<State>, stream: TcpStream, peer: SocketAddr) {
         }
     }
     counts.live.fetch_sub(1, Relaxed);
+}
+
+/// Serves a connection to its end; once the server drains, asks it to finish gracefully, and
+/// drops it when the grace period is over.
+async fn drive<C: Future<Output = hyper::Result<()>>>(
+    conn: C,
+    state: &State,
+    shut: impl FnOnce(Pin<&mut C>),
+) -> hyper::Result<()> {
+    tokio::pin!(conn);
+    tokio::select! {
+        ended = conn.as_mut() => ended,
+        _ = state.draining.cancelled() => {
+            shut(conn.as_mut());
+            tokio::select! {
+                ended = conn.as_mut() => ended,
+                _ = state.kill.cancelled() => Ok(()),
+            }
+        }
+    }
+}
+
+/// HTTP/2 with prior knowledge, as gRPC speaks it without TLS, with the head bounded as
+/// HTTP/1.1's is and a bound on the calls open at once.
+fn h2_builder() -> http2::Builder<TokioExecutor> {
+    let mut b = http2::Builder::new(TokioExecutor::new());
+    b.timer(TokioTimer::new())
+        .max_header_list_size(MAX_HEAD as u32)
+        .max_concurrent_streams(MAX_STREAMS);
+    b
 }
 
 /// HTTP/1.1 with keep-alive, and bounds on what one connection may hold: its request head

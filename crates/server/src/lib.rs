@@ -1,5 +1,5 @@
-//! The pathology server: a [`Scenario`] served over HTTP/1.1, with a ground-truth log of what
-//! it did to every request.
+//! The pathology server: a [`Scenario`] served over HTTP/1.1, or as gRPC over cleartext HTTP/2
+//! ([`Protocol::Grpc`]), with a ground-truth log of what it did to every request.
 //!
 //! Paths:
 //!
@@ -13,6 +13,17 @@
 //! - `/scenario` (GET) — the scenario being served, as JSON.
 //! - `/control/stall?for=1s` (POST) — closes the gate now for that long; only with
 //!   [`ServeOptions::control`].
+//!
+//! # gRPC
+//!
+//! With [`Protocol::Grpc`] the server speaks HTTP/2 with prior knowledge (h2c, as gRPC does
+//! without TLS) and nothing else. Every request whose content type is `application/grpc` is a
+//! call to the system under test, whatever its method path: numbered, logged and delayed as an
+//! `/api` request is, its message read and ignored, and answered with an empty message and
+//! `grpc-status: 0` when the scenario releases it. A scenario's other statuses become gRPC
+//! codes ([`grpc_code`]: 503 is UNAVAILABLE) with HTTP 200, and its `reset` fault resets the
+//! call's stream. Requests of any other content type get the HTTP answer of their path, so
+//! `/scenario` and `/healthy` work over HTTP/2 too.
 //!
 //! Delays are slept with `sojourn_timer` (timerfd, tens of microseconds) rather than tokio's
 //! 1 ms timer wheel, and a stall releases all its waiters from one precise timer.
@@ -30,6 +41,9 @@
 //!   declared longer is answered 413 without being read; a chunked one that grows past the cap
 //!   is read no further and its connection is closed after the answer.
 //!
+//! Over HTTP/2 (gRPC) hyper bounds the header list to [`MAX_HEAD`] bytes and a connection to
+//! [`MAX_STREAMS`] calls at once; the header timeout does not apply there.
+//!
 //! Each breach is counted by kind ([`AbuseKind`], [`ServeSummary::abuse`]), and the first of
 //! each kind is handed to [`ServeOptions::on_first_abuse`] with the peer's address.
 #![forbid(unsafe_code)]
@@ -38,6 +52,7 @@ mod abuse;
 mod admission;
 mod conn;
 mod gate;
+mod grpc;
 mod service;
 mod truthlog;
 
@@ -49,7 +64,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use abuse::{AbuseKind, AbuseNote, AbuseSink};
-pub use service::INDEX_HEADER;
+pub use grpc::grpc_code;
 pub use sojourn_scenario::Scenario;
 use tokio::net::TcpListener;
 
@@ -66,8 +81,27 @@ pub const MAX_BODY: u64 = 1 << 20;
 /// to send its request head (nginx's `client_header_timeout`, Apache's `RequestReadTimeout`).
 pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The response header that tells a client which truth-log line is its request (or call).
+pub const INDEX_HEADER: &str = "x-sojourn-index";
+
+/// The most calls one HTTP/2 connection may have open at once: a second's worth at 1,000 calls
+/// per second, so a one-second stall queues at the server, not in the client.
+pub const MAX_STREAMS: u32 = 1024;
+
+/// What the server speaks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Protocol {
+    /// HTTP/1.1 with keep-alive.
+    #[default]
+    Http1,
+    /// gRPC: HTTP/2 over cleartext with prior knowledge (h2c).
+    Grpc,
+}
+
 /// How the server runs, beyond the scenario.
 pub struct ServeOptions {
+    /// HTTP/1.1 (the default) or gRPC over h2c.
+    pub protocol: Protocol,
     /// Where to stream the truth log (CSV, see `sojourn_scenario::truth`). `None`: no log.
     pub truth: Option<Box<dyn Write + Send>>,
     /// Serve `POST /control/stall?for=DURATION`. Off by default: a server under test should
@@ -89,6 +123,7 @@ pub struct ServeOptions {
 impl Default for ServeOptions {
     fn default() -> Self {
         ServeOptions {
+            protocol: Protocol::Http1,
             truth: None,
             control: false,
             grace: Duration::from_secs(2),
@@ -246,6 +281,7 @@ pub async fn serve(
         truth,
         options.control,
         options.header_timeout,
+        options.protocol,
         abuse,
     ));
     let stop_gate = tokio_util::sync::CancellationToken::new();

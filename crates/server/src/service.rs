@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Either, Full};
 use hyper::body::{Body, Incoming};
 use hyper::header::{HeaderValue, CONNECTION, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
@@ -20,15 +20,16 @@ use tokio_util::task::TaskTracker;
 use crate::abuse::{AbuseKind, AbuseLog};
 use crate::admission::{Admit, Arrival, Front, Permit};
 use crate::gate::Gate;
+use crate::grpc::{self, GrpcBody};
 use crate::truthlog::TruthLog;
-use crate::{OutcomeCounts, MAX_BODY};
+use crate::{OutcomeCounts, Protocol, INDEX_HEADER, MAX_BODY};
 
 /// The longest stall the control endpoint accepts.
 const MAX_CONTROL_STALL: Duration = Duration::from_secs(3600);
-/// The response header that tells a client which truth-log line is its request.
-pub const INDEX_HEADER: &str = "x-sojourn-index";
 
-pub(crate) type Reply = Result<Response<Full<Bytes>>, Dropped>;
+/// An answer: plain HTTP, or a gRPC call's (a message and trailers).
+pub(crate) type Answer = Either<Full<Bytes>, GrpcBody>;
+pub(crate) type Reply = Result<Response<Answer>, Dropped>;
 
 /// Returned to hyper to make it drop the connection without answering (the `reset` fault).
 #[derive(Debug)]
@@ -52,6 +53,7 @@ pub(crate) struct State {
     pub truth: TruthLog,
     pub control: bool,
     pub header_timeout: Duration,
+    pub protocol: Protocol,
     pub abuse: AbuseLog,
     /// Connections and in-flight work, so shutdown can wait for both.
     pub tracker: TaskTracker,
@@ -107,6 +109,7 @@ impl State {
         truth: TruthLog,
         control: bool,
         header_timeout: Duration,
+        protocol: Protocol,
         abuse: AbuseLog,
     ) -> State {
         let scenario = Arc::new(scenario);
@@ -122,6 +125,7 @@ impl State {
             truth,
             control,
             header_timeout,
+            protocol,
             abuse,
             tracker: TaskTracker::new(),
             draining: CancellationToken::new(),
@@ -157,9 +161,10 @@ impl ConnState {
     }
 }
 
-/// Routes a request. For `/api` the request is numbered and its work started right here, as
-/// hyper hands over the head, not when the returned future is first polled: hyper may drop that
-/// future unpolled if the client hangs up at once, and such a request still arrived.
+/// Routes a request. For `/api` (and, on a gRPC server, any gRPC call) the request is numbered
+/// and its work started right here, as hyper hands over the head, not when the returned future
+/// is first polled: hyper may drop that future unpolled if the client hangs up at once, and
+/// such a request still arrived.
 pub(crate) fn route(
     state: Arc<State>,
     conn: Arc<ConnState>,
@@ -169,30 +174,41 @@ pub(crate) fn route(
     // A body declared too long is refused at the door, unread and unnumbered: it is not a
     // request to the system under test.
     let too_long = req.body().size_hint().lower() > MAX_BODY;
-    let started = (!too_long && req.uri().path() == "/api").then(|| start_api(&state));
+    let call = state.protocol == Protocol::Grpc && grpc::is_call(&req);
+    let api = call || req.uri().path() == "/api";
+    let started = (!too_long && api).then(|| start_api(&state));
     async move {
         if too_long {
             state.abuse.note(AbuseKind::OversizedBody, conn.peer);
-            return Ok(closing(text(
+            return Ok(plain(closing(text(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "request body too large: at most 1 MiB\n",
-            )));
+            ))));
         }
         if let Some(started) = started {
-            return finish_api(&state, started, conn, req).await;
+            return finish_api(&state, started, conn, req, call).await;
         }
-        match (req.method(), req.uri().path()) {
-            (&Method::GET | &Method::HEAD, "/healthy") => Ok(healthy(&state).await),
-            (&Method::GET, "/scenario") => Ok(scenario_json(&state.scenario)),
-            (&Method::POST, "/control/stall") if state.control => {
-                Ok(control_stall(&state, req.uri().query()))
-            }
-            _ => Ok(text(
-                StatusCode::NOT_FOUND,
-                "not found: try /api, /healthy or /scenario\n",
-            )),
-        }
+        Ok(plain(other(&state, req).await))
     }
+}
+
+/// The paths for people and tests.
+async fn other(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    match (req.method(), req.uri().path()) {
+        (&Method::GET | &Method::HEAD, "/healthy") => healthy(state).await,
+        (&Method::GET, "/scenario") => scenario_json(&state.scenario),
+        (&Method::POST, "/control/stall") if state.control => {
+            control_stall(state, req.uri().query())
+        }
+        _ => text(
+            StatusCode::NOT_FOUND,
+            "not found: try /api, /healthy or /scenario\n",
+        ),
+    }
+}
+
+fn plain(r: Response<Full<Bytes>>) -> Response<Answer> {
+    r.map(Either::Left)
 }
 
 /// Sets a flag when dropped: if hyper drops the handler before the work is done, the client
@@ -233,6 +249,7 @@ async fn finish_api(
     started: Started,
     conn: Arc<ConnState>,
     req: Request<Incoming>,
+    call: bool,
 ) -> Reply {
     let within_cap = discard_body(req.into_body()).await;
     if !within_cap {
@@ -240,11 +257,16 @@ async fn finish_api(
     }
     let Started { index, work, _gone } = started;
     match work.await {
-        Ok(Some(status)) if within_cap => Ok(answer(status, index)),
+        Ok(Some(status)) if call => Ok(grpc::answer(status, index).map(Either::Right)),
+        Ok(Some(status)) if within_cap => Ok(plain(answer(status, index))),
         // The rest of the body is still on its way: the connection cannot carry another request.
-        Ok(Some(status)) => Ok(closing(answer(status, index))),
+        Ok(Some(status)) => Ok(plain(closing(answer(status, index)))),
         Ok(None) | Err(_) => {
-            conn.reset.store(true, Relaxed);
+            // HTTP/1.1 resets the connection; HTTP/2 resets only this request's stream (hyper
+            // does, on the error), and the connection's other calls go on.
+            if state.protocol == Protocol::Http1 {
+                conn.reset.store(true, Relaxed);
+            }
             Err(Dropped)
         }
     }

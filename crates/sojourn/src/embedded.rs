@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::Context;
 use sojourn_scenario::truth::{read_csv, TruthRecord};
 use sojourn_scenario::Scenario;
-use sojourn_server::{serve, ServeOptions};
+use sojourn_server::{serve, Protocol, ServeOptions};
 
 /// A truth log kept in memory.
 #[derive(Clone, Default)]
@@ -32,6 +32,7 @@ impl Write for SharedLog {
 pub struct EmbeddedServer {
     /// Where it listens (127.0.0.1, a free port).
     pub addr: SocketAddr,
+    protocol: Protocol,
     log: SharedLog,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<anyhow::Result<()>>>,
@@ -41,6 +42,11 @@ impl EmbeddedServer {
     /// Starts the scenario on 127.0.0.1 with a port the kernel picks. The server gets one
     /// runtime thread: on a 2-core machine the other core is the load generator's.
     pub fn start(scenario: Scenario) -> anyhow::Result<EmbeddedServer> {
+        EmbeddedServer::start_as(scenario, Protocol::Http1)
+    }
+
+    /// [`EmbeddedServer::start`], speaking `protocol`: HTTP/1.1, or gRPC over h2c.
+    pub fn start_as(scenario: Scenario, protocol: Protocol) -> anyhow::Result<EmbeddedServer> {
         let log = SharedLog::default();
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -57,6 +63,7 @@ impl EmbeddedServer {
                         sojourn_server::bind("127.0.0.1:0".parse().expect("a valid address"))?;
                     addr_tx.send(listener.local_addr()?).ok();
                     let options = ServeOptions {
+                        protocol,
                         truth: Some(Box::new(truth)),
                         ..ServeOptions::default()
                     };
@@ -72,6 +79,7 @@ impl EmbeddedServer {
             .context("the embedded server did not start")?;
         Ok(EmbeddedServer {
             addr,
+            protocol,
             log,
             stop: Some(stop_tx),
             thread: Some(thread),
@@ -79,8 +87,12 @@ impl EmbeddedServer {
     }
 
     /// `http://ADDR/api`: the scenario's endpoint, where every request is served and logged.
+    /// A gRPC server's is `grpc://ADDR`: every call to it is served and logged.
     pub fn url(&self) -> String {
-        format!("http://{}/api", self.addr)
+        match self.protocol {
+            Protocol::Http1 => format!("http://{}/api", self.addr),
+            Protocol::Grpc => format!("grpc://{}", self.addr),
+        }
     }
 
     /// Stops the server and returns what it saw.

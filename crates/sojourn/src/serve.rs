@@ -1,4 +1,5 @@
-//! `sojourn serve`: a scenario over HTTP, for `sojourn run` (or any other tool) to measure.
+//! `sojourn serve`: a scenario over HTTP (or gRPC), for `sojourn run` (or any other tool) to
+//! measure.
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::net::SocketAddr;
@@ -7,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use sojourn_scenario::{builtins, Scenario};
-use sojourn_server::{serve, AbuseNote, ServeOptions};
+use sojourn_server::{serve, AbuseNote, Protocol, ServeOptions};
 
 /// A pathology server as a person describes it (`sojourn serve`'s flags).
 #[derive(Debug, Clone)]
@@ -17,8 +18,14 @@ pub struct ServeSettings {
     pub scenario: String,
 
     /// Address to listen on; port 0 picks a free one. The chosen address is printed on stdout
-    /// as `listening on http://ADDR`. 0.0.0.0 exposes the server to the network: only if meant.
+    /// as `listening on http://ADDR` (`grpc://ADDR` with --grpc). 0.0.0.0 exposes the server
+    /// to the network: only if meant.
     pub listen: String,
+
+    /// Serve the scenario as gRPC over cleartext HTTP/2 (h2c) instead of HTTP/1.1: every
+    /// unary call, whatever its method, is the system under test, answered with an empty
+    /// message. See docs/grpc.md.
+    pub grpc: bool,
 
     /// Override a built-in's parameter, e.g. `--set hiccup.at=5s`. Repeatable. See --list.
     pub set: Vec<String>,
@@ -65,6 +72,11 @@ pub fn run(args: ServeSettings) -> anyhow::Result<()> {
         None => None,
     };
     let options = ServeOptions {
+        protocol: if args.grpc {
+            Protocol::Grpc
+        } else {
+            Protocol::Http1
+        },
         truth,
         control: args.control,
         header_timeout: args.header_timeout,
@@ -123,9 +135,15 @@ fn announce(
     header_timeout: Duration,
 ) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
-    writeln!(out, "listening on http://{local}")?;
+    let scheme = if args.grpc { "grpc" } else { "http" };
+    writeln!(out, "listening on {scheme}://{local}")?;
     out.flush()?;
     eprintln!("serving {scenario}");
+    if args.grpc {
+        eprintln!(
+            "  gRPC over h2c: every unary call is the system under test, answered with an empty message"
+        );
+    }
     eprintln!("  /api is the system under test; /healthy ignores faults; /scenario describes it");
     if args.control {
         eprintln!("  control on: POST /control/stall?for=1s closes the gate on demand");
@@ -133,12 +151,21 @@ fn announce(
     if let Some(path) = &args.truth {
         eprintln!("  truth log: {}", path.display());
     }
-    eprintln!(
-        "  limits: request head {} KiB within {}, body {} MiB; abuse is counted, the first of each kind logged",
-        sojourn_server::MAX_HEAD >> 10,
-        humantime::format_duration(header_timeout),
-        sojourn_server::MAX_BODY >> 20
-    );
+    if args.grpc {
+        eprintln!(
+            "  limits: headers {} KiB, {} calls at once per connection, body {} MiB",
+            sojourn_server::MAX_HEAD >> 10,
+            sojourn_server::MAX_STREAMS,
+            sojourn_server::MAX_BODY >> 20
+        );
+    } else {
+        eprintln!(
+            "  limits: request head {} KiB within {}, body {} MiB; abuse is counted, the first of each kind logged",
+            sojourn_server::MAX_HEAD >> 10,
+            humantime::format_duration(header_timeout),
+            sojourn_server::MAX_BODY >> 20
+        );
+    }
     if !local.ip().is_loopback() {
         eprintln!(
             "  warning: listening on {} is reachable from the network",

@@ -1,6 +1,10 @@
 //! `sojourn suite`: every scenario × every peer tool found here, then sojourn's own open,
 //! closed and paced closed loops and the simulator's model, each against a fresh embedded server. One HTML report
 //! per scenario, one summary table, and a verdict per tool against the model.
+//!
+//! The servers speak HTTP/1.1, but ghz's: it speaks gRPC, so it gets the same scenario served
+//! as gRPC over h2c, called through a proto the suite writes beside its output
+//! ([`SUITE_PROTO`]).
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -9,7 +13,7 @@ use serde::Serialize;
 use sojourn_core::verdict::{verdict, Verdict};
 use sojourn_core::{format_ns, End, Mode, Rate, RunConfig, RunResult, Schedule};
 use sojourn_engine::Load;
-use sojourn_peers::runners::{self, RunSpec, RunnerPlan};
+use sojourn_peers::runners::{self, GrpcCall, RunSpec, RunnerPlan};
 use sojourn_peers::PeerTool;
 use sojourn_scenario::Scenario;
 
@@ -18,6 +22,26 @@ use crate::peer_run;
 
 /// The schema name of `suite.json`, the summary of every scenario a suite ran.
 pub const SUITE_SCHEMA: &str = "sojourn.suite/1";
+
+/// The proto ghz calls the suite's gRPC server through: any method is the system under test
+/// there, and answers an empty message.
+pub const SUITE_PROTO: &str = "syntax = \"proto3\";
+// Written by `sojourn suite` for ghz: the suite's gRPC server answers any unary call with an
+// empty message, when the scenario releases it.
+package sojourn.suite;
+import \"google/protobuf/empty.proto\";
+service Scenario {
+  rpc Call(google.protobuf.Empty) returns (google.protobuf.Empty);
+}
+";
+
+/// The method of [`SUITE_PROTO`] ghz calls.
+const SUITE_CALL: &str = "sojourn.suite.Scenario/Call";
+/// [`SUITE_PROTO`]'s file name, in ghz's output folder.
+const PROTO_FILE: &str = "suite.proto";
+
+/// What the suite says of a row measured against its gRPC server.
+pub const GRPC_NOTE: &str = "against the suite's gRPC server: the same scenario as gRPC over h2c (sojourn's own rows are over HTTP/1.1)";
 
 /// Seed 001's five scenarios, then every-nth and bimodal.
 pub const DEFAULT_SCENARIOS: &str = "healthy,hiccup,ramp,gc-pauses,saturation,every-nth,bimodal";
@@ -39,7 +63,7 @@ pub struct SuiteSettings {
     /// Scenarios to run, comma-separated (built-ins or scenario TOML files).
     pub scenarios: Vec<String>,
     /// Peer tools to run, comma-separated: wrk, wrk2, ab, hey, vegeta, k6, oha, fortio, locust,
-    /// h2load.
+    /// h2load, ghz (against the same scenario served as gRPC).
     /// [default: every one found on PATH, ~/go/bin or ~/.cargo/bin]
     pub tools: Vec<String>,
     /// Run length and rate: short (10 s at 200 req/s) or full (seed 001: 60 s at 1,000 req/s).
@@ -149,32 +173,17 @@ fn pool_for(rate: f64) -> u32 {
 /// The tools asked for (or all), each with where its program is; missing ones are reported.
 fn select_tools(asked: &[String]) -> anyhow::Result<Vec<(PeerTool, Option<PathBuf>)>> {
     let tools: Vec<PeerTool> = if asked.is_empty() {
-        PeerTool::ALL
-            .into_iter()
-            .filter(|t| t.speaks_http())
-            .collect()
+        PeerTool::ALL.to_vec()
     } else {
         asked
             .iter()
-            .map(|t| parse_tool(t))
+            .map(|t| t.parse().map_err(|e| bad_input!("--tools: {e}")))
             .collect::<anyhow::Result<_>>()?
     };
     Ok(tools
         .into_iter()
         .map(|t| (t, peer_run::locate(t.name())))
         .collect())
-}
-
-/// A tool named in `--tools`; the suite's servers speak HTTP only, so ghz (gRPC) is refused.
-fn parse_tool(name: &str) -> anyhow::Result<PeerTool> {
-    let tool: PeerTool = name.parse().map_err(|e| bad_input!("--tools: {e}"))?;
-    if !tool.speaks_http() {
-        return Err(bad_input!(
-            "--tools: {tool} speaks gRPC and the suite's servers speak HTTP; leave it out \
-             (see docs/grpc.md for running it against a gRPC server)"
-        ));
-    }
-    Ok(tool)
 }
 
 /// One row of the summary table: a run and how it compares with the model.
@@ -350,8 +359,17 @@ fn own_runs(
     Ok(model)
 }
 
-/// The runners of `tool` for `spec` (k6 and oha have several), closed loops first.
+/// The runners of `tool` for `spec` (k6 and oha have several), closed loops first. ghz calls
+/// [`SUITE_PROTO`], written in its output folder.
 fn runners_of(tool: PeerTool, spec: &RunSpec) -> Vec<RunnerPlan> {
+    if tool == PeerTool::Ghz {
+        let call = GrpcCall {
+            proto: spec.out_dir.join(PROTO_FILE),
+            call: SUITE_CALL.into(),
+            data: "{}".into(),
+        };
+        return vec![runners::ghz(spec, &call)];
+    }
     runners::all(spec)
         .into_iter()
         .filter(|p| p.tool == tool)
@@ -378,7 +396,12 @@ fn peer(
         out_dir: dir.to_path_buf(),
     };
     let lead_in = runners_of(tool, &probe_spec)[variant].lead_in;
-    let server = crate::embedded::EmbeddedServer::start(scenario.delayed(lead_in))?;
+    let protocol = if tool.speaks_http() {
+        sojourn_server::Protocol::Http1
+    } else {
+        sojourn_server::Protocol::Grpc
+    };
+    let server = crate::embedded::EmbeddedServer::start_as(scenario.delayed(lead_in), protocol)?;
     let mut spec = RunSpec {
         url: server.url(),
         rate: load.rate,
@@ -399,6 +422,9 @@ fn peer(
     };
     spec.out_dir = dir.join(slug(&label));
     std::fs::create_dir_all(&spec.out_dir)?;
+    if protocol == sojourn_server::Protocol::Grpc {
+        std::fs::write(spec.out_dir.join(PROTO_FILE), SUITE_PROTO)?;
+    }
     let plan = runners_of(tool, &spec).swap_remove(variant);
     let config = RunConfig {
         target: Some(spec.url.clone()),
@@ -423,6 +449,9 @@ fn peer(
     // What the tool could not express of the common load goes with its result, into the
     // report and the summary.
     if let Some(import) = result.import.as_mut() {
+        if protocol == sojourn_server::Protocol::Grpc {
+            import.notes.push(GRPC_NOTE.into());
+        }
         import.notes.extend(plan.limitations.iter().cloned());
     }
     println!("  {label}: done ({})", detail(&result));
@@ -547,6 +576,13 @@ pub fn table(s: &ScenarioRows) -> String {
             r.label,
             format_ns(p99)
         );
+    }
+    for r in s
+        .rows
+        .iter()
+        .filter(|r| r.notes.iter().any(|n| n == GRPC_NOTE))
+    {
+        let _ = writeln!(out, "  {}: {GRPC_NOTE}", r.label);
     }
     for r in s.rows.iter().filter(|r| r.never_sent > 0) {
         let _ = writeln!(
