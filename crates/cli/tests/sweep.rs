@@ -27,6 +27,29 @@ impl Server {
             child,
         }
     }
+
+    /// The same scenario answered as gRPC calls (`serve --grpc`): its URL is `grpc://ADDR`.
+    fn bimodal_grpc() -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sojourn"))
+            .args(["serve", "--grpc", "--scenario", "bimodal"])
+            .args(["--listen", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting sojourn serve --grpc");
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("stdout piped");
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_default();
+        assert!(url.starts_with("grpc://127.0.0.1:"), "{line:?}");
+        Server {
+            url: url.to_owned(),
+            child,
+        }
+    }
 }
 
 impl Drop for Server {
@@ -143,6 +166,66 @@ fn real_and_simulated_sweeps_find_the_bimodal_cliff_between_30_and_40() {
     let sim = read_json(&sim_json);
     eprintln!("{}", String::from_utf8_lossy(&out.stdout));
     assert_eq!(bracket(&sim), bracket(&real), "{:?}", statuses(&sim));
+}
+
+/// Over gRPC the sweep says whose cliff it is, as over HTTP: against the bimodal scenario
+/// served as gRPC calls (capacity about 34 calls/s), a step at 10 calls/s is OK and one at 60
+/// is SATURATED, the target's, not the generator's or the pool's. (Two short steps: the split
+/// is wide, and the HTTP test above places the cliff to the step.)
+#[test]
+fn a_grpc_sweep_says_whose_cliff_it_is() {
+    let _serial = common::serial();
+    let dir = common::temp_dir("sweep-grpc");
+    let proto = dir.join("scenario.proto");
+    std::fs::write(
+        &proto,
+        "syntax = \"proto3\";\npackage sojourn.test;\nimport \"google/protobuf/empty.proto\";\n\
+         service Scenario { rpc Call(google.protobuf.Empty) returns (google.protobuf.Empty); }\n",
+    )
+    .unwrap();
+    let json = dir.join("grpc.json");
+    let server = Server::bimodal_grpc();
+    let out = common::sojourn(&[
+        "sweep",
+        &server.url,
+        "--proto",
+        proto.to_str().unwrap(),
+        "--call",
+        "sojourn.test.Scenario/Call",
+        "-d",
+        "{}",
+        "--rates",
+        "10,60",
+        "--step",
+        "5s",
+        "--settle",
+        "1s",
+        "--timeout",
+        "5s",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    drop(server);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = read_json(&json);
+    assert_eq!(
+        statuses(&doc),
+        [(10.0, "ok".to_string()), (60.0, "saturated".to_string())],
+        "{stdout}"
+    );
+    assert_eq!(bracket(&doc), (10.0, 60.0), "{stdout}");
+    assert!(stdout.contains("cliff: between 10 and 60"), "{stdout}");
+    for s in doc["steps"].as_array().unwrap() {
+        let result: sojourn_core::RunResult = serde_json::from_value(s["result"].clone()).unwrap();
+        common::assert_nothing_lost(&result);
+        let failed = result.counts.failed.total();
+        assert_eq!(failed, 0, "every call answered OK: {:?}", result.counts);
+    }
 }
 
 #[test]
