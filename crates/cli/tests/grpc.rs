@@ -6,6 +6,9 @@ mod common;
 /// binary, so the gRPC tests link one test binary.
 #[path = "grpc/real.rs"]
 mod real;
+/// Server reflection asked of the gRPC examples' servers, when no `--proto` is given.
+#[path = "grpc/reflection.rs"]
+mod reflection;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -65,9 +68,10 @@ fn bad_input_is_one_line_naming_the_problem_and_exits_2() {
             "--call: required with a grpc:// target",
         ),
         (
-            "no --proto",
+            // Without --proto the server is asked by reflection; here nothing answers.
+            "no --proto, and no server to ask by reflection",
             &[url, "--call", CALL],
-            "--proto: required with a grpc:// target (server reflection is not supported yet)",
+            "URL: cannot connect to grpc://127.0.0.1:1 (127.0.0.1:1)",
         ),
         (
             "JSON with a field the message lacks",

@@ -1,11 +1,13 @@
 //! `grpc://HOST:PORT` targets: the call's flags (`--proto`, `--import-path`, `--call`,
 //! `-d`, `-m`) checked into the one call the run sends, every problem one line naming the
 //! flag. The engine's [`sojourn_engine::grpc`] carries it over the HTTP/2 transport.
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use sojourn_engine::grpc::GrpcCall;
 use sojourn_engine::grpc_proto::{self, Proto, ProtoError};
+use sojourn_engine::grpc_reflect::{self, ReflectError};
+use sojourn_engine::{Http2Transport, HttpRequest, TargetError, Trust};
 use url::Url;
 
 use crate::bad_input;
@@ -80,26 +82,20 @@ impl GrpcSettings {
     }
 
     /// The call to `url` with the JSON message `data` (`-d`), told `timeout` as its deadline.
+    /// Without `--proto`, the server is asked for the call's descriptors by server reflection,
+    /// over TLS as `trust` allows.
     pub fn target(
         &self,
         url: &str,
         data: Option<&str>,
         timeout: Duration,
+        trust: &Trust,
     ) -> anyhow::Result<GrpcTarget> {
         let origin = origin(url)?;
-        let proto_file = self.proto.as_ref().ok_or_else(|| {
-            bad_input!(
-                "--proto: required with a grpc:// target (server reflection is not supported yet); give the service's .proto file"
-            )
-        })?;
-        let proto = Proto::compile(proto_file, &self.import_paths).map_err(|e| match e {
-            ProtoError::Read { .. } => bad_input!("--proto: {e}"),
-            _ => bad_input!(
-                "--proto: {} does not compile: {}",
-                proto_file.display(),
-                one_line(&e)
-            ),
-        })?;
+        let proto = match &self.proto {
+            Some(file) => self.compiled(file)?,
+            None => reflected(url, &origin, self.call.as_deref(), trust)?,
+        };
         let call = self.call.as_deref().ok_or_else(|| {
             bad_input!(
                 "--call: required with a grpc:// target, e.g. --call helloworld.Greeter/SayHello; the proto has {}",
@@ -124,11 +120,93 @@ impl GrpcSettings {
         })
     }
 
+    /// The `--proto` file, compiled.
+    fn compiled(&self, file: &Path) -> anyhow::Result<Proto> {
+        Proto::compile(file, &self.import_paths).map_err(|e| match e {
+            ProtoError::Read { .. } => bad_input!("--proto: {e}"),
+            _ => bad_input!(
+                "--proto: {} does not compile: {}",
+                file.display(),
+                one_line(&e)
+            ),
+        })
+    }
+
     /// `-m key: value`, checked: gRPC metadata keys are lower-case header names, and the
     /// protocol's own (`grpc-*`, `content-type`, `te`) are not the user's to set.
     fn metadata(&self) -> anyhow::Result<Vec<(String, String)>> {
         self.metadata.iter().map(|m| metadatum(m)).collect()
     }
+}
+
+/// How long asking a server for its descriptors may take, connecting included.
+const REFLECTION_WAIT: Duration = Duration::from_secs(5);
+
+/// The call's descriptors, asked of the server by reflection (no `--proto`). It runs before
+/// the run's runtime exists, and perhaps inside another's (a sweep's steps), so on a thread
+/// and a runtime of its own.
+fn reflected(url: &str, origin: &Url, call: Option<&str>, trust: &Trust) -> anyhow::Result<Proto> {
+    let call = call.ok_or_else(|| {
+        bad_input!(
+            "--call: required with a grpc:// target, e.g. --call helloworld.Greeter/SayHello (or give --proto FILE to have its methods listed)"
+        )
+    })?;
+    let (service, _) = grpc_proto::split_call(call).map_err(|e| bad_input!("--call: {e}"))?;
+    let ask = async {
+        let request = HttpRequest {
+            url: origin.clone(),
+            method: "POST".into(),
+            headers: Vec::new(),
+            body: Vec::new(),
+        };
+        let transport = Http2Transport::many(&[request], trust, 1)
+            .await
+            .map_err(|e| match e {
+                TargetError::TrustAnchor(_) => bad_input!("--cacert: {e}"),
+                _ => bad_input!("URL: {url}: {e}"),
+            })?;
+        let asked = grpc_reflect::proto(&transport, origin.as_str(), service);
+        let asked = tokio::time::timeout(REFLECTION_WAIT, asked).await;
+        reflection_failure(asked, url, service, transport.addr())
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| anyhow::anyhow!("cannot start a runtime to ask {url}: {e}"))?
+                .block_on(ask)
+        })
+        .join()
+        .expect("asking a server for its descriptors does not panic")
+    })
+}
+
+/// Reflection's failure in words a user can act on: a server that cannot be reached is told
+/// as the run's check before it tells it.
+fn reflection_failure(
+    asked: Result<Result<Proto, ReflectError>, tokio::time::error::Elapsed>,
+    url: &str,
+    service: &str,
+    addr: std::net::SocketAddr,
+) -> anyhow::Result<Proto> {
+    let e = match asked {
+        Ok(Ok(proto)) => return Ok(proto),
+        Ok(Err(ReflectError::Connect(e))) => {
+            return crate::transport::explain(Ok(Err(e)), url, addr)
+        }
+        Ok(Err(e)) => e,
+        Err(elapsed) => return crate::transport::explain(Err(elapsed), url, addr),
+    };
+    Err(match e {
+        ReflectError::Unsupported => bad_input!(
+            "--proto: required: {url} does not offer server reflection (grpc.reflection.v1 and v1alpha answered UNIMPLEMENTED), so the call's descriptors cannot be asked of it; give the service's .proto file with --proto FILE"
+        ),
+        ReflectError::UnknownService { .. } => bad_input!("--call: {url}: {e}"),
+        _ => bad_input!(
+            "--proto: asking {url} for the descriptors of {service} by server reflection failed: {e}; give the service's .proto file with --proto FILE"
+        ),
+    })
 }
 
 fn metadatum(text: &str) -> anyhow::Result<(String, String)> {

@@ -207,9 +207,10 @@ pub fn validate(mut a: RunSettings) -> anyhow::Result<RunSpec> {
     if journeys.is_some() {
         journey_partners(&a)?;
     }
+    let trust = a.protocol.trust()?;
     let requests = a
         .workload
-        .requests(a.load.seed, journeys.as_ref(), a.timeout)?;
+        .requests(a.load.seed, journeys.as_ref(), a.timeout, &trust)?;
     let end = end(&a)?;
     let load = if a.closed {
         closed_load(&a, end)?
@@ -254,7 +255,7 @@ pub fn validate(mut a: RunSettings) -> anyhow::Result<RunSpec> {
         protocol: a.protocol.protocol(a.workload.is_grpc())?,
         streams: None,
         protocol_name: None,
-        trust: a.protocol.trust()?,
+        trust,
         outputs: Outputs {
             hgrm: a.hgrm,
             hlog: a.hlog,

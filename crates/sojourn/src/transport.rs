@@ -187,15 +187,19 @@ impl WorkloadSettings {
 
     /// What is sent, read and checked; `seed` orders random targets. With journeys, the one
     /// request is to the journey file's origin: what the check before the run connects to. A
-    /// gRPC call tells the server `timeout` as its deadline.
+    /// gRPC call tells the server `timeout` as its deadline; without a `.proto`, the server is
+    /// asked for its descriptors over TLS as `trust` allows.
     pub fn requests(
         &self,
         seed: Option<u64>,
         journeys: Option<&crate::journeys::FileScript>,
         timeout: Duration,
+        trust: &Trust,
     ) -> anyhow::Result<Requests> {
         if let (Some(url), true) = (&self.url, self.is_grpc()) {
-            let target = self.grpc.target(url, self.body.as_deref(), timeout)?;
+            let target = self
+                .grpc
+                .target(url, self.body.as_deref(), timeout, trust)?;
             return Ok(Requests {
                 grpc: Some(target.clone()),
                 ..Requests::one(target.call.request())
@@ -499,7 +503,7 @@ async fn fit_streams(
 }
 
 /// The probe's failure in words a user can act on.
-fn explain<T>(
+pub(crate) fn explain<T>(
     probe: Result<Result<T, ConnectError>, tokio::time::error::Elapsed>,
     url: &str,
     addr: std::net::SocketAddr,
