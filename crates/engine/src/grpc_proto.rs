@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use prost::Message;
-use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDescriptor};
+/// A method's descriptor, as [`Proto::method`] gives it.
+pub use prost_reflect::MethodDescriptor;
+use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor};
 
 /// Why a call's message could not be made. Each names what was wrong in the user's terms.
 #[derive(Debug, thiserror::Error)]

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use sojourn_engine::grpc::GrpcCall;
+use sojourn_engine::grpc_proto::MethodDescriptor;
 use sojourn_engine::grpc_proto::{self, Proto, ProtoError};
 use sojourn_engine::grpc_reflect::{self, ReflectError};
 use sojourn_engine::{Http2Transport, HttpRequest, TargetError, Trust};
@@ -52,6 +53,31 @@ pub struct GrpcTarget {
     pub shown: String,
     /// A server-streaming method: its answer's messages are counted, the first one timed.
     pub streaming: bool,
+}
+
+impl GrpcTarget {
+    /// A call of `method` on the server at `url` (whose HTTP/2 origin is `origin`).
+    pub(crate) fn new(
+        url: &str,
+        origin: Url,
+        method: &MethodDescriptor,
+        message: Vec<u8>,
+        metadata: Vec<(String, String)>,
+        timeout: Duration,
+    ) -> GrpcTarget {
+        let path = grpc_proto::path(method);
+        GrpcTarget {
+            shown: format!("{}{}", url.trim_end_matches('/'), path),
+            call: GrpcCall {
+                origin,
+                path,
+                metadata,
+                message,
+                timeout,
+            },
+            streaming: method.is_server_streaming(),
+        }
+    }
 }
 
 impl GrpcSettings {
@@ -105,23 +131,14 @@ impl GrpcSettings {
         let method = proto.method(call).map_err(|e| bad_input!("--call: {e}"))?;
         let message = grpc_proto::encode_json(&method, data.unwrap_or("{}"))
             .map_err(|e| bad_input!("-d: {e}"))?;
-        let path = grpc_proto::path(&method);
-        let shown = format!("{}{}", url.trim_end_matches('/'), path);
-        Ok(GrpcTarget {
-            call: GrpcCall {
-                origin,
-                path,
-                metadata: self.metadata()?,
-                message,
-                timeout,
-            },
-            shown,
-            streaming: method.is_server_streaming(),
-        })
+        let metadata = self.metadata()?;
+        Ok(GrpcTarget::new(
+            url, origin, &method, message, metadata, timeout,
+        ))
     }
 
     /// The `--proto` file, compiled.
-    fn compiled(&self, file: &Path) -> anyhow::Result<Proto> {
+    pub(crate) fn compiled(&self, file: &Path) -> anyhow::Result<Proto> {
         Proto::compile(file, &self.import_paths).map_err(|e| match e {
             ProtoError::Read { .. } => bad_input!("--proto: {e}"),
             _ => bad_input!(
@@ -135,7 +152,10 @@ impl GrpcSettings {
     /// `-m key: value`, checked: gRPC metadata keys are lower-case header names, and the
     /// protocol's own (`grpc-*`, `content-type`, `te`) are not the user's to set.
     fn metadata(&self) -> anyhow::Result<Vec<(String, String)>> {
-        self.metadata.iter().map(|m| metadatum(m)).collect()
+        self.metadata
+            .iter()
+            .map(|m| metadatum(m).map_err(|why| bad_input!("--metadata: {why}")))
+            .collect()
     }
 }
 
@@ -145,7 +165,12 @@ const REFLECTION_WAIT: Duration = Duration::from_secs(5);
 /// The call's descriptors, asked of the server by reflection (no `--proto`). It runs before
 /// the run's runtime exists, and perhaps inside another's (a sweep's steps), so on a thread
 /// and a runtime of its own.
-fn reflected(url: &str, origin: &Url, call: Option<&str>, trust: &Trust) -> anyhow::Result<Proto> {
+pub(crate) fn reflected(
+    url: &str,
+    origin: &Url,
+    call: Option<&str>,
+    trust: &Trust,
+) -> anyhow::Result<Proto> {
     let call = call.ok_or_else(|| {
         bad_input!(
             "--call: required with a grpc:// target, e.g. --call helloworld.Greeter/SayHello (or give --proto FILE to have its methods listed)"
@@ -209,8 +234,10 @@ fn reflection_failure(
     })
 }
 
-fn metadatum(text: &str) -> anyhow::Result<(String, String)> {
-    let bad = |why: &str| bad_input!("--metadata: {text:?} {why}");
+/// One `key: value`, checked; the problem names the text, not the flag (a targets file has
+/// its own place to name).
+pub(crate) fn metadatum(text: &str) -> Result<(String, String), String> {
+    let bad = |why: &str| format!("{text:?} {why}");
     let (key, value) = text
         .split_once(':')
         .ok_or_else(|| bad("is not `key: value`; write e.g. -m 'authorization: Bearer TOKEN'"))?;
@@ -234,7 +261,7 @@ fn metadatum(text: &str) -> anyhow::Result<(String, String)> {
 }
 
 /// `grpc://HOST:PORT` as the HTTP/2 origin that carries it (`grpcs://` over TLS).
-fn origin(text: &str) -> anyhow::Result<Url> {
+pub(crate) fn origin(text: &str) -> anyhow::Result<Url> {
     let url = Url::parse(text).map_err(|e| {
         bad_input!("URL: {text:?} is not a valid URL ({e}); expected e.g. grpc://127.0.0.1:50051")
     })?;

@@ -154,6 +154,7 @@ pub mod gate;
 /// gRPC targets (`grpc://`): the call's flags checked into the call the run sends.
 ///
 pub mod grpc;
+pub mod grpc_targets;
 /// A journey file, run: the engine's journey script over a checked file (`--journey`).
 ///
 pub mod journeys;

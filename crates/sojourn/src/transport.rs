@@ -39,8 +39,8 @@ pub struct Requests {
     pub targets: Option<Arc<Targets>>,
     /// With `--targets`: how the result describes them.
     pub config: Option<TargetsConfig>,
-    /// A gRPC call (`grpc://`): what `list` holds, as the call it is.
-    pub grpc: Option<crate::grpc::GrpcTarget>,
+    /// gRPC calls (`grpc://`): what `list` holds, as the calls they are (one per target).
+    pub grpc: Vec<crate::grpc::GrpcTarget>,
 }
 
 impl Requests {
@@ -50,7 +50,7 @@ impl Requests {
             list: vec![req],
             targets: None,
             config: None,
-            grpc: None,
+            grpc: Vec::new(),
         }
     }
 
@@ -60,7 +60,7 @@ impl Requests {
             list: Vec::new(),
             targets: None,
             config: None,
-            grpc: None,
+            grpc: Vec::new(),
         }
     }
 
@@ -77,14 +77,43 @@ impl Requests {
         order: TargetsOrder,
         seed: Option<u64>,
     ) -> anyhow::Result<Requests> {
+        let list = targets::read_file(path).map_err(|e| bad_input!("--targets: {e}"))?;
+        let requests = list.iter().map(HttpRequest::from).collect();
+        Requests::of_targets(list, requests, path, order, seed)
+    }
+
+    /// A targets file of gRPC calls to `url` ([`crate::grpc_targets`]).
+    pub fn from_grpc_file(
+        path: &std::path::Path,
+        url: &str,
+        settings: &crate::grpc::GrpcSettings,
+        (timeout, trust): (Duration, &Trust),
+        order: TargetsOrder,
+        seed: Option<u64>,
+    ) -> anyhow::Result<Requests> {
+        let calls = crate::grpc_targets::read(path, url, settings, timeout, trust)?;
+        let (grpc, list): (Vec<_>, Vec<_>) = calls.into_iter().unzip();
+        let requests = grpc.iter().map(|g| g.call.request()).collect();
+        Ok(Requests {
+            grpc,
+            ..Requests::of_targets(list, requests, path, order, seed)?
+        })
+    }
+
+    /// `list`, read from `path`, as the run's targets, request i of `requests` sending target i.
+    fn of_targets(
+        list: Vec<targets::Target>,
+        requests: Vec<HttpRequest>,
+        path: &std::path::Path,
+        order: TargetsOrder,
+        seed: Option<u64>,
+    ) -> anyhow::Result<Requests> {
         let bad = |e: targets::TargetsError| bad_input!("--targets: {e}");
-        let list = targets::read_file(path).map_err(bad)?;
         let seed = seed.unwrap_or(DEFAULT_TARGETS_SEED);
         let order = match order {
             TargetsOrder::RoundRobin => Order::RoundRobin,
             TargetsOrder::Random => Order::Random { seed },
         };
-        let requests = list.iter().map(HttpRequest::from).collect();
         let count = list.len() as u32;
         // Targets::new names the line of a target that breaks a rule across targets (a second
         // origin), but not the file: it is this one.
@@ -105,14 +134,18 @@ impl Requests {
                 },
                 seed: matches!(order, Order::Random { .. }).then_some(seed),
             }),
-            grpc: None,
+            grpc: Vec::new(),
         })
     }
 
     /// What the result names as the run's target: the URL, or the targets' origin.
     pub fn shown(&self) -> String {
-        if let Some(g) = &self.grpc {
+        if let (Some(g), None) = (self.grpc.first(), &self.config) {
             return g.shown.clone();
+        }
+        if let Some(g) = self.grpc.first() {
+            // A targets file of calls: the server, without any one call's method.
+            return g.shown.trim_end_matches(g.call.path.as_str()).to_string();
         }
         match &self.config {
             None => self.first().url.to_string(),
@@ -158,6 +191,7 @@ impl WorkloadSettings {
             ));
         }
         if !self.is_grpc() {
+            self.targets_alone()?;
             return self.grpc.check_unused();
         }
         let http_only = [
@@ -173,10 +207,36 @@ impl WorkloadSettings {
                 self.body_file.is_some(),
                 "--body-file: give a gRPC call's message as -d JSON",
             ),
+            (
+                self.targets.is_some() && self.grpc.call.is_some(),
+                "--call: with --targets, each line of the file names its call; drop --call",
+            ),
+            (
+                self.targets.is_some() && self.body.is_some(),
+                "-d: with --targets, each line of the file gives its call's message as \"data\"; drop -d",
+            ),
+            (
+                self.targets.is_some() && !self.grpc.metadata.is_empty(),
+                "--metadata: with --targets, each line of the file gives its call's \"metadata\"; drop -m",
+            ),
         ];
         match http_only.into_iter().find(|(given, _)| *given) {
             Some((_, why)) => Err(bad_input!("{why}")),
             None => Ok(()),
+        }
+    }
+
+    /// An HTTP targets file carries each request's URL and body: beside it, a URL or `-d` has
+    /// no place (a gRPC server's URL does: its file holds calls).
+    fn targets_alone(&self) -> anyhow::Result<()> {
+        match (&self.targets, &self.url, &self.body) {
+            (Some(_), Some(url), _) => Err(bad_input!(
+                "URL: {url:?} beside --targets: each target names its URL; give one or the other (a grpc:// server takes a --targets file of calls)"
+            )),
+            (Some(_), None, Some(_)) => Err(bad_input!(
+                "--body: each target carries its own body; drop it"
+            )),
+            _ => Ok(()),
         }
     }
 
@@ -196,12 +256,16 @@ impl WorkloadSettings {
         timeout: Duration,
         trust: &Trust,
     ) -> anyhow::Result<Requests> {
+        if let (Some(url), true, Some(path)) = (&self.url, self.is_grpc(), &self.targets) {
+            let (order, settings) = (self.targets_order, &self.grpc);
+            return Requests::from_grpc_file(path, url, settings, (timeout, trust), order, seed);
+        }
         if let (Some(url), true) = (&self.url, self.is_grpc()) {
             let target = self
                 .grpc
                 .target(url, self.body.as_deref(), timeout, trust)?;
             return Ok(Requests {
-                grpc: Some(target.clone()),
+                grpc: vec![target.clone()],
                 ..Requests::one(target.call.request())
             });
         }
