@@ -105,6 +105,53 @@ fn with_no_proto_the_servers_reflection_gives_the_calls_descriptors() {
             Some(format!("{url}/{call}").as_str())
         );
     }
+    // A targets file of both services' calls, 2:1, with no --proto: each service is asked once.
+    let file = dir.join("calls.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            r#"{"call": "helloworld.Greeter/SayHello", "data": {"name": "x"}, "weight": 2}"#,
+            "\n",
+            r#"{"call": "grpc.examples.echo.Echo/UnaryEcho", "data": {"message": "x"}}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let json = dir.join("targets.json");
+    let out = sojourn(&[
+        "run",
+        &url,
+        "--targets",
+        file.to_str().unwrap(),
+        "--rate",
+        "100",
+        "--requests",
+        "60",
+        "--timeout",
+        "5s",
+        "--no-hiccup-meter",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = read_result(&json);
+    let labels: Vec<(&str, u64, u64)> = r
+        .targets
+        .iter()
+        .map(|t| (t.label.as_str(), t.counts.total(), t.counts.completed))
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            ("helloworld.Greeter/SayHello", 40, 40),
+            ("grpc.examples.echo.Echo/UnaryEcho", 20, 20)
+        ]
+    );
     // A field the reflected message lacks is named, as with --proto.
     let out = sojourn(&[
         "run",
