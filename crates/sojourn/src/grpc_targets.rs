@@ -67,6 +67,8 @@ pub fn read(
         }
         let at = |why: String| bad_input!("--targets: {}:{}: {why}", path.display(), n + 1);
         let line: Line = serde_json::from_str(text).map_err(|e| {
+            // The file's line is named already; serde's "line 1" would contradict it.
+            let e = e.to_string().replace(" at line 1 column ", " at column ");
             at(format!(
                 "not a call: {e}; write one object per line, as {{\"call\": \"pkg.Service/Method\", \"data\": {{…}}}}"
             ))

@@ -145,7 +145,8 @@ impl Requests {
         }
         if let Some(g) = self.grpc.first() {
             // A targets file of calls: the server, without any one call's method.
-            return g.shown.trim_end_matches(g.call.path.as_str()).to_string();
+            let server = g.shown.strip_suffix(g.call.path.as_str());
+            return server.unwrap_or(&g.shown).to_string();
         }
         match &self.config {
             None => self.first().url.to_string(),
