@@ -152,6 +152,32 @@ fn with_no_proto_the_servers_reflection_gives_the_calls_descriptors() {
             ("grpc.examples.echo.Echo/UnaryEcho", 20, 20)
         ]
     );
+    // A plan file's call without `proto` is asked of the server the same way.
+    let plan = dir.join("plan.toml");
+    let json = dir.join("plan.json");
+    std::fs::write(
+        &plan,
+        format!(
+            "url = \"{url}\"\ncall = \"helloworld.Greeter/SayHello\"\ndata = '{{\"name\":\"x\"}}'\nrate = 100\nrequests = 30\n"
+        ),
+    )
+    .unwrap();
+    let out = sojourn(&[
+        "run",
+        "--plan",
+        plan.to_str().unwrap(),
+        "--no-hiccup-meter",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c = read_result(&json).counts;
+    assert_eq!((c.scheduled, c.completed), (30, 30), "{c:?}");
     // A field the reflected message lacks is named, as with --proto.
     let out = sojourn(&[
         "run",
