@@ -26,11 +26,7 @@ pub struct GrpcSettings {
     pub metadata: Vec<String>,
 }
 
-/// Whether a target URL names a gRPC server.
-pub fn is_grpc_url(text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
-    lower.starts_with("grpc://") || lower.starts_with("grpcs://")
-}
+pub use crate::reach::is_grpc_url;
 
 /// `-d` on `compare` and `sweep`, whose HTTP requests are bodiless GETs: there it is only a
 /// gRPC call's message.
@@ -217,11 +213,9 @@ fn reflection_failure(
 ) -> anyhow::Result<Proto> {
     let e = match asked {
         Ok(Ok(proto)) => return Ok(proto),
-        Ok(Err(ReflectError::Connect(e))) => {
-            return crate::transport::explain(Ok(Err(e)), url, addr)
-        }
+        Ok(Err(ReflectError::Connect(e))) => return crate::reach::explain(Ok(Err(e)), url, addr),
         Ok(Err(e)) => e,
-        Err(elapsed) => return crate::transport::explain(Err(elapsed), url, addr),
+        Err(elapsed) => return crate::reach::explain(Err(elapsed), url, addr),
     };
     Err(match e {
         ReflectError::Unsupported => bad_input!(
