@@ -16,15 +16,17 @@ use crate::exit::{CHECK_FAILED, GATE_FAILED, INTERRUPTED};
 pub struct RunArgs {
     /// The target, e.g. http://127.0.0.1:8080/api (or `url` in the --plan file), or a gRPC
     /// server, grpc://HOST:PORT (grpcs:// over TLS) with --proto and --call (see docs/grpc.md).
-    #[arg(required_unless_present_any = ["plan", "targets", "journey"], conflicts_with = "targets")]
+    /// Beside --targets only a gRPC server, whose calls the file gives (checked when run).
+    #[arg(required_unless_present_any = ["plan", "targets", "journey"])]
     pub url: Option<String>,
     /// Many different requests instead of one URL: a file in vegeta's HTTP format (a
     /// `METHOD URL` line, header lines, an optional `@body-file`, a blank line between
     /// targets) or JSON Lines ({"method", "url", "header", "body" (base64), "label",
     /// "weight"}). Request i sends a target chosen from i alone, and each label gets its own
-    /// histograms (see docs/targets.md).
+    /// histograms (see docs/targets.md). Beside a grpc://HOST:PORT server: JSON Lines of calls,
+    /// {"call", "data", "metadata", "label", "weight"} (see docs/grpc.md).
     #[arg(long, value_name = "FILE",
-          conflicts_with_all = ["method", "headers", "body", "body_file"])]
+          conflicts_with_all = ["method", "headers", "body_file"])]
     pub targets: Option<PathBuf>,
     /// With --targets: take them in turn (weights interleaved), or at random by weight
     /// (seeded by --seed).
@@ -217,7 +219,7 @@ pub struct RunArgs {
 #[derive(clap::Args, Debug, Clone)]
 pub struct GrpcArgs {
     /// With a grpc:// target: the .proto file that declares the service, compiled in-process
-    /// (no protoc needed; server reflection is not supported yet).
+    /// (no protoc needed). Without it, the server is asked by server reflection.
     #[arg(long, value_name = "FILE")]
     pub proto: Option<PathBuf>,
     /// With --proto: a directory its imports are looked up in (before the file's own);

@@ -6,6 +6,9 @@ mod common;
 /// binary, so the gRPC tests link one test binary.
 #[path = "grpc/real.rs"]
 mod real;
+/// Server reflection asked of the gRPC examples' servers, when no `--proto` is given.
+#[path = "grpc/reflection.rs"]
+mod reflection;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -65,9 +68,10 @@ fn bad_input_is_one_line_naming_the_problem_and_exits_2() {
             "--call: required with a grpc:// target",
         ),
         (
-            "no --proto",
+            // Without --proto the server is asked by reflection; here nothing answers.
+            "no --proto, and no server to ask by reflection",
             &[url, "--call", CALL],
-            "--proto: required with a grpc:// target (server reflection is not supported yet)",
+            "URL: cannot connect to grpc://127.0.0.1:1 (127.0.0.1:1)",
         ),
         (
             "JSON with a field the message lacks",
@@ -219,6 +223,8 @@ struct Seen {
     metadata: Mutex<Vec<String>>,
     /// The server name each TLS connection asked for (SNI), `-` for none.
     sni: Mutex<Vec<String>>,
+    /// Calls by path and framed request body, for a targets file's different calls.
+    by_call: Mutex<std::collections::BTreeMap<(String, Vec<u8>), u64>>,
 }
 
 struct GrpcServer {
@@ -382,6 +388,8 @@ async fn answer(
     if !well_formed {
         seen.malformed.fetch_add(1, Relaxed);
     }
+    let call = (head.uri.path().to_string(), got.clone());
+    *seen.by_call.lock().unwrap().entry(call).or_default() += 1;
     let deadline = header("grpc-timeout").unwrap_or_default();
     seen.timeouts.lock().unwrap().push(deadline.clone());
     if let Some(m) = header("x-tenant") {
@@ -1808,4 +1816,192 @@ fn stages_and_objectives_judge_grpc_calls_and_the_report_names_their_classes() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A targets file of two calls, 3:1 by weight, to the test's own server: a unary SayHello with
+/// a label of its own and a server-streaming SayHellos with another message, metadata and the
+/// default label. Each label gets exactly its weight's share, the server gets each line's own
+/// path, message and metadata, and the streaming call's replies are counted.
+#[test]
+fn a_targets_file_of_calls_sends_each_lines_call_by_its_weight_with_its_label() {
+    let _guard = serial();
+    let dir = temp_dir("grpc-targets");
+    let server = GrpcServer::start(Script::Slow(Duration::ZERO));
+    let file = dir.join("calls.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            r#"{"call": "helloworld.Greeter/SayHello", "data": {"name": "x"}, "label": "hello", "weight": 3}"#,
+            "\n\n",
+            r#"{"call": "helloworld.Greeter/SayHellos", "data": {"name": "yy"}, "metadata": {"x-tenant": "blue"}}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let (json, url, p) = (dir.join("r.json"), server.url(), proto());
+    let file_arg = file.display().to_string();
+    let out = sojourn(&[
+        "run",
+        &url,
+        "--proto",
+        &p,
+        "--targets",
+        &file_arg,
+        "--rate",
+        "400",
+        "--requests",
+        "400",
+        "-c",
+        "2",
+        "--no-hiccup-meter",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = read_result(&json);
+    assert_nothing_lost(&r);
+    assert_eq!((r.counts.scheduled, r.counts.completed), (400, 400));
+    let labels: Vec<(&str, u64, u64)> = r
+        .targets
+        .iter()
+        .map(|t| (t.label.as_str(), t.counts.total(), t.counts.completed))
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            ("hello", 300, 300),
+            ("helloworld.Greeter/SayHellos", 100, 100)
+        ]
+    );
+    let by_call = server.seen.by_call.lock().unwrap().clone();
+    let yy = b"\0\0\0\0\x04\x0a\x02yy".to_vec();
+    let want = [
+        (
+            (
+                "/helloworld.Greeter/SayHello".to_string(),
+                FRAMED_X.to_vec(),
+            ),
+            300,
+        ),
+        (("/helloworld.Greeter/SayHellos".to_string(), yy), 100),
+    ];
+    assert_eq!(by_call, want.into_iter().collect());
+    let tenants = server.seen.metadata.lock().unwrap().clone();
+    assert_eq!(
+        tenants,
+        vec!["blue".to_string(); 100],
+        "only SayHellos carries it"
+    );
+    let stream = r.stream.as_ref().expect("the streaming calls' section");
+    assert_eq!(stream.messages, 100, "one reply to each SayHellos");
+    assert_eq!(r.config.target.as_deref(), Some(url.as_str()));
+}
+
+/// Each bad line of a targets file of calls is one line naming FILE:LINE and what is wrong,
+/// exit 2, before anything is sent (nothing listens on the port).
+#[test]
+fn a_bad_line_in_a_targets_file_of_calls_is_named_by_file_and_line() {
+    let dir = temp_dir("grpc-targets-bad");
+    let p = proto();
+    let good = r#"{"call": "helloworld.Greeter/SayHello", "data": {"name": "x"}}"#;
+    let cases: &[(&str, &str, &str)] = &[
+        ("a method not in the proto", r#"{"call": "helloworld.Greeter/SayBye"}"#,
+         ":2: call: no method \"helloworld.Greeter/SayBye\" in the proto; it has helloworld.Greeter/SayHello"),
+        ("data that does not fit", r#"{"call": "helloworld.Greeter/SayHello", "data": {"nmae": "x"}}"#,
+         ":2: data: does not fit helloworld.HelloRequest: field \"nmae\""),
+        ("a key a call does not have", r#"{"call": "helloworld.Greeter/SayHello", "body": "eA=="}"#,
+         ":2: not a call: unknown field `body`"),
+        ("no call", r#"{"data": {"name": "x"}}"#, ":2: not a call: missing field `call`"),
+        ("not JSON", "{call", ":2: not a call"),
+        ("metadata gRPC sends itself", r#"{"call": "helloworld.Greeter/SayHello", "metadata": {"te": "x"}}"#,
+         ":2: metadata: \"te: x\" sets a key gRPC itself sends"),
+        ("a weight of 0", r#"{"call": "helloworld.Greeter/SayHello", "weight": 0}"#, ":2: weight 0"),
+        ("an empty label", r#"{"call": "helloworld.Greeter/SayHello", "label": ""}"#, ":2: empty label"),
+        ("a call without a service", r#"{"call": "SayHello"}"#, ":2: call: \"SayHello\" is not SERVICE/METHOD"),
+    ];
+    for (what, line, says) in cases {
+        let file = dir.join("calls.jsonl");
+        std::fs::write(&file, format!("{good}\n{line}\n")).unwrap();
+        let f = file.display().to_string();
+        let out = sojourn(&[
+            "run",
+            "grpc://127.0.0.1:1",
+            "--proto",
+            &p,
+            "--targets",
+            &f,
+            "--requests",
+            "1",
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{what}: {stderr}");
+        let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{what}: one line, got {stderr}");
+        let want = format!("--targets: {f}{says}");
+        assert!(
+            lines[0].contains(&want),
+            "{what}: {:?} lacks {want:?}",
+            lines[0]
+        );
+    }
+    // The call's own flags have no place beside a file of calls; nor has an HTTP URL.
+    let file = dir.join("calls.jsonl");
+    std::fs::write(&file, format!("{good}\n")).unwrap();
+    let f = file.display().to_string();
+    let beside: &[(&[&str], &str)] = &[
+        (
+            &[
+                "grpc://127.0.0.1:1",
+                "--proto",
+                &p,
+                "--targets",
+                &f,
+                "--call",
+                CALL,
+            ],
+            "--call: with --targets",
+        ),
+        (
+            &[
+                "grpc://127.0.0.1:1",
+                "--proto",
+                &p,
+                "--targets",
+                &f,
+                "-d",
+                "{}",
+            ],
+            "-d: with --targets",
+        ),
+        (
+            &[
+                "grpc://127.0.0.1:1",
+                "--proto",
+                &p,
+                "--targets",
+                &f,
+                "-m",
+                "a: b",
+            ],
+            "--metadata: with --targets",
+        ),
+        (
+            &["http://127.0.0.1:1/", "--targets", &f],
+            "beside --targets: each target names its URL",
+        ),
+    ];
+    for (args, says) in beside {
+        let mut full = vec!["run"];
+        full.extend_from_slice(args);
+        let out = sojourn(&full);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
 }

@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use prost::Message;
-use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDescriptor};
+/// A method's descriptor, as [`Proto::method`] gives it.
+pub use prost_reflect::MethodDescriptor;
+use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor};
 
 /// Why a call's message could not be made. Each names what was wrong in the user's terms.
 #[derive(Debug, thiserror::Error)]
@@ -63,17 +65,22 @@ impl Proto {
         })
     }
 
+    /// The descriptors a server gave by reflection, in any order: each file's imports must be
+    /// among them.
+    pub fn from_files(files: Vec<prost_types::FileDescriptorProto>) -> Result<Proto, ProtoError> {
+        let mut pool = DescriptorPool::new();
+        pool.add_file_descriptor_protos(files)
+            .map_err(|e| ProtoError::Compile(e.to_string()))?;
+        Ok(Proto { pool })
+    }
+
     /// The method `pkg.Service/Method` (or `pkg.Service.Method`): unary or server streaming
     /// (the request is one message either way); client and bidirectional streaming are refused.
     pub fn method(&self, call: &str) -> Result<MethodDescriptor, ProtoError> {
-        let (service, method) = call
-            .rsplit_once('/')
-            .or_else(|| call.rsplit_once('.'))
-            .filter(|(s, m)| !s.is_empty() && !m.is_empty())
-            .ok_or_else(|| ProtoError::CallSyntax { call: call.into() })?;
+        let (service, method) = split_call(call)?;
         let found = self
             .pool
-            .get_service_by_name(service.trim_start_matches('/'))
+            .get_service_by_name(service)
             .and_then(|s| s.methods().find(|m| m.name() == method));
         let m = found.ok_or_else(|| ProtoError::NoMethod {
             call: call.into(),
@@ -102,6 +109,16 @@ impl Proto {
             })
             .collect()
     }
+}
+
+/// `pkg.Service/Method` (or `pkg.Service.Method`) as the service's full name and the method's.
+pub fn split_call(call: &str) -> Result<(&str, &str), ProtoError> {
+    let (service, method) = call
+        .rsplit_once('/')
+        .or_else(|| call.rsplit_once('.'))
+        .filter(|(s, m)| !s.trim_start_matches('/').is_empty() && !m.is_empty())
+        .ok_or_else(|| ProtoError::CallSyntax { call: call.into() })?;
+    Ok((service.trim_start_matches('/'), method))
 }
 
 /// The path a call is sent to: `/pkg.Service/Method`.

@@ -193,6 +193,22 @@ impl Http2Transport {
         })
     }
 
+    /// Opens one plain connection (no stream slots, no send stamps) whose task runs on the
+    /// runtime: for the calls made before a run, such as asking a gRPC server for its
+    /// descriptors ([`crate::grpc_reflect`]), over the same TLS settings as the run.
+    pub async fn connection(&self) -> Result<SendRequest<Bytes>, crate::ConnectError> {
+        let io = self.stream().await?;
+        let (send, conn) = client::Builder::new()
+            .handshake::<_, Bytes>(io)
+            .await
+            .map_err(|e| crate::ConnectError {
+                class: FailureClass::Protocol,
+                source: io::Error::other(e),
+            })?;
+        tokio::spawn(conn);
+        Ok(send)
+    }
+
     async fn stream(&self) -> Result<Io, crate::ConnectError> {
         let failed = |class| move |source| crate::ConnectError { class, source };
         let tcp = TcpStream::connect(self.addr)

@@ -18,6 +18,7 @@ mod cpu;
 pub mod function;
 pub mod grpc;
 pub mod grpc_proto;
+pub mod grpc_reflect;
 pub mod http;
 pub mod http2;
 mod insecure;

@@ -1,11 +1,14 @@
 //! `grpc://HOST:PORT` targets: the call's flags (`--proto`, `--import-path`, `--call`,
 //! `-d`, `-m`) checked into the one call the run sends, every problem one line naming the
 //! flag. The engine's [`sojourn_engine::grpc`] carries it over the HTTP/2 transport.
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use sojourn_engine::grpc::GrpcCall;
+use sojourn_engine::grpc_proto::MethodDescriptor;
 use sojourn_engine::grpc_proto::{self, Proto, ProtoError};
+use sojourn_engine::grpc_reflect::{self, ReflectError};
+use sojourn_engine::{Http2Transport, HttpRequest, TargetError, Trust};
 use url::Url;
 
 use crate::bad_input;
@@ -23,11 +26,7 @@ pub struct GrpcSettings {
     pub metadata: Vec<String>,
 }
 
-/// Whether a target URL names a gRPC server.
-pub fn is_grpc_url(text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
-    lower.starts_with("grpc://") || lower.starts_with("grpcs://")
-}
+pub use crate::reach::is_grpc_url;
 
 /// `-d` on `compare` and `sweep`, whose HTTP requests are bodiless GETs: there it is only a
 /// gRPC call's message.
@@ -50,6 +49,31 @@ pub struct GrpcTarget {
     pub shown: String,
     /// A server-streaming method: its answer's messages are counted, the first one timed.
     pub streaming: bool,
+}
+
+impl GrpcTarget {
+    /// A call of `method` on the server at `url` (whose HTTP/2 origin is `origin`).
+    pub(crate) fn new(
+        url: &str,
+        origin: Url,
+        method: &MethodDescriptor,
+        message: Vec<u8>,
+        metadata: Vec<(String, String)>,
+        timeout: Duration,
+    ) -> GrpcTarget {
+        let path = grpc_proto::path(method);
+        GrpcTarget {
+            shown: format!("{}{}", url.trim_end_matches('/'), path),
+            call: GrpcCall {
+                origin,
+                path,
+                metadata,
+                message,
+                timeout,
+            },
+            streaming: method.is_server_streaming(),
+        }
+    }
 }
 
 impl GrpcSettings {
@@ -80,26 +104,20 @@ impl GrpcSettings {
     }
 
     /// The call to `url` with the JSON message `data` (`-d`), told `timeout` as its deadline.
+    /// Without `--proto`, the server is asked for the call's descriptors by server reflection,
+    /// over TLS as `trust` allows.
     pub fn target(
         &self,
         url: &str,
         data: Option<&str>,
         timeout: Duration,
+        trust: &Trust,
     ) -> anyhow::Result<GrpcTarget> {
         let origin = origin(url)?;
-        let proto_file = self.proto.as_ref().ok_or_else(|| {
-            bad_input!(
-                "--proto: required with a grpc:// target (server reflection is not supported yet); give the service's .proto file"
-            )
-        })?;
-        let proto = Proto::compile(proto_file, &self.import_paths).map_err(|e| match e {
-            ProtoError::Read { .. } => bad_input!("--proto: {e}"),
-            _ => bad_input!(
-                "--proto: {} does not compile: {}",
-                proto_file.display(),
-                one_line(&e)
-            ),
-        })?;
+        let proto = match &self.proto {
+            Some(file) => self.compiled(file)?,
+            None => reflected(url, &origin, self.call.as_deref(), trust)?,
+        };
         let call = self.call.as_deref().ok_or_else(|| {
             bad_input!(
                 "--call: required with a grpc:// target, e.g. --call helloworld.Greeter/SayHello; the proto has {}",
@@ -109,30 +127,111 @@ impl GrpcSettings {
         let method = proto.method(call).map_err(|e| bad_input!("--call: {e}"))?;
         let message = grpc_proto::encode_json(&method, data.unwrap_or("{}"))
             .map_err(|e| bad_input!("-d: {e}"))?;
-        let path = grpc_proto::path(&method);
-        let shown = format!("{}{}", url.trim_end_matches('/'), path);
-        Ok(GrpcTarget {
-            call: GrpcCall {
-                origin,
-                path,
-                metadata: self.metadata()?,
-                message,
-                timeout,
-            },
-            shown,
-            streaming: method.is_server_streaming(),
+        let metadata = self.metadata()?;
+        Ok(GrpcTarget::new(
+            url, origin, &method, message, metadata, timeout,
+        ))
+    }
+
+    /// The `--proto` file, compiled.
+    pub(crate) fn compiled(&self, file: &Path) -> anyhow::Result<Proto> {
+        Proto::compile(file, &self.import_paths).map_err(|e| match e {
+            ProtoError::Read { .. } => bad_input!("--proto: {e}"),
+            _ => bad_input!(
+                "--proto: {} does not compile: {}",
+                file.display(),
+                one_line(&e)
+            ),
         })
     }
 
     /// `-m key: value`, checked: gRPC metadata keys are lower-case header names, and the
     /// protocol's own (`grpc-*`, `content-type`, `te`) are not the user's to set.
     fn metadata(&self) -> anyhow::Result<Vec<(String, String)>> {
-        self.metadata.iter().map(|m| metadatum(m)).collect()
+        self.metadata
+            .iter()
+            .map(|m| metadatum(m).map_err(|why| bad_input!("--metadata: {why}")))
+            .collect()
     }
 }
 
-fn metadatum(text: &str) -> anyhow::Result<(String, String)> {
-    let bad = |why: &str| bad_input!("--metadata: {text:?} {why}");
+/// How long asking a server for its descriptors may take, connecting included.
+const REFLECTION_WAIT: Duration = Duration::from_secs(5);
+
+/// The call's descriptors, asked of the server by reflection (no `--proto`). It runs before
+/// the run's runtime exists, and perhaps inside another's (a sweep's steps), so on a thread
+/// and a runtime of its own.
+pub(crate) fn reflected(
+    url: &str,
+    origin: &Url,
+    call: Option<&str>,
+    trust: &Trust,
+) -> anyhow::Result<Proto> {
+    let call = call.ok_or_else(|| {
+        bad_input!(
+            "--call: required with a grpc:// target, e.g. --call helloworld.Greeter/SayHello (or give --proto FILE to have its methods listed)"
+        )
+    })?;
+    let (service, _) = grpc_proto::split_call(call).map_err(|e| bad_input!("--call: {e}"))?;
+    let ask = async {
+        let request = HttpRequest {
+            url: origin.clone(),
+            method: "POST".into(),
+            headers: Vec::new(),
+            body: Vec::new(),
+        };
+        let transport = Http2Transport::many(&[request], trust, 1)
+            .await
+            .map_err(|e| match e {
+                TargetError::TrustAnchor(_) => bad_input!("--cacert: {e}"),
+                _ => bad_input!("URL: {url}: {e}"),
+            })?;
+        let asked = grpc_reflect::proto(&transport, origin.as_str(), service);
+        let asked = tokio::time::timeout(REFLECTION_WAIT, asked).await;
+        reflection_failure(asked, url, service, transport.addr())
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| anyhow::anyhow!("cannot start a runtime to ask {url}: {e}"))?
+                .block_on(ask)
+        })
+        .join()
+        .expect("asking a server for its descriptors does not panic")
+    })
+}
+
+/// Reflection's failure in words a user can act on: a server that cannot be reached is told
+/// as the run's check before it tells it.
+fn reflection_failure(
+    asked: Result<Result<Proto, ReflectError>, tokio::time::error::Elapsed>,
+    url: &str,
+    service: &str,
+    addr: std::net::SocketAddr,
+) -> anyhow::Result<Proto> {
+    let e = match asked {
+        Ok(Ok(proto)) => return Ok(proto),
+        Ok(Err(ReflectError::Connect(e))) => return crate::reach::explain(Ok(Err(e)), url, addr),
+        Ok(Err(e)) => e,
+        Err(elapsed) => return crate::reach::explain(Err(elapsed), url, addr),
+    };
+    Err(match e {
+        ReflectError::Unsupported => bad_input!(
+            "--proto: required: {url} does not offer server reflection (grpc.reflection.v1 and v1alpha answered UNIMPLEMENTED), so the call's descriptors cannot be asked of it; give the service's .proto file with --proto FILE"
+        ),
+        ReflectError::UnknownService { .. } => bad_input!("--call: {url}: {e}"),
+        _ => bad_input!(
+            "--proto: asking {url} for the descriptors of {service} by server reflection failed: {e}; give the service's .proto file with --proto FILE"
+        ),
+    })
+}
+
+/// One `key: value`, checked; the problem names the text, not the flag (a targets file has
+/// its own place to name).
+pub(crate) fn metadatum(text: &str) -> Result<(String, String), String> {
+    let bad = |why: &str| format!("{text:?} {why}");
     let (key, value) = text
         .split_once(':')
         .ok_or_else(|| bad("is not `key: value`; write e.g. -m 'authorization: Bearer TOKEN'"))?;
@@ -156,7 +255,7 @@ fn metadatum(text: &str) -> anyhow::Result<(String, String)> {
 }
 
 /// `grpc://HOST:PORT` as the HTTP/2 origin that carries it (`grpcs://` over TLS).
-fn origin(text: &str) -> anyhow::Result<Url> {
+pub(crate) fn origin(text: &str) -> anyhow::Result<Url> {
     let url = Url::parse(text).map_err(|e| {
         bad_input!("URL: {text:?} is not a valid URL ({e}); expected e.g. grpc://127.0.0.1:50051")
     })?;

@@ -154,6 +154,9 @@ pub mod gate;
 /// gRPC targets (`grpc://`): the call's flags checked into the call the run sends.
 ///
 pub mod grpc;
+/// A targets file of gRPC calls (`--targets` beside a `grpc://` server), read and checked.
+///
+pub mod grpc_targets;
 /// A journey file, run: the engine's journey script over a checked file (`--journey`).
 ///
 pub mod journeys;
@@ -180,6 +183,7 @@ pub mod peer_run;
 /// A run described in a TOML plan file, applied onto [`RunSettings`].
 ///
 pub mod plan_file;
+mod reach;
 /// `--repeat N`: independent repetitions of one run (or simulation) as one document, with a
 /// between-run interval for every percentile: [`repeat::simulate_repeated`],
 /// [`repeat::run_repeated`].

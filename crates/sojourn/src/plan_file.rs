@@ -252,19 +252,24 @@ pub fn apply(a: &mut RunSettings, path: &Path) -> anyhow::Result<PlanFile> {
         a.gate.slo = p.slo.clone();
         a.gate.from_plan = Some(path.to_path_buf());
     }
-    grpc(a, &p, path, &given).map_err(|(k, e)| key(k, e))?;
+    let call = grpc(a, &p, path, &given).map_err(|(k, e)| key(k, e))?;
     protocol(a, &p, &given).map_err(|(k, e)| key(k, e))?;
+    // After the protocol: a call without a proto is asked of the server over its TLS settings.
+    if call {
+        check_call(a, &p, &given).map_err(|(k, e)| key(k, e))?;
+    }
     Ok(p)
 }
 
 /// `proto`, `import_path`, `call`, `data` and `metadata`: a gRPC call, only beside a grpc://
-/// target. The call is checked here, so a problem in a key the plan gave names that key.
+/// target. Whether the plan gave any: then the call is checked ([`check_call`]), so a problem
+/// in a key the plan gave names that key.
 fn grpc(
     a: &mut RunSettings,
     p: &PlanFile,
     path: &Path,
     given: &dyn Fn(&str) -> bool,
-) -> Result<(), (&'static str, String)> {
+) -> Result<bool, (&'static str, String)> {
     let keys = [
         ("proto", p.proto.is_some()),
         ("import_path", !p.import_path.is_empty()),
@@ -273,7 +278,7 @@ fn grpc(
         ("metadata", !p.metadata.is_empty()),
     ];
     let Some((first, _)) = keys.iter().find(|(_, set)| *set) else {
-        return Ok(());
+        return Ok(false);
     };
     if !a.workload.is_grpc() {
         return Err((
@@ -303,7 +308,7 @@ fn grpc(
     if let (false, Some(data)) = (given("body"), &p.data) {
         a.workload.body = Some(data.clone());
     }
-    check_call(a, p, given)
+    Ok(true)
 }
 
 /// The call as the run will check it; a problem with a flag whose value came from the plan
@@ -315,7 +320,11 @@ fn check_call(
 ) -> Result<(), (&'static str, String)> {
     let url = a.workload.url.as_deref().unwrap_or_default();
     let body = a.workload.body.as_deref();
-    let Err(e) = a.workload.grpc.target(url, body, a.timeout) else {
+    // A bad --cacert is the run's to name.
+    let Ok(trust) = a.protocol.trust() else {
+        return Ok(());
+    };
+    let Err(e) = a.workload.grpc.target(url, body, a.timeout, &trust) else {
         return Ok(());
     };
     let message = e.to_string();

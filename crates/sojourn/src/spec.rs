@@ -216,9 +216,10 @@ pub fn validate(mut a: RunSettings) -> anyhow::Result<RunSpec> {
     if journeys.is_some() {
         journey_partners(&a)?;
     }
+    let trust = a.protocol.trust()?;
     let requests = a
         .workload
-        .requests(a.load.seed, journeys.as_ref(), a.timeout)?;
+        .requests(a.load.seed, journeys.as_ref(), a.timeout, &trust)?;
     let end = end(&a)?;
     let load = if a.closed {
         closed_load(&a, end)?
@@ -266,7 +267,7 @@ pub fn validate(mut a: RunSettings) -> anyhow::Result<RunSpec> {
         protocol: a.protocol.protocol(a.workload.is_grpc())?,
         streams: None,
         protocol_name: None,
-        trust: a.protocol.trust()?,
+        trust,
         server_name,
         outputs: Outputs {
             hgrm: a.hgrm,

@@ -8,14 +8,14 @@ use std::time::Duration;
 use sojourn_core::targets::{self, Order, Targets};
 use sojourn_core::TargetsConfig;
 use sojourn_engine::{
-    ConnectError, Connection, Exchange, ExchangeError, Http2Transport, HttpRequest, HttpTransport,
-    TlsServerName, Transport, Trust,
+    Connection, Exchange, ExchangeError, Http2Transport, HttpRequest, HttpTransport, TlsServerName,
+    Transport, Trust,
 };
 
 use url::Url;
 
 use crate::bad_input;
-use crate::grpc::is_grpc_url;
+use crate::reach::explain;
 
 /// How `--targets` are taken in turn.
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -39,8 +39,8 @@ pub struct Requests {
     pub targets: Option<Arc<Targets>>,
     /// With `--targets`: how the result describes them.
     pub config: Option<TargetsConfig>,
-    /// A gRPC call (`grpc://`): what `list` holds, as the call it is.
-    pub grpc: Option<crate::grpc::GrpcTarget>,
+    /// gRPC calls (`grpc://`): what `list` holds, as the calls they are (one per target).
+    pub grpc: Vec<crate::grpc::GrpcTarget>,
 }
 
 impl Requests {
@@ -50,7 +50,7 @@ impl Requests {
             list: vec![req],
             targets: None,
             config: None,
-            grpc: None,
+            grpc: Vec::new(),
         }
     }
 
@@ -60,7 +60,7 @@ impl Requests {
             list: Vec::new(),
             targets: None,
             config: None,
-            grpc: None,
+            grpc: Vec::new(),
         }
     }
 
@@ -82,14 +82,43 @@ impl Requests {
         order: TargetsOrder,
         seed: Option<u64>,
     ) -> anyhow::Result<Requests> {
+        let list = targets::read_file(path).map_err(|e| bad_input!("--targets: {e}"))?;
+        let requests = list.iter().map(HttpRequest::from).collect();
+        Requests::of_targets(list, requests, path, order, seed)
+    }
+
+    /// A targets file of gRPC calls to `url` ([`crate::grpc_targets`]).
+    pub fn from_grpc_file(
+        path: &std::path::Path,
+        url: &str,
+        settings: &crate::grpc::GrpcSettings,
+        (timeout, trust): (Duration, &Trust),
+        order: TargetsOrder,
+        seed: Option<u64>,
+    ) -> anyhow::Result<Requests> {
+        let calls = crate::grpc_targets::read(path, url, settings, timeout, trust)?;
+        let (grpc, list): (Vec<_>, Vec<_>) = calls.into_iter().unzip();
+        let requests = grpc.iter().map(|g| g.call.request()).collect();
+        Ok(Requests {
+            grpc,
+            ..Requests::of_targets(list, requests, path, order, seed)?
+        })
+    }
+
+    /// `list`, read from `path`, as the run's targets, request i of `requests` sending target i.
+    fn of_targets(
+        list: Vec<targets::Target>,
+        requests: Vec<HttpRequest>,
+        path: &std::path::Path,
+        order: TargetsOrder,
+        seed: Option<u64>,
+    ) -> anyhow::Result<Requests> {
         let bad = |e: targets::TargetsError| bad_input!("--targets: {e}");
-        let list = targets::read_file(path).map_err(bad)?;
         let seed = seed.unwrap_or(DEFAULT_TARGETS_SEED);
         let order = match order {
             TargetsOrder::RoundRobin => Order::RoundRobin,
             TargetsOrder::Random => Order::Random { seed },
         };
-        let requests = list.iter().map(HttpRequest::from).collect();
         let count = list.len() as u32;
         // Targets::new names the line of a target that breaks a rule across targets (a second
         // origin), but not the file: it is this one.
@@ -110,14 +139,19 @@ impl Requests {
                 },
                 seed: matches!(order, Order::Random { .. }).then_some(seed),
             }),
-            grpc: None,
+            grpc: Vec::new(),
         })
     }
 
     /// What the result names as the run's target: the URL, or the targets' origin.
     pub fn shown(&self) -> String {
-        if let Some(g) = &self.grpc {
+        if let (Some(g), None) = (self.grpc.first(), &self.config) {
             return g.shown.clone();
+        }
+        if let Some(g) = self.grpc.first() {
+            // A targets file of calls: the server, without any one call's method.
+            let server = g.shown.strip_suffix(g.call.path.as_str());
+            return server.unwrap_or(&g.shown).to_string();
         }
         match &self.config {
             None => self.first().url.to_string(),
@@ -163,6 +197,7 @@ impl WorkloadSettings {
             ));
         }
         if !self.is_grpc() {
+            self.targets_alone()?;
             return self.grpc.check_unused();
         }
         let http_only = [
@@ -178,10 +213,36 @@ impl WorkloadSettings {
                 self.body_file.is_some(),
                 "--body-file: give a gRPC call's message as -d JSON",
             ),
+            (
+                self.targets.is_some() && self.grpc.call.is_some(),
+                "--call: with --targets, each line of the file names its call; drop --call",
+            ),
+            (
+                self.targets.is_some() && self.body.is_some(),
+                "-d: with --targets, each line of the file gives its call's message as \"data\"; drop -d",
+            ),
+            (
+                self.targets.is_some() && !self.grpc.metadata.is_empty(),
+                "--metadata: with --targets, each line of the file gives its call's \"metadata\"; drop -m",
+            ),
         ];
         match http_only.into_iter().find(|(given, _)| *given) {
             Some((_, why)) => Err(bad_input!("{why}")),
             None => Ok(()),
+        }
+    }
+
+    /// An HTTP targets file carries each request's URL and body: beside it, a URL or `-d` has
+    /// no place (a gRPC server's URL does: its file holds calls).
+    fn targets_alone(&self) -> anyhow::Result<()> {
+        match (&self.targets, &self.url, &self.body) {
+            (Some(_), Some(url), _) => Err(bad_input!(
+                "URL: {url:?} beside --targets: each target names its URL; give one or the other (a grpc:// server takes a --targets file of calls)"
+            )),
+            (Some(_), None, Some(_)) => Err(bad_input!(
+                "--body: each target carries its own body; drop it"
+            )),
+            _ => Ok(()),
         }
     }
 
@@ -192,17 +253,25 @@ impl WorkloadSettings {
 
     /// What is sent, read and checked; `seed` orders random targets. With journeys, the one
     /// request is to the journey file's origin: what the check before the run connects to. A
-    /// gRPC call tells the server `timeout` as its deadline.
+    /// gRPC call tells the server `timeout` as its deadline; without a `.proto`, the server is
+    /// asked for its descriptors over TLS as `trust` allows.
     pub fn requests(
         &self,
         seed: Option<u64>,
         journeys: Option<&crate::journeys::FileScript>,
         timeout: Duration,
+        trust: &Trust,
     ) -> anyhow::Result<Requests> {
+        if let (Some(url), true, Some(path)) = (&self.url, self.is_grpc(), &self.targets) {
+            let (order, settings) = (self.targets_order, &self.grpc);
+            return Requests::from_grpc_file(path, url, settings, (timeout, trust), order, seed);
+        }
         if let (Some(url), true) = (&self.url, self.is_grpc()) {
-            let target = self.grpc.target(url, self.body.as_deref(), timeout)?;
+            let target = self
+                .grpc
+                .target(url, self.body.as_deref(), timeout, trust)?;
             return Ok(Requests {
-                grpc: Some(target.clone()),
+                grpc: vec![target.clone()],
                 ..Requests::one(target.call.request())
             });
         }
@@ -538,67 +607,4 @@ async fn fit_streams(
         );
     }
     Ok(AnyTransport::Http2(t.with_streams(asked.min(allowed))))
-}
-
-/// The probe's failure in words a user can act on.
-fn explain<T>(
-    probe: Result<Result<T, ConnectError>, tokio::time::error::Elapsed>,
-    url: &str,
-    addr: std::net::SocketAddr,
-) -> anyhow::Result<T> {
-    match probe {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) if e.not_tls() => Err(bad_input!(
-            "URL: {url} ({addr}) answered the TLS handshake with something that is not TLS: \
-             the server most likely speaks plain HTTP on this port; use {} (--insecure would \
-             not help)",
-            as_plain_http(url)
-        )),
-        Ok(Err(e)) if e.class == sojourn_core::FailureClass::Tls => Err(bad_input!(
-            "URL: TLS handshake with {url} ({addr}): {e}; for a private CA give \
-             --cacert FILE, for a self-signed test server --insecure, for a certificate \
-             issued to another name --tls-server-name NAME"
-        )),
-        Ok(Err(e)) if e.class == sojourn_core::FailureClass::Protocol && is_grpc_url(url) => {
-            Err(bad_input!(
-                "URL: {url} ({addr}) did not speak HTTP/2, which gRPC runs on: {e}; is it a gRPC \
-                 server, and does it want grpc:// (plaintext) rather than grpcs:// (TLS) or the \
-                 other way round?"
-            ))
-        }
-        Ok(Err(e)) if e.class == sojourn_core::FailureClass::Protocol => Err(bad_input!(
-            "--http2: {url} ({addr}) did not speak HTTP/2: {e}; for http:// URLs the server \
-             must accept HTTP/2 with prior knowledge (h2c); drop --http2 for HTTP/1.1"
-        )),
-        Ok(Err(e)) => Err(bad_input!(
-            "URL: cannot connect to {url} ({addr}): {e}; is the server running and the port right?"
-        )),
-        Err(_) => Err(bad_input!(
-            "URL: connecting to {url} ({addr}) timed out: is the host reachable?"
-        )),
-    }
-}
-
-/// `https://host:port/…` as `http://host:port/…`, keeping the port: the one that answered in
-/// plain HTTP.
-fn as_plain_http(url: &str) -> String {
-    // A gRPC target's method is its --call, not part of the URL to give.
-    if let (true, Ok(u)) = (is_grpc_url(url), url::Url::parse(url)) {
-        let (host, port) = (
-            u.host_str().unwrap_or_default(),
-            u.port().unwrap_or_default(),
-        );
-        return format!("grpc://{host}:{port}");
-    }
-    match url::Url::parse(url) {
-        Ok(u) => {
-            let port = u
-                .port_or_known_default()
-                .map_or(String::new(), |p| format!(":{p}"));
-            let host = u.host_str().unwrap_or_default();
-            let rest = &u[url::Position::BeforePath..];
-            format!("http://{host}{port}{rest}")
-        }
-        Err(_) => url.replacen("https://", "http://", 1),
-    }
 }

@@ -13,12 +13,12 @@ use sojourn_peers::runners::{self, GrpcCall, RunSpec};
 use sojourn_peers::{import, ImportContext};
 
 /// How long a server may take to say where it listens.
-const START_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long ghz may run past its `-z` (parsing the proto, connecting, writing its report).
 const GRACE: Duration = Duration::from_secs(30);
 
 /// One of the servers `scripts/grpc-servers.sh` builds, if `$SOJOURN_GRPC_SERVERS` has it.
-fn grpc_server(name: &str) -> Option<PathBuf> {
+pub(crate) fn grpc_server(name: &str) -> Option<PathBuf> {
     std::env::var_os("SOJOURN_GRPC_SERVERS")
         .map(|dir| PathBuf::from(dir).join(name))
         .filter(|p| p.is_file())
@@ -38,16 +38,16 @@ fn helloworld_proto() -> PathBuf {
 }
 
 /// One of the gRPC examples' servers, to freeze and resume. Resumed and killed when dropped.
-struct ExampleServer {
+pub(crate) struct ExampleServer {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl ExampleServer {
     /// The greeter on a port the kernel picks (`-port 0`). It listens on every interface (its
     /// own code); the tests only ever call 127.0.0.1. Its log (a line per call) goes to a file,
     /// so a full pipe never blocks it.
-    fn start(bin: &Path, dir: &Path) -> ExampleServer {
+    pub(crate) fn start(bin: &Path, dir: &Path) -> ExampleServer {
         let log = dir.join("greeter.log");
         let child = Command::new(bin)
             .args(["-port", "0"])
@@ -111,7 +111,7 @@ impl Drop for ExampleServer {
 }
 
 /// A child process killed when dropped (a test that fails midway leaves nothing running).
-struct Reaped(Child);
+pub(crate) struct Reaped(pub(crate) Child);
 
 impl Drop for Reaped {
     fn drop(&mut self) {
@@ -121,7 +121,7 @@ impl Drop for Reaped {
 }
 
 /// Waits for `child` at most `limit`, then kills it and fails.
-fn wait_bounded(mut child: Reaped, limit: Duration, what: &str) {
+pub(crate) fn wait_bounded(mut child: Reaped, limit: Duration, what: &str) {
     let deadline = Instant::now() + limit;
     loop {
         if let Some(status) = child.0.try_wait().unwrap() {
@@ -528,7 +528,7 @@ const ROUTE_GUIDE_FEATURES: u64 = 100;
 const COVERING: &str = r#"{"lo":{"latitude":400000000,"longitude":-750000000},"hi":{"latitude":420000000,"longitude":-730000000}}"#;
 
 /// A port free now on 127.0.0.1: the route guide logs none, so it is given one (`-port N`).
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().port()
 }
