@@ -388,3 +388,93 @@ fn a_bad_dashboard_value_is_one_line_naming_the_flag() {
         .unwrap();
     assert_eq!(linger.status.code(), Some(2), "--dashboard-linger alone");
 }
+
+/// The page in headless Chromium, driven over the DevTools protocol: its numbers change as
+/// the run goes, with no console error and no horizontal scroll at 1280 px; a reload mid-run
+/// shows the intervals so far at once; the page's intervals are the final result's; at the
+/// end it shows the report. With `SOJOURN_DASHBOARD_SCREENSHOT=FILE` it also saves a
+/// screenshot taken just after the stall (docs/img/dashboard.png is one).
+#[test]
+fn a_real_browser_shows_the_run_live_then_its_report() {
+    let Some(chromium) = sojourn_testkit::chromium() else {
+        sojourn_testkit::skip("the dashboard in a browser: no chromium on PATH");
+        return;
+    };
+    let _guard = serial();
+    let dir = temp_dir("dashboard-browser");
+    let json = dir.join("r.json");
+    let (_server, url) = hiccup_server();
+    let extra = ["--json", json.to_str().unwrap(), "--dashboard-linger", "3s"];
+    let mut browser = common::cdp::Browser::start(&chromium, &dir.join("profile"), (1280, 900));
+    let (mut run, addr) = dashboard_run(&url, "100", "4s", &extra);
+    let page = format!("http://{addr}/");
+    browser.open(&page);
+    let limit = Duration::from_secs(15);
+
+    // The status line names each interval as it comes: it changes over time.
+    let status = "document.getElementById('status').textContent";
+    let mut seen = std::collections::BTreeSet::new();
+    let deadline = Instant::now() + limit;
+    while seen.len() < 3 && Instant::now() < deadline {
+        seen.insert(browser.eval(status).as_str().unwrap().to_string());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(seen.len() >= 3, "the page did not change: {seen:?}");
+    let wide = "[document.documentElement.scrollWidth, window.innerWidth]";
+    let [scroll, inner] = [0, 1].map(|i| browser.eval(wide)[i].as_f64().unwrap());
+    assert!(
+        inner == 1280.0 && scroll <= inner,
+        "scroll width {scroll} at {inner} px"
+    );
+
+    // A reload mid-run: the intervals so far are drawn from the replay, before the next one.
+    let before = browser.eval("points.length").as_u64().unwrap();
+    browser.call("Page.reload", serde_json::json!({}));
+    assert!(
+        browser.wait_for(
+            &format!("typeof points === 'object' && points.length >= {before}"),
+            Duration::from_millis(400)
+        ),
+        "after a reload the page did not show the {before} intervals it had"
+    );
+    // The p50 line (drawn first, in its own colour) has a vertex per interval with answers.
+    let drawn = "[...document.querySelectorAll('#chart polyline[stroke=\"#1b9e77\"]')]\
+                 .map(p => p.getAttribute('points').split(' ').length).reduce((a, b) => a + b, 0)";
+    let answered = "points.filter(p => p.answers > 0).length";
+    let both = browser.eval(&format!("[{drawn}, {answered}]"));
+    let vertices = both[0].as_u64().unwrap();
+    assert!(vertices >= 2, "the chart drew {vertices} vertices");
+    assert_eq!(both[0], both[1], "a vertex per interval with answers");
+
+    if let Some(shot) = std::env::var_os("SOJOURN_DASHBOARD_SCREENSHOT") {
+        let stalled = "points.some(p => p.p99 > 8e8)";
+        assert!(browser.wait_for(stalled, limit), "no stall on the page");
+        std::thread::sleep(Duration::from_millis(700));
+        std::fs::write(shot, browser.screenshot()).unwrap();
+    }
+
+    let report = "(() => { const f = document.querySelector('#final iframe'); \
+                  return !!f && !document.getElementById('final').hidden && \
+                  !!f.contentDocument && !!f.contentDocument.querySelector('svg#spectrum'); })()";
+    assert!(
+        browser.wait_for(report, limit),
+        "the page never showed the report"
+    );
+    let link = "document.querySelector('#final a[download]').getAttribute('href')";
+    assert_eq!(browser.eval(link), "/report.html");
+    let [scroll, inner] = [0, 1].map(|i| browser.eval(wide)[i].as_f64().unwrap());
+    assert!(
+        scroll <= inner,
+        "the report page scrolls sideways: {scroll} at {inner} px"
+    );
+
+    let kept: Vec<Value> = serde_json::from_value(browser.eval("points")).unwrap();
+    assert!(run.0.wait().unwrap().success());
+    let result: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    same_figures_as_the_result(&kept.iter().collect::<Vec<_>>(), &result);
+    assert!(
+        browser.errors.is_empty(),
+        "console errors: {:?}",
+        browser.errors
+    );
+}
