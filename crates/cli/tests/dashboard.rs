@@ -163,40 +163,46 @@ fn each_interval_event_has_the_results_figures_and_the_stall_shows_in_time() {
 }
 
 /// Each interval event's count and percentiles equal the result's interval that starts where
-/// it does. An interval nothing finished in has no entry in the result. A request finishing
-/// within the collector's wake-up of a boundary may be counted live in the interval before:
-/// at most one interval may differ, by at most two requests.
+/// it does. An interval nothing finished in has no entry in the result. The live intervals
+/// are closed by the clock, the result's by when each request finished: a request finishing
+/// within the collector's wake-up after a boundary is counted live in the interval before. So
+/// an interval may differ by a request or two (its percentiles are then not compared), but
+/// requests only move between neighbours: over all the intervals sent, none is lost or added
+/// beyond the last boundary's.
 fn same_figures_as_the_result(seen: &[&Value], result: &Value) {
     let timeline = result["intervals"].as_array().unwrap();
-    let mut differing = 0;
+    let (mut live_total, mut kept_total, mut equal) = (0, 0, 0);
     for e in seen {
         let answers = e["answers"].as_u64().unwrap();
+        live_total += answers;
         let Some(j) = timeline.iter().find(|j| j["start_ns"] == e["start_ns"]) else {
             assert_eq!(answers, 0, "an interval the result does not have: {e}");
             continue;
         };
         let finished = j["completed"].as_u64().unwrap() + j["failed"].as_u64().unwrap();
+        kept_total += finished;
         if finished != answers {
             assert!(finished.abs_diff(answers) <= 2, "{e} against {j}");
-            eprintln!("differs at the boundary: {answers} live, {finished} in the result");
-            differing += 1;
+            eprintln!("differs at a boundary: {answers} live, {finished} in the result");
             continue;
         }
-        for (live, kept) in [
-            ("p50", "p50"),
-            ("p99", "p99"),
-            ("send_lag_p99", "send_lag_p99"),
-        ] {
+        equal += 1;
+        for key in ["p50", "p99", "send_lag_p99"] {
             assert_eq!(
-                e[live], j[kept],
-                "{live} of interval {}: {e} against {j}",
+                e[key], j[key],
+                "{key} of interval {}: {e} against {j}",
                 e["index"]
             );
         }
     }
     assert!(
-        differing <= 1,
-        "{differing} intervals differ from the result"
+        live_total.abs_diff(kept_total) <= 2,
+        "{live_total} answers live against {kept_total} in the result's same intervals"
+    );
+    assert!(
+        equal * 2 >= seen.len(),
+        "{equal} of {} intervals equal",
+        seen.len()
     );
 }
 
