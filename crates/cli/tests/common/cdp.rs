@@ -26,6 +26,23 @@ impl Drop for Browser {
     }
 }
 
+struct KillOnDrop(Option<Child>);
+
+impl KillOnDrop {
+    fn take(mut self) -> Child {
+        self.0.take().unwrap()
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 impl Browser {
     /// Starts `chromium` headless with a `width`×`height` window, its profile in `profile`,
     /// and attaches to its first page.
@@ -54,11 +71,14 @@ impl Browser {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start chromium");
-        let port = devtools_port(&mut child);
+        let stderr = child.stderr.take().unwrap();
+        // Killed on any panic before the browser is whole, as after.
+        let killer = KillOnDrop(Some(child));
+        let port = devtools_port(stderr);
         let page = page_socket_path(port);
         let socket = handshake(port, &page);
         let mut browser = Browser {
-            child,
+            child: killer.take(),
             socket,
             next_id: 0,
             errors: Vec::new(),
@@ -150,8 +170,8 @@ impl Browser {
 
 /// Reads Chromium's stderr up to `DevTools listening on ws://127.0.0.1:PORT/…`; the rest is
 /// drained on a thread.
-fn devtools_port(child: &mut Child) -> u16 {
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+fn devtools_port(stderr: std::process::ChildStderr) -> u16 {
+    let mut stderr = BufReader::new(stderr);
     let mut line = String::new();
     while stderr.read_line(&mut line).unwrap() > 0 {
         if let Some(rest) = line
