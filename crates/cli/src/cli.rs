@@ -215,6 +215,7 @@ mod tests {
         ("run", "--timer-slack", Slack),
         ("run", "--repeat", Whole),
         ("run", "--repeat-pause", Duration),
+        ("run", "--dashboard-linger", Duration),
         ("sim", "--rate", Rate),
         ("sim", "--ramp-to", Rate),
         ("sim", "--seed", Seed),

@@ -324,16 +324,17 @@ fn sparkline(f: &mut Frame, area: Rect, p99s: &[u64]) {
     f.render_widget(Sparkline::default().data(shown), bars);
 }
 
-/// The terminal's live sinks: the panel (or progress line), and the metrics endpoint when
-/// `--metrics-listen` asked for one.
+/// The terminal's live sinks: the panel (or progress line), the metrics endpoint when
+/// `--metrics-listen` asked for one, and the dashboard's feed when `--dashboard` did.
 #[derive(Default)]
 pub struct TerminalSinks {
     pub metrics: Option<std::net::TcpListener>,
+    pub dashboard: Option<sojourn::dashboard::Feeder>,
 }
 
 impl Sinks for TerminalSinks {
     fn live(&self) -> bool {
-        self.metrics.is_some() || crate::progress::interactive()
+        self.metrics.is_some() || self.dashboard.is_some() || crate::progress::interactive()
     }
 
     fn make(
@@ -346,6 +347,9 @@ impl Sinks for TerminalSinks {
         if let Some(listener) = self.metrics.take() {
             let server = sojourn::metrics::MetricsServer::start(listener, watched.clone())?;
             sinks.push(Box::new(server));
+        }
+        if let Some(feeder) = self.dashboard.take() {
+            sinks.push(Box::new(feeder.feed(watched.clone())));
         }
         let panel = Panel::new(watched, || {
             crate::progress::Bar::new(plan, progress.clone())

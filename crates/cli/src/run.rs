@@ -199,6 +199,18 @@ pub struct RunArgs {
     /// is printed on stderr; the endpoint stops with the run.
     #[arg(long, value_name = "[ADDRESS:]PORT", value_parser = sojourn::metrics::listen_addr)]
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Serve a live web page of the run on http://ADDR/ (response time, send lag, rates,
+    /// failures, per interval), which becomes the run's HTML report when it ends. Alone it
+    /// listens on 127.0.0.1:5665; a bare port listens on 127.0.0.1; ADDRESS:PORT exactly there;
+    /// port 0 picks a free one. The URL is printed on stderr first.
+    #[arg(long, value_name = "[ADDRESS:]PORT", num_args = 0..=1,
+          default_missing_value = sojourn::dashboard::DEFAULT_ADDR,
+          value_parser = sojourn::dashboard::listen_addr)]
+    pub dashboard: Option<std::net::SocketAddr>,
+    /// With --dashboard: keep serving the report this long after the run ends.
+    #[arg(long, value_name = "DURATION", value_parser = args::duration, default_value = "0s",
+          requires = "dashboard")]
+    pub dashboard_linger: Duration,
     /// --slo and --junit: gate the run on service-level objectives (exit 4 when one fails).
     #[command(flatten)]
     pub gate: crate::gate::GateArgs,
@@ -327,10 +339,15 @@ impl From<RunArgs> for sojourn::RunSettings {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    if args.dashboard.is_some() && args.repeat.is_some() {
+        return Err(sojourn::bad_input!("--repeat: not with --dashboard: the page shows one run as it goes, and would show the first repetition only; drop --dashboard"));
+    }
     let metrics = args
         .metrics_listen
         .map(sojourn::metrics::bind)
         .transpose()?;
+    let dashboard = args.dashboard.map(sojourn::dashboard::bind).transpose()?;
+    let linger = args.dashboard_linger;
     let mut v = sojourn::validate(args.into())?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -341,13 +358,23 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         eprintln!("{line}");
     }
     let samples = sojourn::outputs::SampleThread::start(&v.outputs)?;
+    let dashboard = dashboard
+        .map(sojourn::dashboard::Dashboard::start)
+        .transpose()?;
     let mut plan = v.plan();
     plan.samples = samples.as_ref().map(|s| s.sender());
     let result = match v.repeat {
-        None => watched_run(&rt, &plan, transport, &v, metrics),
+        None => {
+            let sinks = crate::panel::TerminalSinks {
+                metrics,
+                dashboard: dashboard.as_ref().map(|d| d.feeder()),
+            };
+            watched_run(&rt, &plan, transport, &v, sinks)
+        }
         Some(repeat) => sojourn::repeat::run_repeated(&rt, &plan, repeat, |k, plan| {
             eprintln!("repetition {} of {}", k + 1, repeat.count);
-            watched_run(&rt, plan, transport.clone(), &v, None)
+            let sinks = crate::panel::TerminalSinks::default();
+            watched_run(&rt, plan, transport.clone(), &v, sinks)
         }),
     };
     drop(plan);
@@ -367,6 +394,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let gate_passed = v.gate.check(&result)?;
+    if let Some(dashboard) = dashboard {
+        dashboard.end(&result)?;
+        dashboard.linger(&rt, linger);
+    }
     Ok(ExitCode::from(exit_code(
         result.interrupted,
         v.strict && !self_check_passed(&result),
@@ -374,15 +405,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     )))
 }
 
-/// Runs `plan` with the terminal's panel, and the metrics endpoint when one was asked for.
+/// Runs `plan` with the terminal's panel, and the metrics endpoint and dashboard when asked
+/// for.
 fn watched_run(
     rt: &tokio::runtime::Runtime,
     plan: &sojourn_engine::Plan,
     transport: sojourn::transport::AnyTransport,
     v: &RunSpec,
-    metrics: Option<std::net::TcpListener>,
+    mut sinks: crate::panel::TerminalSinks,
 ) -> anyhow::Result<sojourn_core::RunResult> {
-    let mut sinks = crate::panel::TerminalSinks { metrics };
     let job = Job {
         plan,
         transport,
@@ -619,5 +650,32 @@ mod tests {
             line.starts_with("error: --metrics-listen: expected") && line.ends_with("got \"abc\""),
             "{line}"
         );
+    }
+
+    fn dashboard_of(flags: &[&str]) -> Option<std::net::SocketAddr> {
+        let args = ["sojourn", "run", "http://127.0.0.1:9/"]
+            .iter()
+            .chain(flags);
+        match crate::cli::parse_from(args).unwrap().command {
+            crate::cli::Command::Run(a) => a.dashboard,
+            _ => unreachable!("a run"),
+        }
+    }
+
+    #[test]
+    fn dashboard_alone_is_loopback_5665_and_a_port_alone_is_loopback() {
+        let at = |s: &str| Some(s.parse().unwrap());
+        assert_eq!(dashboard_of(&["--dashboard"]), at("127.0.0.1:5665"));
+        assert_eq!(
+            dashboard_of(&["--dashboard", "--rate", "5"]),
+            at("127.0.0.1:5665")
+        );
+        assert_eq!(dashboard_of(&["--dashboard", "0"]), at("127.0.0.1:0"));
+        assert_eq!(dashboard_of(&["--dashboard=8080"]), at("127.0.0.1:8080"));
+        assert_eq!(
+            dashboard_of(&["--dashboard", "0.0.0.0:80"]),
+            at("0.0.0.0:80")
+        );
+        assert_eq!(dashboard_of(&[]), None);
     }
 }

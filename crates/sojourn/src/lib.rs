@@ -133,6 +133,9 @@ pub mod compare;
 /// The program a run starts as its control hiccup meter, to measure the machine's lateness.
 ///
 pub mod control;
+/// `--dashboard`: a live web page of the run that becomes its report.
+///
+pub mod dashboard;
 /// Every default of a run, stated once.
 ///
 pub mod defaults;

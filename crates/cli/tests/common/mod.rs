@@ -1,5 +1,6 @@
 //! A tiny HTTP server for tests: answers after ~1 ms, stalls on command, counts what it got.
 #![allow(dead_code)]
+pub mod cdp;
 pub mod nginx;
 pub mod tolerance;
 pub mod verdict_page;
