@@ -180,13 +180,7 @@ fn list_and_print_describe_the_builtins() {
 #[test]
 fn a_grpc_run_against_serve_grpc_sees_the_hiccup_and_every_call_is_in_the_truth_log() {
     let dir = common::temp_dir("serve-grpc");
-    let proto = dir.join("scenario.proto");
-    std::fs::write(
-        &proto,
-        "syntax = \"proto3\";\npackage sojourn.test;\nimport \"google/protobuf/empty.proto\";\n\
-         service Scenario { rpc Call(google.protobuf.Empty) returns (google.protobuf.Empty); }\n",
-    )
-    .unwrap();
+    let proto = common::empty_call_proto(&dir);
     let truth = dir.join("truth.csv");
     let mut server = sojourn()
         .args([

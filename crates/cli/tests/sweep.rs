@@ -176,13 +176,7 @@ fn real_and_simulated_sweeps_find_the_bimodal_cliff_between_30_and_40() {
 fn a_grpc_sweep_says_whose_cliff_it_is() {
     let _serial = common::serial();
     let dir = common::temp_dir("sweep-grpc");
-    let proto = dir.join("scenario.proto");
-    std::fs::write(
-        &proto,
-        "syntax = \"proto3\";\npackage sojourn.test;\nimport \"google/protobuf/empty.proto\";\n\
-         service Scenario { rpc Call(google.protobuf.Empty) returns (google.protobuf.Empty); }\n",
-    )
-    .unwrap();
+    let proto = common::empty_call_proto(&dir);
     let json = dir.join("grpc.json");
     let server = Server::bimodal_grpc();
     let out = common::sojourn(&[

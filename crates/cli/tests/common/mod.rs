@@ -354,3 +354,17 @@ pub fn promtool_accepts(promtool: &Path, dir: &Path, body: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A proto of one unary call, `sojourn.test.Scenario/Call`, taking and giving
+/// `google.protobuf.Empty`: what `sojourn serve --grpc` answers (any call, an empty message),
+/// written into `dir` as `scenario.proto`.
+pub fn empty_call_proto(dir: &Path) -> PathBuf {
+    let proto = dir.join("scenario.proto");
+    std::fs::write(
+        &proto,
+        "syntax = \"proto3\";\npackage sojourn.test;\nimport \"google/protobuf/empty.proto\";\n\
+         service Scenario { rpc Call(google.protobuf.Empty) returns (google.protobuf.Empty); }\n",
+    )
+    .expect("writing the test's proto");
+    proto
+}
