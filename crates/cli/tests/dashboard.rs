@@ -31,11 +31,20 @@ impl Drop for Killed {
 }
 
 fn hiccup_server() -> (Killed, String) {
+    serve(&[
+        "--scenario",
+        "hiccup",
+        &format!("--set=hiccup.at={}ms", AT.as_millis()),
+        &format!("--set=hiccup.duration={}ms", FOR.as_millis()),
+    ])
+}
+
+/// `sojourn serve` with `args` on a free loopback port, and its URL.
+fn serve(args: &[&str]) -> (Killed, String) {
     let mut server = Killed(
         Command::new(env!("CARGO_BIN_EXE_sojourn"))
-            .args(["serve", "--scenario", "hiccup", "--listen", "127.0.0.1:0"])
-            .arg(format!("--set=hiccup.at={}ms", AT.as_millis()))
-            .arg(format!("--set=hiccup.duration={}ms", FOR.as_millis()))
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -144,8 +153,9 @@ fn each_interval_event_has_the_results_figures_and_the_stall_shows_in_time() {
         (0..indexes.len() as u64).collect::<Vec<_>>(),
         "one per interval"
     );
-    // 4 s at 500 ms: the last interval closes with the run, so is left to the report.
-    assert!(indexes.len() >= 7, "{indexes:?}");
+    // 4 s at 500 ms is 8 intervals: the last closes with the run, so is usually left to the
+    // report; a look that falls after its boundary but before the end sends it too.
+    assert!((7..=8).contains(&indexes.len()), "{indexes:?}");
 
     let kept = history.as_array().unwrap();
     assert!(
@@ -264,7 +274,10 @@ fn only_get_is_served_and_the_page_asks_nothing_of_elsewhere() {
 fn twenty_viewers_that_never_read_do_not_slow_the_run() {
     let _guard = serial();
     let dir = temp_dir("dashboard-slow");
-    let (_server, url) = hiccup_server();
+    // A healthy server: both runs see the same server. (Against one hiccup server, only the
+    // first run met its stall, whose connects put milliseconds of send lag in the run without
+    // viewers and none in the run with them: the comparison could not fail.)
+    let (_server, url) = serve(&["--scenario", "healthy"]);
     let measure = |viewers: usize| {
         let json = dir.join(format!("r{viewers}.json"));
         let (mut run, addr) =
@@ -294,9 +307,14 @@ fn twenty_viewers_that_never_read_do_not_slow_the_run() {
     };
     let (lag_alone, rss_alone, took_alone) = measure(0);
     let (lag_watched, rss_watched, took_watched) = measure(20);
-    // 5 ms: below it, send lag is a shared machine's scheduler (a debug build at 1000 req/s
-    // alone measures a few ms here), not the viewers.
-    let floor = 5_000_000;
+    eprintln!(
+        "send-lag p99 {lag_alone} ns alone, {lag_watched} ns with 20 stalled viewers; peak RSS \
+         {rss_alone} and {rss_watched} KiB; {took_alone:?} and {took_watched:?}"
+    );
+    // 1 ms (the control meter's limit for a machine quiet enough to judge): below it, send
+    // lag is the machine's scheduler, not the viewers. A debug build at 1000 req/s against the
+    // healthy server measured 0.10–0.24 ms here, with viewers and without, three times.
+    let floor = 1_000_000;
     assert!(
         lag_watched <= floor || lag_watched as f64 <= 1.5 * lag_alone as f64,
         "send-lag p99 {lag_watched} ns with 20 stalled viewers against {lag_alone} ns without"
