@@ -120,7 +120,19 @@ fn hiccup_splits_the_loops_and_the_healthy_control_does_not() {
             "healthy: both loops agree, ratio {ratio}"
         );
     }
-    assert!(stdout.contains("agree here"), "{stdout}");
+    // The words follow the data: loops within the demo's 1.5x say they agree; loops further
+    // apart (a machine freeze met by one of them, as a CI run once saw at 32 ms) are said to
+    // differ for a reason outside the scenario, never called coordinated omission.
+    let ratio = p99(&open) / from_send_p99(&closed);
+    if ratio < 1.5 {
+        assert!(stdout.contains("agree here"), "{stdout}");
+    } else {
+        assert!(
+            stdout.contains("not because of scenario healthy")
+                && !stdout.contains("coordinated omission"),
+            "{stdout}"
+        );
+    }
     verdict_page::assert_page_agrees(
         &dir.join("demo.html"),
         &dir,

@@ -401,6 +401,11 @@ pub fn explain(scenario: &Scenario, o: &DemoOutcome, connections: usize) -> Stri
     let mut text = crate::side_by_side::verdict(&o.closed, &o.open);
     text.push('\n');
     let conns = plural(connections, "connection");
+    if let Some(outside) = outside_the_scenario(scenario, o, ratio) {
+        text.push_str(&outside);
+        text.push_str(MODEL_COLUMN);
+        return text;
+    }
     let body = match (ratio >= UNDERSTATES, o.sent_during_stalls) {
         (true, Some((closed_in, open_in))) if paced => format!(
             "While the server stalled, the open loop kept sending on schedule: the server received {open_in} of its \
@@ -451,8 +456,45 @@ pub fn explain(scenario: &Scenario, o: &DemoOutcome, connections: usize) -> Stri
             sojourn_report::compare::format_ratio(ratio)
         ));
     }
-    text.push_str("The model column is the simulator's exact answer for the same scenario: where it agrees with the open loop, the measurement is right.");
+    text.push_str(MODEL_COLUMN);
     text
+}
+
+const MODEL_COLUMN: &str = "The model column is the simulator's exact answer for the same scenario: where it agrees with the open loop, the measurement is right.";
+
+/// When the loops differ but the scenario's model says they should not (its open-loop p99 sits
+/// beside the closed loop's), the difference came from outside the scenario: the loops run one
+/// after the other, and only one of them met a frozen machine or a late generator. Calling that
+/// coordinated omission, or blaming the scenario, would say what the data does not.
+fn outside_the_scenario(scenario: &Scenario, o: &DemoOutcome, ratio: f64) -> Option<String> {
+    let model_ratio = p99(&o.model) as f64 / reported_p99(&o.closed).max(1) as f64;
+    if ratio < UNDERSTATES || model_ratio >= UNDERSTATES {
+        return None;
+    }
+    let at = |h: Option<&sojourn_core::result::HistogramSummary>, p: f64| {
+        h.and_then(|h| h.percentiles.get(p))
+            .map(sojourn_core::format_ns)
+    };
+    let h = &o.open.histograms;
+    let machine = match at(h.control_hiccup.as_ref(), 100.0) {
+        Some(max) => format!(
+            "While the open loop ran, an idle control process that only sleeps woke up as much as {max} late \
+             (p99.9 {}): the machine itself stopped for that long, the server with it. ",
+            at(h.control_hiccup.as_ref(), 99.9).unwrap_or_default()
+        ),
+        None => "No control meter ran beside it, so the machine's own stalls are unknown. ".into(),
+    };
+    Some(format!(
+        "The loops differ here (p99 {} vs {}), but not because of scenario {}: its model puts the open loop's \
+         p99 at {}, beside the closed loop's, so there was nothing at p99 for a closed loop to hide. What the \
+         open loop measured beyond the model came from outside the scenario, and the loops run one after the \
+         other, so only one of them met it. {machine}The open loop's send lag p99 was {}. ",
+        sojourn_core::format_ns(reported_p99(&o.closed)),
+        sojourn_core::format_ns(p99(&o.open)),
+        scenario.name(),
+        sojourn_core::format_ns(p99(&o.model)),
+        at(Some(&h.send_lag), 99.0).unwrap_or_default()
+    ))
 }
 
 fn plural(n: usize, what: &str) -> String {
@@ -537,5 +579,46 @@ mod tests {
                 && text.contains("never-sent row is 0 by construction"),
             "{text}"
         );
+    }
+
+    /// A healthy scenario whose open loop met a 32 ms freeze of the machine: the loops differ
+    /// by 4x at p99, and the text says where that came from (the machine, with its meter's
+    /// figure), never that the scenario slowed requests or that it was coordinated omission.
+    #[test]
+    fn a_frozen_machine_is_not_blamed_on_the_scenario() {
+        let scenario = crate::scenario_arg::resolve("healthy", &[]).unwrap();
+        let mut open = run(Mode::Open, 20, 40);
+        let mut freeze = sojourn_core::record::new_histogram();
+        freeze.record(50_000).unwrap();
+        freeze.record(32_000_000).unwrap();
+        open.histograms.control_hiccup = Some(sojourn_core::result::HistogramSummary::of(
+            &freeze,
+            &sojourn_core::record::new_histogram(),
+        ));
+        let outcome = DemoOutcome {
+            closed: run(Mode::Closed, 0, 10),
+            open,
+            model: run(Mode::Open, 0, 10),
+            sent_during_stalls: None,
+            closed_dots: Vec::new(),
+            open_dots: Vec::new(),
+        };
+        let text = explain(&scenario, &outcome, 10);
+        assert!(
+            text.contains("not because of scenario healthy") && text.contains("as much as 32.0"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("coordinated omission") && !text.contains("slows some requests"),
+            "{text}"
+        );
+        // The same loops against a scenario whose model has the tail: coordinated omission.
+        let hiccup = crate::scenario_arg::resolve("hiccup", &[]).unwrap();
+        let outcome = DemoOutcome {
+            model: run(Mode::Open, 20, 40),
+            ..outcome
+        };
+        let text = explain(&hiccup, &outcome, 10);
+        assert!(text.contains("coordinated omission"), "{text}");
     }
 }

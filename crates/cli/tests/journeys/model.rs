@@ -48,6 +48,15 @@ pub(crate) const STEP: Ceilings = Ceilings {
     server_late_ms: f64::INFINITY,
     dispatch_ms: f64::INFINITY,
 };
+/// The first step of a journey with its own connection carries that connect, which the model
+/// does not: one exchange's 0.8 ms plus 0.7 ms for the connect. In six quiet runs of the debug
+/// build on the 2-vCPU VM the first step's p50 sat 0.4–0.55 ms above the later steps' (its
+/// p50 +0.72 to +0.95 ms over the model), so a server late by 1 ms on every request is still
+/// outside it, as it is outside every other step's 0.8 ms.
+pub(crate) const FIRST_STEP: Ceilings = Ceilings {
+    body_ms: 1.5,
+    ..STEP
+};
 const JOURNEY: Ceilings = Ceilings {
     body_ms: 3.0,
     tail_ms: 60.0,
@@ -134,13 +143,14 @@ fn journeys_against_a_hiccup_agree_with_the_model_step_by_step() {
         "the model's journey p99 {model_p99:.1} ms carries the stall"
     );
     let mut disagree = Vec::new();
-    for (r, m) in real.steps.iter().zip(&model.steps) {
+    for (i, (r, m)) in real.steps.iter().zip(&model.steps).enumerate() {
         assert_eq!(r.label, m.label);
+        let ceilings = if i == 0 { &FIRST_STEP } else { &STEP };
         disagree.extend(agreement(
             &r.label,
             &r.response,
             &m.response,
-            &STEP,
+            ceilings,
             &|_| false,
         ));
     }
@@ -332,17 +342,37 @@ fn the_closed_journey_loop_understates_each_step_by_as_much_as_the_model_says() 
         read_result(&dir.join("model.open.json")),
     );
     let mut disagree = Vec::new();
-    for (what, r, m) in [
-        ("closed", &closed, &model_closed),
-        ("open", &open, &model_open),
-    ] {
-        for (rs, ms) in r.steps.iter().zip(&m.steps) {
-            let name = format!("{what} {}", rs.label);
-            disagree.extend(agreement(&name, &rs.response, &ms.response, &STEP, &|_| {
-                false
-            }));
-        }
+    // The open loop's steps due in the stall are the schedule's: every percentile is judged.
+    // Which step each of the closed loop's 23 users stood in when the stall began is a matter
+    // of where a millisecond's drift put it (a login is in flight 10 ms of each user's 230 ms
+    // round, so the model's one held login may be none in the run): per step, the closed loop is
+    // judged only where ten or more samples lie beyond the percentile, as validation judges a
+    // stage, and its steps together (where the held count lives) likewise.
+    let beyond = |n: u64| move |p: f64| (n as f64) * (1.0 - p / 100.0) < 10.0;
+    for (i, (rs, ms)) in open.steps.iter().zip(&model_open.steps).enumerate() {
+        let ceilings = if i == 0 { &FIRST_STEP } else { &STEP };
+        let name = format!("open {}", rs.label);
+        disagree.extend(agreement(
+            &name,
+            &rs.response,
+            &ms.response,
+            ceilings,
+            &|_| false,
+        ));
     }
+    for (rs, ms) in closed.steps.iter().zip(&model_closed.steps) {
+        let name = format!("closed {}", rs.label);
+        let thin = beyond(rs.counts.completed.min(ms.counts.completed));
+        disagree.extend(agreement(&name, &rs.response, &ms.response, &STEP, &thin));
+    }
+    let all = beyond(closed.counts.completed.min(model_closed.counts.completed));
+    disagree.extend(agreement(
+        "closed, every step",
+        &closed.histograms.response,
+        &model_closed.histograms.response,
+        &STEP,
+        &all,
+    ));
     assert!(disagree.is_empty(), "{disagree:#?}");
     // What the closed loop hid: the steps the stall held (over half a second), in the run as
     // the model counts them. The model's users each meet it in one step; the open loop's steps
