@@ -361,6 +361,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let dashboard = dashboard
         .map(sojourn::dashboard::Dashboard::start)
         .transpose()?;
+    if let Some(d) = &dashboard {
+        d.judge(v.gate.objectives.clone());
+    }
     let mut plan = v.plan();
     plan.samples = samples.as_ref().map(|s| s.sender());
     let result = match v.repeat {

@@ -657,6 +657,27 @@ pub fn judge_rate(
     (Some(e), against(at_least, &e, true))
 }
 
+/// A window of a run still going (the whole run so far, or a stage), as a live sink keeps it
+/// from the run's completed intervals.
+#[derive(Debug, Clone)]
+pub struct LiveWindow {
+    /// Each completed interval's response times, in time order.
+    pub timeline: Vec<Histogram<u64>>,
+    /// Lower bounds known so far of requests not yet finished (the oldest in flight).
+    pub censored: Histogram<u64>,
+    /// Requests that finished in the window, answered and failed.
+    pub completed: u64,
+    pub failed: u64,
+    /// Requests due in the window so far, exactly; `None` without a schedule.
+    pub expected: Option<u64>,
+}
+
+/// An objective's measure judged on a live window, by the rules a finished run's window is
+/// judged by (the verdict is "so far": the run's end decides).
+pub fn judge_live(w: &LiveWindow, measure: Measure) -> (Option<Estimate>, Verdict) {
+    window::live(w).judge(measure)
+}
+
 /// Judges every objective against `result`. An objective naming a stage the result does not
 /// have is an error (bad input), not a verdict.
 pub fn evaluate(result: &RunResult, objectives: &[Objective]) -> Result<Vec<Judgement>, GateError> {

@@ -440,8 +440,8 @@ impl IntervalRecord {
 /// A sealed interval's histogram as compact bytes. Not deflated: a compressor allocates a few
 /// hundred kilobytes of state per call, which a run sealing intervals every second turns into
 /// a slowly growing heap; a long run's sealed intervals go to a temporary file instead
-/// ([`crate::spill`]).
-fn encode(h: &Histogram<u64>) -> Vec<u8> {
+/// ([`crate::spill`]). Live sinks pass an interval's histogram so too.
+pub fn encode(h: &Histogram<u64>) -> Vec<u8> {
     let mut out = Vec::new();
     V2Serializer::new()
         .serialize(h, &mut out)
@@ -449,7 +449,8 @@ fn encode(h: &Histogram<u64>) -> Vec<u8> {
     out
 }
 
-fn decode(bytes: &[u8]) -> Histogram<u64> {
+/// A histogram from [`encode`]'s bytes (and only those: anything else panics).
+pub fn decode(bytes: &[u8]) -> Histogram<u64> {
     Deserializer::new()
         .deserialize(&mut Cursor::new(bytes))
         .expect("bytes were written by encode")

@@ -156,8 +156,21 @@ impl<T: Transport> Journeys<T> {
         }
         let done = self.now();
         if let Some(live) = self.cfg.progress.live() {
-            let send_lag = stamps.map(|s| s.sent.saturating_sub(s.intended));
-            live.record(self.cfg.worker, done.saturating_sub(due), send_lag);
+            let sent = stamps.map(|s| {
+                (
+                    done.saturating_sub(s.sent),
+                    s.sent.saturating_sub(s.intended),
+                )
+            });
+            // Unsent, even an "ok" is a failure, as the result counts it.
+            let failed = stamps.is_none() || !matches!(outcome, Outcome::Ok);
+            live.record(
+                self.cfg.worker,
+                done,
+                done.saturating_sub(due),
+                sent,
+                failed,
+            );
         }
         if let Some(rows) = self.cfg.progress.labels() {
             // Timed and classed as the result records it.

@@ -38,7 +38,7 @@ pub mod worker;
 pub use function::FnTransport;
 pub use http::{ConnectError, HttpRequest, HttpTransport, TargetError, TlsServerName, Trust};
 pub use http2::{Http2Settings, Http2Transport};
-pub use live::{IntervalSnapshot, Live};
+pub use live::{Figures, IntervalSnapshot, Live};
 pub use live_labels::{LabelSnapshot, LabelsSnapshot, LiveLabels};
 pub use progress::{Progress, ProgressSnapshot};
 pub use run::{execute, execute_journeys, Load, Plan, RunReport, HICCUP_TICK};

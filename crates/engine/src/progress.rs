@@ -127,6 +127,21 @@ impl Progress {
         s
     }
 
+    /// How long each request a connection carries now has been due: a lower bound on its
+    /// response time (what a live judgement adds for the requests not yet finished).
+    pub fn in_flight_ages(&self) -> Vec<Duration> {
+        let Some(now) = self.elapsed() else {
+            return Vec::new();
+        };
+        self.workers
+            .iter()
+            .filter_map(|w| w.carried.get())
+            .flat_map(|cells| cells.iter().map(|c| c.load(Relaxed)))
+            .filter(|&v| v > 0)
+            .map(|v| now.saturating_sub(Duration::from_nanos(v - 1)))
+            .collect()
+    }
+
     /// Time since the oldest request that a connection carries was due.
     fn oldest_in_flight(&self) -> Option<Duration> {
         let now = self.elapsed()?;

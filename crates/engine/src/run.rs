@@ -92,6 +92,23 @@ impl Plan {
             Load::Closed(End::After(_)) => None,
         }
     }
+
+    /// This process's schedule as its senders take it (one slice per worker thread for an
+    /// open loop, one per connection for a paced one): whoever watches the run can count
+    /// what has fallen due without asking the workers. `None` for a closed loop, which has no
+    /// schedule.
+    pub fn due_slices(&self) -> Option<Vec<sojourn_core::schedule::Slice>> {
+        let (schedule, senders) = match &self.load {
+            Load::Open(s) => (s, self.worker_count()),
+            Load::Paced(s) => (s, self.connections.max(1)),
+            Load::Closed(_) => return None,
+        };
+        let slice = |c| {
+            let (slice, slices) = self.shard.slot(c, senders);
+            schedule.slice(slice, slices)
+        };
+        Some((0..senders).map(slice).collect())
+    }
 }
 
 /// When the run's clock starts: on the wall clock and on this process's monotonic clock, and

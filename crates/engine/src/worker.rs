@@ -301,7 +301,7 @@ impl<T: Transport, S: Source> Worker<T, S> {
                 }
                 let service = done.saturating_sub(stamps.sent);
                 self.sample(stamps.intended, done, service, outcome);
-                self.live(stamps.intended, done, Some(stamps.sent));
+                self.live(stamps.intended, done, Some(stamps.sent), outcome);
             }
             None => {
                 let class = match outcome {
@@ -313,17 +313,18 @@ impl<T: Transport, S: Source> Worker<T, S> {
                     l.record_unsent_failure(job.intended, done, class);
                 }
                 self.sample(job.intended, done, Duration::ZERO, outcome);
-                self.live(job.intended, done, None);
+                self.live(job.intended, done, None, Outcome::Failed(class));
             }
         }
     }
 
     /// The live per-interval histograms, when someone watches the run.
-    fn live(&self, intended: Duration, done: Duration, sent: Option<Duration>) {
+    fn live(&self, intended: Duration, done: Duration, sent: Option<Duration>, outcome: Outcome) {
         if let Some(live) = self.cfg.progress.live() {
             let response = done.saturating_sub(intended);
-            let send_lag = sent.map(|s| s.saturating_sub(intended));
-            live.record(self.cfg.worker, response, send_lag);
+            let sent = sent.map(|s| (done.saturating_sub(s), s.saturating_sub(intended)));
+            let failed = !matches!(outcome, Outcome::Ok);
+            live.record(self.cfg.worker, done, response, sent, failed);
         }
     }
 

@@ -89,3 +89,31 @@ fn a_late_answer_delays_the_connections_next_slot() {
     assert!(from_send < 60_000_000, "from the send p99 {from_send} ns");
     assert!(from_slot > 250_000_000, "from the slot p99 {from_slot} ns");
 }
+
+/// What a watcher counts as due, from the plan alone, is what the senders are given: the
+/// slices of an open loop (one per worker thread) and of a paced one (one per connection),
+/// for Poisson arrivals bounded by a duration (whose count depends on each slice's own seed)
+/// and a shard of the run, add up to the requests the plan is due to schedule.
+#[test]
+fn the_due_slices_are_the_senders_schedule() {
+    let (paced, schedule) = paced_plan(Arrival::Poisson { seed: 7 }, 900.0, Duration::from_secs(3));
+    let shard = sojourn_core::Shard::new(1, 2).unwrap();
+    let open = Plan {
+        load: Load::Open(schedule),
+        threads: 3,
+        shard,
+        ..open_plan(900.0, Duration::from_secs(3), CONNECTIONS)
+    };
+    let paced = Plan { shard, ..paced };
+    for (what, plan, senders) in [("open", &open, 3), ("paced", &paced, CONNECTIONS)] {
+        let slices = plan.due_slices().expect("a schedule");
+        assert_eq!(slices.len(), senders, "{what}");
+        let counted: u64 = slices.into_iter().map(|s| s.count() as u64).sum();
+        assert_eq!(Some(counted), plan.due(), "{what}");
+    }
+    let closed = Plan {
+        load: Load::Closed(End::After(Duration::from_secs(1))),
+        ..open_plan(900.0, Duration::from_secs(3), CONNECTIONS)
+    };
+    assert!(closed.due_slices().is_none());
+}

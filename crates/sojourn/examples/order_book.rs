@@ -252,6 +252,7 @@ fn table(runs: &Runs) -> String {
     let mut out = format!("{:<8}{:>14}{:>14}{:>8}\n", "", "closed", "open", "ratio");
     for (name, p) in [
         ("p50", 50.0),
+        ("p90", 90.0),
         ("p99", 99.0),
         ("p99.9", 99.9),
         ("p99.99", 99.99),
@@ -308,8 +309,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// found, whatever the machine. The rebuild holds the lock 20 ms of every 100 here (8 in the
 /// full run), so its effect stands well clear of a busy test machine's own noise: with the
 /// lock, the holds reach the open loop's p99.9 while the closed loop's one caller meets each
-/// hold once; without it, the open loop's p99 falls by more than half. (The release run in
-/// docs/library.md shows p99.9 falling.)
+/// hold once; without it, the open loop's p90 falls by more than half. The holds delay a
+/// fifth of the requests, so they decide p90; a pause of the whole machine does not: one of
+/// 35 ms (a CI run met one) delays 1.75% of a 2 s run, enough to reach p99 with or without the
+/// lock, and no pause under 200 ms reaches p90. (The release run in docs/library.md shows
+/// p99.9 falling.)
 #[test]
 fn the_closed_loop_hides_the_lock_and_the_open_loop_does_not() {
     let at = |r: &RunResult, p: f64| r.histograms.response.percentiles.get(p).unwrap() as f64;
@@ -336,7 +340,7 @@ fn the_closed_loop_hides_the_lock_and_the_open_loop_does_not() {
     assert!(at(&locked.open, 99.0) > 10e6, "{}", table(&locked));
     let free = measure(&setup(false)).unwrap();
     assert!(
-        at(&free.open, 99.0) * 2.0 < at(&locked.open, 99.0),
+        at(&free.open, 90.0) * 2.0 < at(&locked.open, 90.0),
         "lock removed:\n{}\nwith the lock:\n{}",
         table(&free),
         table(&locked)

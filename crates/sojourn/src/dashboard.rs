@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::live::{View, Watched};
+use crate::live_slo::LiveObjectives;
 
 /// Where `--dashboard` listens when given no value: k6's dashboard port, on loopback.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:5665";
@@ -66,6 +67,8 @@ struct State {
     /// The last event, `end`, once the run is over (replayed to later viewers).
     end: Option<Bytes>,
     report: Option<Bytes>,
+    /// The `--slo` objectives, judged live on the page.
+    objectives: Vec<sojourn_core::gate::Objective>,
 }
 
 struct Viewer {
@@ -93,33 +96,53 @@ impl State {
     }
 }
 
-/// The intervals so far, as the events that carried them, with their p99 for thinning.
+/// The events so far: intervals, with their p99 for thinning, and pinned events (a run's
+/// start, with its stage markers) that thinning never takes.
 #[derive(Default)]
 struct History {
-    events: Vec<(u64, Bytes)>,
+    /// In the order they were sent; `None` marks a pinned event.
+    events: Vec<(Option<u64>, Bytes)>,
+    intervals: usize,
 }
 
 impl History {
     fn push(&mut self, p99: u64, event: Bytes) {
-        if self.events.len() >= HISTORY_CAP {
+        if self.intervals >= HISTORY_CAP {
             self.thin();
         }
-        self.events.push((p99, event));
+        self.events.push((Some(p99), event));
+        self.intervals += 1;
     }
 
-    /// Halves the history: of each pair, the interval with the higher p99 stays.
+    /// An event every viewer must see, whatever is thinned later.
+    fn pin(&mut self, event: Bytes) {
+        self.events.push((None, event));
+    }
+
+    /// Halves the intervals: of each pair of neighbours, the one with the higher p99 stays.
+    /// Pinned events stay where they were, and no pair reaches across one.
     fn thin(&mut self) {
         let events = std::mem::take(&mut self.events);
-        let mut pairs = events.chunks(2);
-        self.events = pairs
-            .by_ref()
-            .map(|pair| pair.iter().max_by_key(|(p99, _)| *p99).cloned())
-            .map(|kept| kept.expect("chunks are never empty"))
-            .collect();
+        let mut first: Option<(u64, Bytes)> = None;
+        for (p99, event) in events {
+            match (p99, first.take()) {
+                (None, held) => {
+                    self.events.extend(held.map(|(p, e)| (Some(p), e)));
+                    self.events.push((None, event));
+                }
+                (Some(p), None) => first = Some((p, event)),
+                (Some(p), Some((q, held))) => self.events.push(match p >= q {
+                    true => (Some(p), event),
+                    false => (Some(q), held),
+                }),
+            }
+        }
+        self.events.extend(first.map(|(p, e)| (Some(p), e)));
+        self.intervals = self.events.iter().filter(|(p, _)| p.is_some()).count();
     }
 
     fn len(&self) -> usize {
-        self.events.len()
+        self.intervals
     }
 }
 
@@ -139,6 +162,12 @@ impl Dashboard {
             stop,
             thread: Some(thread),
         })
+    }
+
+    /// The objectives the page shows as they stand (met so far, breached so far, too few
+    /// samples yet), judged by the gate's rules on the intervals so far.
+    pub fn judge(&self, objectives: Vec<sojourn_core::gate::Objective>) {
+        self.shared.state().objectives = objectives;
     }
 
     /// What makes the live sink when the run starts (a command's [`crate::execute::Sinks`]
@@ -209,10 +238,13 @@ pub struct Feeder(Arc<Shared>);
 impl Feeder {
     /// The live sink for a run: one event per completed interval.
     pub fn feed(&self, watched: Watched) -> Feed {
+        let objectives = self.0.state().objectives.clone();
         Feed {
             shared: self.0.clone(),
+            objectives: LiveObjectives::new(objectives, watched.stages()),
             watched,
             last: None,
+            started: false,
         }
     }
 }
@@ -222,18 +254,37 @@ impl Feeder {
 pub struct Feed {
     shared: Arc<Shared>,
     watched: Watched,
+    objectives: LiveObjectives,
     last: Option<u64>,
+    started: bool,
 }
 
 impl crate::execute::Watcher for Feed {
     fn update(&mut self) {
+        if !self.started {
+            self.started = true;
+            let event = sse(&start_event(&self.watched));
+            let mut state = self.shared.state();
+            state.broadcast(&event);
+            state.history.pin(event);
+        }
+        // The response times first: the collector publishes them before the figures, so an
+        // interval's figures seen here come with its histogram (or a look later, never apart).
+        let response = self.watched.last_response();
         let view = self.watched.view();
         let Some(last) = view.last else { return };
         if self.last == Some(last.index) {
             return;
         }
+        let mut event = interval_event(&view);
+        if !self.objectives.is_empty() {
+            let Some((_, response)) = response.filter(|(i, _)| *i == last.index) else {
+                return;
+            };
+            event["slo"] = self.judged(&view, &last, response);
+        }
         self.last = Some(last.index);
-        let event = sse(&interval_event(&view));
+        let event = sse(&event);
         let p99 = last.response_p99.as_nanos() as u64;
         let mut state = self.shared.state();
         state.broadcast(&event);
@@ -243,9 +294,56 @@ impl crate::execute::Watcher for Feed {
     fn finish(&mut self) {}
 }
 
+impl Feed {
+    /// The interval joins the objectives' windows; each objective as it stands now.
+    fn judged(
+        &mut self,
+        view: &crate::live::View,
+        last: &sojourn_engine::IntervalSnapshot,
+        response: Arc<[u8]>,
+    ) -> serde_json::Value {
+        let start = last.width * last.index as u32;
+        self.objectives.push(&crate::live_slo::Interval {
+            start,
+            end: start + last.width,
+            answers: last.answers,
+            failed: last.failed,
+            response,
+        });
+        let in_flight = self.watched.in_flight_ages();
+        let statuses = self.objectives.statuses(view.elapsed, &in_flight, view.due);
+        serde_json::to_value(statuses).unwrap_or_default()
+    }
+}
+
 /// One Server-Sent Event carrying `value` as JSON (serialized JSON has no raw line breaks).
 fn sse(value: &serde_json::Value) -> Bytes {
     Bytes::from(format!("data: {value}\n\n"))
+}
+
+/// The run's first event: its loop, interval, planned length and stages (title, start and end
+/// from the run's start, in nanoseconds), for the page's axis and markers.
+pub fn start_event(w: &Watched) -> serde_json::Value {
+    let view = w.view();
+    let stages: Vec<serde_json::Value> = w
+        .stages()
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            serde_json::json!({
+                "title": s.title(i),
+                "start_ns": s.start_ns,
+                "end_ns": s.end_ns(),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "type": "start",
+        "mode": view.mode,
+        "interval_ns": w.interval().as_nanos() as u64,
+        "planned_ns": view.planned.map(|d| d.as_nanos() as u64),
+        "stages": stages,
+    })
 }
 
 /// The event for the view's last completed interval: its figures (nanoseconds, as the result's
@@ -267,6 +365,7 @@ pub fn interval_event(v: &View) -> serde_json::Value {
         "start_ns": last.map(|l| ns(l.width) * l.index),
         "width_ns": last.map(|l| ns(l.width)),
         "answers": last.map(|l| l.answers),
+        "answers_failed": last.map(|l| l.failed),
         "rate": last.map(|l| l.rate()),
         "target_rate": v.target_rate,
         "p50": last.map(|l| ns(l.response_p50)),
@@ -274,6 +373,12 @@ pub fn interval_event(v: &View) -> serde_json::Value {
         "p99": last.map(|l| ns(l.response_p99)),
         "p999": last.map(|l| ns(l.response_p999)),
         "send_lag_p99": last.map(|l| ns(l.send_lag_p99)),
+        "max": last.map(|l| ns(l.response.max)),
+        "service": last.map(|l| figures(&l.service)),
+        "send_lag": last.map(|l| figures(&l.send_lag)),
+        "missed": last.map(|l| l.missed),
+        "due": v.due,
+        "waiting": v.waiting(),
         "elapsed_ns": ns(v.elapsed),
         "planned_ns": v.planned.map(ns),
         "sent": c.sent,
@@ -283,6 +388,19 @@ pub fn interval_event(v: &View) -> serde_json::Value {
         "in_flight": c.in_flight,
         "oldest_in_flight_ns": c.oldest_in_flight.map(ns),
         "labels": labels(v),
+    })
+}
+
+/// An interval's percentiles of one clock (nanoseconds) and the count they rest on.
+fn figures(f: &sojourn_engine::Figures) -> serde_json::Value {
+    let ns = |d: Duration| d.as_nanos() as u64;
+    serde_json::json!({
+        "count": f.count,
+        "p50": ns(f.p50),
+        "p90": ns(f.p90),
+        "p99": ns(f.p99),
+        "p999": ns(f.p999),
+        "max": ns(f.max),
     })
 }
 
@@ -507,7 +625,7 @@ mod tests {
         assert!(h.len() <= HISTORY_CAP, "{} kept", h.len());
         assert!(h.len() >= HISTORY_CAP / 2, "{} kept", h.len());
         assert!(
-            h.events.iter().any(|(p99, _)| *p99 == 5_000_000_000),
+            h.events.iter().any(|(p99, _)| *p99 == Some(5_000_000_000)),
             "the stall's interval was thinned away"
         );
         let order: Vec<u64> = h
@@ -522,6 +640,40 @@ mod tests {
             })
             .collect();
         assert!(order.windows(2).all(|w| w[0] < w[1]), "kept in time order");
+    }
+
+    /// A run's start (its stage markers) is never thinned away, nor does a pair of intervals
+    /// reach across it: what came before it stays before it.
+    #[test]
+    fn thinning_keeps_pinned_events_in_place() {
+        let mut h = History::default();
+        h.pin(Bytes::from_static(b"start"));
+        for i in 0..(HISTORY_CAP as u64 + 3) {
+            if i == 5 {
+                h.pin(Bytes::from_static(b"step"));
+            }
+            h.push(i, event(i));
+        }
+        assert!(h.len() <= HISTORY_CAP, "{} intervals kept", h.len());
+        let pinned: Vec<usize> = h
+            .events
+            .iter()
+            .enumerate()
+            .filter(|(_, (p, _))| p.is_none())
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(pinned.len(), 2, "both pinned events kept");
+        assert_eq!(pinned[0], 0, "the start stays first");
+        let before_step: Vec<&Option<u64>> = h.events[..pinned[1]].iter().map(|(p, _)| p).collect();
+        assert!(
+            before_step.iter().all(|p| p.is_none_or(|p| p < 5)),
+            "no interval after the step moved before it: {before_step:?}"
+        );
+        assert_eq!(
+            h.events[pinned[1] + 1].0,
+            Some(6),
+            "pairs start afresh after the pin: (5, 6) keeps 6"
+        );
     }
 
     #[test]

@@ -166,6 +166,9 @@ pub mod journeys;
 /// A running run as its watchers see it: live counters and the last interval.
 ///
 pub mod live;
+/// The `--slo` objectives judged while the run goes, for the dashboard.
+///
+pub mod live_slo;
 mod load;
 mod merge;
 /// A run's live figures as OpenMetrics text for Prometheus (`--metrics-listen`).

@@ -1,16 +1,37 @@
 //! What someone watching a run sees at one moment, for the metrics endpoint and the panel:
 //! the engine's live counters and last completed interval, set against the plan.
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use sojourn_core::schedule::Slice;
 use sojourn_core::{End, Schedule};
 use sojourn_engine::{IntervalSnapshot, LabelsSnapshot, Load, Plan, Progress, ProgressSnapshot};
 
-/// A run being watched: its plan and its live counters.
+/// A run being watched: its plan, its live counters, and the count of what has fallen due.
 #[derive(Clone)]
 pub struct Watched {
     plan: Arc<Plan>,
     progress: Arc<Progress>,
+    due: Option<Arc<Mutex<DueCounter>>>,
+}
+
+/// Counts the requests (or journeys) that have fallen due by walking the senders' own
+/// schedule, as far as the clock has gone: exact for every arrival law, and its cost is the
+/// schedule's length once over the whole run, spread over the looks.
+struct DueCounter {
+    slices: Vec<std::iter::Peekable<Slice>>,
+    count: u64,
+}
+
+impl DueCounter {
+    fn until(&mut self, now: Duration) -> u64 {
+        for slice in &mut self.slices {
+            while slice.next_if(|d| d.at <= now).is_some() {
+                self.count += 1;
+            }
+        }
+        self.count
+    }
 }
 
 /// One look at the run.
@@ -30,6 +51,26 @@ pub struct View {
     pub last: Option<IntervalSnapshot>,
     /// A journey run's rows so far: one per step label, one per journey.
     pub labels: Option<LabelsSnapshot>,
+    /// Requests (journeys, for a journey run) due by `elapsed` on the schedule; `None` for
+    /// an unpaced closed loop, which has none.
+    pub due: Option<u64>,
+}
+
+impl View {
+    /// Due by now and not yet taken up by a connection (a journey not yet begun): waiting for
+    /// a connection or a place, or for the generator. At the end, these are the never sent.
+    pub fn waiting(&self) -> Option<u64> {
+        let due = self.due?;
+        let started = match &self.labels {
+            Some(l) => l
+                .journeys
+                .iter()
+                .map(|j| j.completed + j.failures.total() + j.in_flight)
+                .sum(),
+            None => self.counters.sent,
+        };
+        Some(due.saturating_sub(started))
+    }
 }
 
 impl Watched {
@@ -38,16 +79,57 @@ impl Watched {
         // The plan without its sample channel: a watcher must not keep the sample file open.
         let mut plan = plan.clone();
         plan.samples = None;
+        let due = plan.due_slices().map(|slices| {
+            let slices = slices.into_iter().map(Iterator::peekable).collect();
+            Arc::new(Mutex::new(DueCounter { slices, count: 0 }))
+        });
         Watched {
             plan: Arc::new(plan),
             progress,
+            due,
         }
+    }
+
+    /// The last completed interval's index and response times (compact bytes), when the run
+    /// keeps live intervals.
+    pub fn last_response(&self) -> Option<(u64, Arc<[u8]>)> {
+        self.progress.live()?.last_response()
+    }
+
+    /// How long each request in flight now has been due (lower bounds on their response
+    /// times).
+    pub fn in_flight_ages(&self) -> Vec<Duration> {
+        self.progress.in_flight_ages()
+    }
+
+    /// The width of the run's intervals.
+    pub fn interval(&self) -> Duration {
+        self.plan.interval
+    }
+
+    /// The schedule's stages, named and placed as the result will have them; empty for a run
+    /// without stages.
+    pub fn stages(&self) -> Vec<sojourn_core::result::StageConfig> {
+        match &self.plan.load {
+            Load::Open(s) | Load::Paced(s) => s.stages.as_ref().map(|st| st.configs()),
+            Load::Closed(_) => None,
+        }
+        .unwrap_or_default()
     }
 
     /// The run as it stands now.
     pub fn view(&self) -> View {
         let elapsed = self.progress.elapsed().unwrap_or_default();
+        let due = self.due.as_ref().map(|d| {
+            // Before the run's clock starts nothing is due (`elapsed` is then zero, and the
+            // first request may be due at zero).
+            match self.progress.elapsed() {
+                Some(t) => d.lock().unwrap_or_else(|e| e.into_inner()).until(t),
+                None => 0,
+            }
+        });
         View {
+            due,
             mode: mode(&self.plan.load),
             elapsed,
             planned: planned(&self.plan),
@@ -105,6 +187,19 @@ fn schedule_span(s: &Schedule) -> Duration {
 pub mod fixtures {
     use super::*;
 
+    /// One value of `us` microseconds, as an interval's figures.
+    fn one(us: u64) -> sojourn_engine::Figures {
+        let d = Duration::from_micros(us);
+        sojourn_engine::Figures {
+            count: 1,
+            p50: d,
+            p90: d,
+            p99: d,
+            p999: d,
+            max: d,
+        }
+    }
+
     /// 4.4 s into a stall: one answer in the last interval, 391 in flight, two failures.
     pub fn stalled_view() -> View {
         let mut counters = sojourn_engine::ProgressSnapshot {
@@ -131,14 +226,20 @@ pub mod fixtures {
                 index: 13,
                 width: Duration::from_secs(1),
                 answers: 1,
+                failed: 0,
                 response_p50: Duration::from_micros(10_200),
                 response_p90: Duration::from_micros(10_200),
                 response_p99: Duration::from_micros(10_200),
                 response_p999: Duration::from_micros(10_200),
                 send_lag_p99: Duration::from_micros(52),
                 sent_answers: 1,
+                response: one(10_200),
+                service: one(10_148),
+                send_lag: one(52),
+                missed: 0,
             }),
             labels: None,
+            due: Some(10_400),
         }
     }
 
@@ -242,5 +343,49 @@ pub(crate) mod tests {
         assert_eq!(planned(&p), Some(secs(20)));
         p.shard = sojourn_core::Shard::new(1, 4).unwrap();
         assert_eq!(target_rate_at(&p, secs(15)), Some(250.0));
+    }
+
+    /// The due count walks the senders' schedule as far as the clock: a constant 100/s has
+    /// 101 requests due by 1 s (one at zero), and by the end exactly what the plan schedules,
+    /// on any number of threads; what is due and not taken up is waiting.
+    #[test]
+    fn what_fell_due_is_counted_from_the_schedule() {
+        let secs = Duration::from_secs;
+        let mut p = plan(open(Arrival::Constant, 100.0, End::After(secs(10))));
+        p.threads = 3;
+        p.connections = 3;
+        let mut due = DueCounter {
+            slices: p
+                .due_slices()
+                .unwrap()
+                .into_iter()
+                .map(Iterator::peekable)
+                .collect(),
+            count: 0,
+        };
+        assert_eq!(due.until(Duration::from_millis(1_000)), 101);
+        assert_eq!(
+            due.until(Duration::from_millis(1_000)),
+            101,
+            "no double count"
+        );
+        assert_eq!(Some(due.until(secs(60))), p.due());
+        let mut v = fixtures::stalled_view();
+        v.due = Some(10_400);
+        assert_eq!(v.waiting(), Some(9), "10,400 due, 10,391 sent");
+        v.counters.sent = 10_500;
+        assert_eq!(
+            v.waiting(),
+            Some(0),
+            "sent after the look counted what was due"
+        );
+        let mut j = fixtures::journey_view();
+        j.due = Some(50);
+        assert_eq!(
+            j.waiting(),
+            Some(5),
+            "38 finished, 2 failed and 5 under way of 50"
+        );
+        assert!(plan(Load::Closed(End::Count(5))).due_slices().is_none());
     }
 }

@@ -75,6 +75,27 @@ pub(super) fn whole(r: &RunResult) -> Window {
     }
 }
 
+/// A window of a run still going, from the intervals completed so far: the same window as a
+/// finished run's, so judged by the same rules.
+pub(super) fn live(w: &super::LiveWindow) -> Window {
+    let mut response = w.censored.clone();
+    for h in &w.timeline {
+        add(&mut response, h);
+    }
+    Window {
+        response: Some(response),
+        censored: w.censored.clone(),
+        timeline: (!w.timeline.is_empty()).then(|| w.timeline.clone()),
+        completed: w.completed,
+        failed: w.failed,
+        schedule: w
+            .expected
+            .map(|n| (n as f64, Arrivals::Exact))
+            .ok_or_else(|| "an unpaced closed loop has no schedule to keep; a rate objective needs a run with --rate".into()),
+        not_reached: None,
+    }
+}
+
 /// Stage `i` of `stages`: its intervals as [`crate::by_stage`] cuts them (those that start in
 /// it; the drain belongs to the last), and its expected count ∫rate = (from + to) / 2 ×
 /// duration.
