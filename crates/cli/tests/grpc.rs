@@ -1119,6 +1119,37 @@ fn the_tls_server_name_is_what_the_certificate_is_checked_against_and_sent_as_sn
     assert!(matches!(out.status.code(), Some(0 | 1)), "{stderr}");
     let sni = std::mem::take(&mut *server.seen.sni.lock().unwrap());
     assert!(!sni.is_empty() && sni.iter().all(|s| s == name), "{sni:?}");
+
+    // Without --proto the server is asked for the call by reflection, over the same TLS: its
+    // certificate is checked against the name given, which is sent as SNI. (This server offers
+    // no reflection, so the run stops there, on what reflection answered, never on the
+    // certificate.) Without the name, reflection meets the certificate as the run would.
+    let ask = [
+        "--cacert",
+        &ca,
+        "--call",
+        CALL,
+        "--rate",
+        "10",
+        "--requests",
+        "1",
+    ];
+    let out = sojourn(&[&["run", &url, "--tls-server-name", name][..], &ask].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("reflection") && !stderr.contains("not valid for name"),
+        "{stderr}"
+    );
+    let sni = std::mem::take(&mut *server.seen.sni.lock().unwrap());
+    assert!(!sni.is_empty() && sni.iter().all(|s| s == name), "{sni:?}");
+    let out = sojourn(&[&["run", &url][..], &ask].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("not valid for name \"127.0.0.1\""),
+        "{stderr}"
+    );
 }
 
 #[test]

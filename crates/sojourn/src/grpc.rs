@@ -8,7 +8,7 @@ use sojourn_engine::grpc::GrpcCall;
 use sojourn_engine::grpc_proto::MethodDescriptor;
 use sojourn_engine::grpc_proto::{self, Proto, ProtoError};
 use sojourn_engine::grpc_reflect::{self, ReflectError};
-use sojourn_engine::{Http2Transport, HttpRequest, TargetError, Trust};
+use sojourn_engine::{Http2Transport, HttpRequest, TargetError, TlsServerName, Trust};
 use url::Url;
 
 use crate::bad_input;
@@ -105,18 +105,18 @@ impl GrpcSettings {
 
     /// The call to `url` with the JSON message `data` (`-d`), told `timeout` as its deadline.
     /// Without `--proto`, the server is asked for the call's descriptors by server reflection,
-    /// over TLS as `trust` allows.
+    /// over TLS as `reach` allows (its trust, and the name its certificate is checked against).
     pub fn target(
         &self,
         url: &str,
         data: Option<&str>,
         timeout: Duration,
-        trust: &Trust,
+        reach: (&Trust, Option<&TlsServerName>),
     ) -> anyhow::Result<GrpcTarget> {
         let origin = origin(url)?;
         let proto = match &self.proto {
             Some(file) => self.compiled(file)?,
-            None => reflected(url, &origin, self.call.as_deref(), trust)?,
+            None => reflected(url, &origin, self.call.as_deref(), reach)?,
         };
         let call = self.call.as_deref().ok_or_else(|| {
             bad_input!(
@@ -165,7 +165,7 @@ pub(crate) fn reflected(
     url: &str,
     origin: &Url,
     call: Option<&str>,
-    trust: &Trust,
+    (trust, server_name): (&Trust, Option<&TlsServerName>),
 ) -> anyhow::Result<Proto> {
     let call = call.ok_or_else(|| {
         bad_input!(
@@ -186,6 +186,11 @@ pub(crate) fn reflected(
                 TargetError::TrustAnchor(_) => bad_input!("--cacert: {e}"),
                 _ => bad_input!("URL: {url}: {e}"),
             })?;
+        // Reflection checks the certificate against the name the run will use.
+        let transport = match server_name {
+            Some(name) => transport.with_server_name(name),
+            None => transport,
+        };
         let asked = grpc_reflect::proto(&transport, origin.as_str(), service);
         let asked = tokio::time::timeout(REFLECTION_WAIT, asked).await;
         reflection_failure(asked, url, service, transport.addr())

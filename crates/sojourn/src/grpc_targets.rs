@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use sojourn_core::targets::Target;
 use sojourn_engine::grpc_proto::{self, Proto};
-use sojourn_engine::Trust;
+use sojourn_engine::{TlsServerName, Trust};
 
 use crate::bad_input;
 use crate::grpc::{metadatum, origin, reflected, GrpcSettings, GrpcTarget};
@@ -38,13 +38,14 @@ struct Line {
 }
 
 /// The file's calls to `url`, each with the core target that schedules it (its label, weight
-/// and line). Without `--proto`, each service's descriptors are asked of the server once.
+/// and line). Without `--proto`, each service's descriptors are asked of the server once, over
+/// TLS as `reach` allows (its trust, and the name its certificate is checked against).
 pub fn read(
     path: &Path,
     url: &str,
     settings: &GrpcSettings,
     timeout: Duration,
-    trust: &Trust,
+    reach: (&Trust, Option<&TlsServerName>),
 ) -> anyhow::Result<Vec<(GrpcTarget, Target)>> {
     let origin = origin(url)?;
     let text = std::fs::read_to_string(path).map_err(|e| {
@@ -79,7 +80,7 @@ pub fn read(
                 let (service, _) =
                     grpc_proto::split_call(&line.call).map_err(|e| at(format!("call: {e}")))?;
                 if !asked.contains_key(service) {
-                    let p = reflected(url, &origin, Some(&line.call), trust)
+                    let p = reflected(url, &origin, Some(&line.call), reach)
                         .map_err(|e| at(e.to_string()))?;
                     asked.insert(service.to_string(), p);
                 }

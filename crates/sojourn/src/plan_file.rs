@@ -324,7 +324,17 @@ fn check_call(
     let Ok(trust) = a.protocol.trust() else {
         return Ok(());
     };
-    let Err(e) = a.workload.grpc.target(url, body, a.timeout, &trust) else {
+    // A bad --tls-server-name is the run's to name too.
+    let name = a
+        .protocol
+        .server_name(url, url.starts_with("grpcs://"))
+        .ok()
+        .flatten();
+    let Err(e) = a
+        .workload
+        .grpc
+        .target(url, body, a.timeout, (&trust, name.as_ref()))
+    else {
         return Ok(());
     };
     let message = e.to_string();

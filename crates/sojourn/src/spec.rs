@@ -217,9 +217,16 @@ pub fn validate(mut a: RunSettings) -> anyhow::Result<RunSpec> {
         journey_partners(&a)?;
     }
     let trust = a.protocol.trust()?;
+    // Reflection asks a gRPC server before the run: over TLS, its certificate is checked
+    // against the name the run's own connections use.
+    let reflect_as = match (&a.workload.url, a.workload.is_grpc()) {
+        (Some(url), true) => a.protocol.server_name(url, url.starts_with("grpcs://"))?,
+        _ => None,
+    };
+    let reach = (&trust, reflect_as.as_ref());
     let requests = a
         .workload
-        .requests(a.load.seed, journeys.as_ref(), a.timeout, &trust)?;
+        .requests(a.load.seed, journeys.as_ref(), a.timeout, reach)?;
     let end = end(&a)?;
     let load = if a.closed {
         closed_load(&a, end)?

@@ -92,11 +92,11 @@ impl Requests {
         path: &std::path::Path,
         url: &str,
         settings: &crate::grpc::GrpcSettings,
-        (timeout, trust): (Duration, &Trust),
+        (timeout, reach): (Duration, (&Trust, Option<&TlsServerName>)),
         order: TargetsOrder,
         seed: Option<u64>,
     ) -> anyhow::Result<Requests> {
-        let calls = crate::grpc_targets::read(path, url, settings, timeout, trust)?;
+        let calls = crate::grpc_targets::read(path, url, settings, timeout, reach)?;
         let (grpc, list): (Vec<_>, Vec<_>) = calls.into_iter().unzip();
         let requests = grpc.iter().map(|g| g.call.request()).collect();
         Ok(Requests {
@@ -254,22 +254,23 @@ impl WorkloadSettings {
     /// What is sent, read and checked; `seed` orders random targets. With journeys, the one
     /// request is to the journey file's origin: what the check before the run connects to. A
     /// gRPC call tells the server `timeout` as its deadline; without a `.proto`, the server is
-    /// asked for its descriptors over TLS as `trust` allows.
+    /// asked for its descriptors over TLS as `reach` allows (its trust, and the name its
+    /// certificate is checked against).
     pub fn requests(
         &self,
         seed: Option<u64>,
         journeys: Option<&crate::journeys::FileScript>,
         timeout: Duration,
-        trust: &Trust,
+        reach: (&Trust, Option<&TlsServerName>),
     ) -> anyhow::Result<Requests> {
         if let (Some(url), true, Some(path)) = (&self.url, self.is_grpc(), &self.targets) {
             let (order, settings) = (self.targets_order, &self.grpc);
-            return Requests::from_grpc_file(path, url, settings, (timeout, trust), order, seed);
+            return Requests::from_grpc_file(path, url, settings, (timeout, reach), order, seed);
         }
         if let (Some(url), true) = (&self.url, self.is_grpc()) {
             let target = self
                 .grpc
-                .target(url, self.body.as_deref(), timeout, trust)?;
+                .target(url, self.body.as_deref(), timeout, reach)?;
             return Ok(Requests {
                 grpc: vec![target.clone()],
                 ..Requests::one(target.call.request())
