@@ -31,16 +31,39 @@ impl Drop for Killed {
 }
 
 fn hiccup_server() -> (Killed, String) {
-    serve(&[
-        "--scenario",
-        "hiccup",
-        &format!("--set=hiccup.at={}ms", AT.as_millis()),
-        &format!("--set=hiccup.duration={}ms", FOR.as_millis()),
-    ])
+    serve(&hiccup_args())
+}
+
+fn hiccup_args() -> Vec<String> {
+    vec![
+        "--scenario".into(),
+        "hiccup".into(),
+        format!("--set=hiccup.at={}ms", AT.as_millis()),
+        format!("--set=hiccup.duration={}ms", FOR.as_millis()),
+    ]
+}
+
+/// When the stall ended by the server's truth log (`serve --truth`): the first departure after
+/// the longest gap between departures, on the server's clock (from its first request, which
+/// the run sent at its start, so within a send lag of the run's own clock).
+fn stall_end_in_truth(truth: &std::path::Path) -> Duration {
+    let text = std::fs::read_to_string(truth).unwrap();
+    let mut departures: Vec<u64> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(3).unwrap().parse().unwrap())
+        .collect();
+    departures.sort_unstable();
+    let (_, end) = departures
+        .windows(2)
+        .map(|w| (w[1] - w[0], w[1]))
+        .max()
+        .expect("the server answered");
+    Duration::from_nanos(end)
 }
 
 /// `sojourn serve` with `args` on a free loopback port, and its URL.
-fn serve(args: &[&str]) -> (Killed, String) {
+fn serve(args: &[impl AsRef<std::ffi::OsStr>]) -> (Killed, String) {
     let mut server = Killed(
         Command::new(env!("CARGO_BIN_EXE_sojourn"))
             .args(["serve", "--listen", "127.0.0.1:0"])
@@ -137,7 +160,14 @@ fn each_interval_event_has_the_results_figures_and_the_stall_shows_in_time() {
     let _guard = serial();
     let dir = temp_dir("dashboard-events");
     let json = dir.join("r.json");
-    let (_server, url) = hiccup_server();
+    let truth = dir.join("truth.csv");
+    let (server, url) = serve(
+        &[
+            &hiccup_args()[..],
+            &["--truth".into(), truth.display().to_string()],
+        ]
+        .concat(),
+    );
     let (mut run, addr) = dashboard_run(&url, "100", "4s", &["--json", json.to_str().unwrap()]);
     let reader = read_events(addr);
     std::thread::sleep(Duration::from_millis(2200));
@@ -179,7 +209,13 @@ fn each_interval_event_has_the_results_figures_and_the_stall_shows_in_time() {
 
     let result: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     same_figures_as_the_result(&seen, &result);
-    stall_on_time(&seen);
+    drop(server);
+    let ended = stall_end_in_truth(&truth);
+    assert!(
+        ended.abs_diff(AT + FOR) < WIDTH,
+        "the truth log's stall ended at {ended:?}"
+    );
+    stall_on_time(&seen, ended);
 }
 
 /// Each interval event is the result's interval that starts where it does, exactly: both key a
@@ -228,14 +264,13 @@ fn same_figures_as_the_result(seen: &[&Value], result: &Value) {
 }
 
 /// The first event whose p99 is the stall's (about its length) was seen within two intervals
-/// of when the stall ended, on the run's own clock.
-fn stall_on_time(seen: &[&Value]) {
+/// of when the stall ended by the server's truth log, on the run's own clock.
+fn stall_on_time(seen: &[&Value], ended: Duration) {
     let stalled = seen
         .iter()
         .find(|e| e["p99"].as_u64().unwrap() >= (FOR.as_nanos() as u64) * 8 / 10)
         .unwrap_or_else(|| panic!("no interval shows the stall: {seen:?}"));
     let seen_at = Duration::from_nanos(stalled["elapsed_ns"].as_u64().unwrap());
-    let ended = AT + FOR;
     assert!(
         seen_at <= ended + 2 * WIDTH,
         "the stall ended at {ended:?} and showed at {seen_at:?}"
