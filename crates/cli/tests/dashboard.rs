@@ -218,6 +218,60 @@ fn each_interval_event_has_the_results_figures_and_the_stall_shows_in_time() {
     stall_on_time(&seen, ended);
 }
 
+/// The machine's floor and the self-check as they form: against a healthy server, every
+/// interval after the control meter's first report carries its floor (ticks counted, p99 no
+/// more than max, the run's so far at least the last period's), every interval something
+/// finished in carries the self-check's verdict in the final check's words, and the result
+/// still has the control meter's histogram.
+#[test]
+fn intervals_carry_the_machines_floor_and_the_self_check_as_it_forms() {
+    let _guard = serial();
+    let dir = temp_dir("dashboard-floor");
+    let json = dir.join("r.json");
+    let (_server, url) = serve(&["--scenario", "healthy"]);
+    let (mut run, addr) = dashboard_run(&url, "100", "4s", &["--json", json.to_str().unwrap()]);
+    std::thread::sleep(Duration::from_millis(3300));
+    let history: Value = serde_json::from_str(body(&request(addr, "GET", "/history"))).unwrap();
+    assert!(run.0.wait().unwrap().success());
+    let seen = intervals(history.as_array().unwrap());
+    // The meter reports once a second: from 1.5 s on (interval 3) a report has come.
+    let late: Vec<&&Value> = seen
+        .iter()
+        .filter(|e| e["index"].as_u64() >= Some(3))
+        .collect();
+    assert!(late.len() >= 2, "{} intervals after 1.5 s", late.len());
+    for e in &late {
+        let f = &e["floor"];
+        let (period, so_far) = (&f["period"], &f["so_far"]);
+        for fig in [period, so_far] {
+            assert!(fig["ticks"].as_u64() > Some(0), "{f}");
+            assert!(fig["p99"].as_u64() <= fig["max"].as_u64(), "{f}");
+        }
+        assert!(so_far["ticks"].as_u64() >= period["ticks"].as_u64(), "{f}");
+        assert!(so_far["max"].as_u64() >= period["max"].as_u64(), "{f}");
+        assert!(f["periods"].as_u64() >= Some(1), "{f}");
+    }
+    for e in &seen {
+        let check = &e["check"];
+        let line = check["line"].as_str().unwrap_or_default();
+        match check["verdict"].as_str() {
+            Some("ok") => assert!(line.starts_with("ok so far: send lag p99"), "{check}"),
+            Some("behind") => assert!(line.starts_with("GENERATOR BEHIND so far"), "{check}"),
+            _ => panic!("an open loop with answers has a verdict: {check}"),
+        }
+        if !e["floor"].is_null() {
+            assert!(line.contains("the machine's own hiccups p99"), "{check}");
+        }
+        assert!(
+            check["behind"].as_u64() <= check["intervals"].as_u64(),
+            "{check}"
+        );
+    }
+    let result: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let control = &result["histograms"]["control_hiccup"];
+    assert!(control["count"].as_u64() > Some(1_000), "{control}");
+}
+
 /// Each interval event is the result's interval that starts where it does, exactly: both key a
 /// request by when it finished, so the counts are equal, and so is every figure the event
 /// carries for response time and send lag (p50, p90, p99, p99.9, max), read from the result's

@@ -248,10 +248,15 @@ fn at(h: &Histogram<u64>, q: f64) -> u64 {
 
 /// Whose lateness p99 / p99.9 was, against the control meter.
 fn whose(lag99: u64, lag999: u64, control: &Histogram<u64>) -> &'static str {
-    match (
+    whose_by(
         within_floor(lag99, at(control, 0.99)),
         within_floor(lag999, at(control, 0.999)),
-    ) {
+    )
+}
+
+/// The words for lateness within the floor (or not) at p99 and at p99.9.
+fn whose_by(p99_within: bool, p999_within: bool) -> &'static str {
+    match (p99_within, p999_within) {
         (true, true) => {
             "within the machine's own floor: no sleeping generator could have done better here"
         }
@@ -260,6 +265,59 @@ fn whose(lag99: u64, lag999: u64, control: &Histogram<u64>) -> &'static str {
         }
         (false, _) => "above the machine's floor: the generator's own work delayed sends",
     }
+}
+
+/// The generator's self-check as it forms, for a live view: its verdict so far and one line
+/// of words with the figures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LiveCheck {
+    pub verdict: GeneratorVerdict,
+    pub line: String,
+}
+
+/// The self-check on what a live view knows: the last interval's send lag and response p99
+/// (ns), and the control meter's floor p99 (ns) over about the same time, if one runs. It is
+/// the final check's rule ([`sends_fell_behind`], [`within_floor`]) on send lag, since a live
+/// view has no dispatch lag: send lag also counts waits for a connection, which the final
+/// check tells apart. `open` is false for a closed or paced loop, which has no schedule of its
+/// own to keep.
+pub fn live_check(
+    open: bool,
+    send_lag_p99: u64,
+    response_p99: u64,
+    floor_p99: Option<u64>,
+) -> LiveCheck {
+    if !open {
+        return LiveCheck {
+            verdict: GeneratorVerdict::NotApplicable,
+            line: "no verdict: a closed or paced loop has no schedule of its own to keep".into(),
+        };
+    }
+    let behind = sends_fell_behind(send_lag_p99, response_p99);
+    let (verdict, head) = if behind {
+        (GeneratorVerdict::Behind, "GENERATOR BEHIND so far")
+    } else {
+        (GeneratorVerdict::Ok, "ok so far")
+    };
+    let mut line = format!(
+        "{head}: send lag p99 {} against response p99 {} in the last interval",
+        format_ns(send_lag_p99),
+        format_ns(response_p99)
+    );
+    match floor_p99 {
+        Some(floor) => {
+            let within = within_floor(send_lag_p99, floor);
+            line.push_str(&format!(
+                "; the machine's own hiccups p99 {}: {}",
+                format_ns(floor),
+                whose_by(within, within)
+            ));
+        }
+        None => {
+            line.push_str("; no control meter reports, so none of it is excused as the machine's")
+        }
+    }
+    LiveCheck { verdict, line }
 }
 
 /// This process's own meter, in words: and, when it was later than the machine's, that the
@@ -532,6 +590,42 @@ mod tests {
             "{:?}",
             checks.notes
         );
+    }
+
+    /// The live check says what the final check would on the same figures: the same
+    /// threshold for falling behind, the same floor, the same words for whose lateness it was.
+    #[test]
+    fn the_live_check_uses_the_final_checks_rule_and_words() {
+        let (ms, us) = (1_000_000, 1_000);
+        let late = live_check(true, 3 * ms, 10 * ms, Some(50 * us));
+        assert_eq!(late.verdict, GeneratorVerdict::Behind);
+        assert!(
+            late.line.starts_with("GENERATOR BEHIND so far"),
+            "{}",
+            late.line
+        );
+        assert!(
+            late.line.contains("above the machine's floor") && late.line.contains("3.00 ms"),
+            "{}",
+            late.line
+        );
+        // 3 ms against a 1 s tail: small, as the final check judges it; and the machine's.
+        let small = live_check(true, 3 * ms, 1_000 * ms, Some(2_500 * us));
+        assert_eq!(small.verdict, GeneratorVerdict::Ok);
+        assert!(
+            small.line.contains("within the machine's own floor"),
+            "{}",
+            small.line
+        );
+        assert_eq!(
+            sends_fell_behind(3 * ms, 10 * ms),
+            late.verdict == GeneratorVerdict::Behind
+        );
+        let alone = live_check(true, 20 * us, 10 * ms, None);
+        assert_eq!(alone.verdict, GeneratorVerdict::Ok);
+        assert!(alone.line.contains("no control meter"), "{}", alone.line);
+        let closed = live_check(false, 3 * ms, 10 * ms, Some(50 * us));
+        assert_eq!(closed.verdict, GeneratorVerdict::NotApplicable);
     }
 
     #[test]

@@ -43,5 +43,7 @@ pub use live_labels::{LabelSnapshot, LabelsSnapshot, LiveLabels};
 pub use progress::{Progress, ProgressSnapshot};
 pub use run::{execute, execute_journeys, Load, Plan, RunReport, HICCUP_TICK};
 pub use sleeper::Slack;
-pub use sojourn_timer::{serve_control, ControlCommand, DEFAULT_MAX_SPIN};
+pub use sojourn_timer::{
+    serve_control, ControlCommand, FloorFigures, FloorSnapshot, DEFAULT_MAX_SPIN,
+};
 pub use transport::{Answer, Connection, Exchange, ExchangeError, Kept, StepRequest, Transport};

@@ -34,6 +34,8 @@ pub struct Progress {
     labels: OnceLock<LiveLabels>,
     /// The run's time zero, once the engine has set it.
     t0: OnceLock<std::time::Instant>,
+    /// What the run's control meter reports while it runs, once it has started.
+    floor: OnceLock<sojourn_timer::FloorWatch>,
 }
 
 /// A snapshot summed over workers.
@@ -76,6 +78,7 @@ impl Progress {
             live,
             labels: OnceLock::new(),
             t0: OnceLock::new(),
+            floor: OnceLock::new(),
         }
     }
 
@@ -100,6 +103,17 @@ impl Progress {
     /// The journey run's rows, if asked for.
     pub fn labels(&self) -> Option<&LiveLabels> {
         self.labels.get()
+    }
+
+    /// Keeps the control meter's reports for whoever watches (the engine does, once).
+    pub(crate) fn watch_floor(&self, floor: sojourn_timer::FloorWatch) {
+        let _ = self.floor.set(floor);
+    }
+
+    /// The machine's floor as the control meter has reported it so far; `None` when no
+    /// control meter runs, or before its first report.
+    pub fn floor(&self) -> Option<sojourn_timer::FloorSnapshot> {
+        self.floor.get()?.snapshot()
     }
 
     /// Marks the run's time zero (the engine does, once).

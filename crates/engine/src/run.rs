@@ -195,6 +195,9 @@ fn execute_with<T: Transport>(
     let workers = plan.worker_count();
     // The child first: it starts up while the workers do, before the clock starts.
     let control = plan.control.as_ref().map(ControlMeter::start);
+    if let Some(Ok(meter)) = &control {
+        progress.watch_floor(meter.floor());
+    }
     let (t0, started, start_skew) = clock_start(plan.start_at);
     let meter = plan.hiccup.and_then(HiccupMeter::start);
     progress.start(t0.into_std());

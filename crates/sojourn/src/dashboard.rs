@@ -245,6 +245,7 @@ impl Feeder {
             watched,
             last: None,
             started: false,
+            judged: Judged::default(),
         }
     }
 }
@@ -257,6 +258,14 @@ pub struct Feed {
     objectives: LiveObjectives,
     last: Option<u64>,
     started: bool,
+    judged: Judged,
+}
+
+/// How many intervals the live self-check has judged, and found the generator behind in.
+#[derive(Debug, Default, Clone, Copy)]
+struct Judged {
+    intervals: u64,
+    behind: u64,
 }
 
 impl crate::execute::Watcher for Feed {
@@ -283,6 +292,8 @@ impl crate::execute::Watcher for Feed {
             };
             event["slo"] = self.judged(&view, &last, response);
         }
+        event["floor"] = floor_event(&view);
+        event["check"] = check_event(&view, &mut self.judged);
         self.last = Some(last.index);
         let event = sse(&event);
         let p99 = last.response_p99.as_nanos() as u64;
@@ -388,6 +399,58 @@ pub fn interval_event(v: &View) -> serde_json::Value {
         "in_flight": c.in_flight,
         "oldest_in_flight_ns": c.oldest_in_flight.map(ns),
         "labels": labels(v),
+    })
+}
+
+/// The control meter's floor (nanoseconds): its last period and the run so far; null when no
+/// control meter reports.
+pub fn floor_event(v: &View) -> serde_json::Value {
+    let Some(f) = &v.floor else {
+        return serde_json::Value::Null;
+    };
+    let figures = |f: &sojourn_engine::FloorFigures| {
+        serde_json::json!({
+            "ticks": f.ticks,
+            "p99": f.p99.as_nanos() as u64,
+            "max": f.max.as_nanos() as u64,
+        })
+    };
+    serde_json::json!({
+        "period": figures(&f.period),
+        "so_far": figures(&f.so_far),
+        "periods": f.periods,
+    })
+}
+
+/// The self-check as it forms: the final check's rule on the last interval's send lag against
+/// its response p99 and the floor's last period, and how many intervals so far it found the
+/// generator behind in. An interval with nothing sent and answered has nothing to judge.
+fn check_event(v: &View, judged: &mut Judged) -> serde_json::Value {
+    let lag = v.last.as_ref().map(|l| (l.send_lag, l.response.p99));
+    let Some((lag, response_p99)) = lag.filter(|(lag, _)| lag.count > 0) else {
+        return serde_json::json!({
+            "verdict": null,
+            "line": "nothing sent and answered in the last interval to judge",
+            "intervals": judged.intervals,
+            "behind": judged.behind,
+        });
+    };
+    let ns = |d: Duration| d.as_nanos() as u64;
+    let check = sojourn_core::check::live_check(
+        v.mode == "open",
+        ns(lag.p99),
+        ns(response_p99),
+        v.floor.map(|f| ns(f.period.p99)),
+    );
+    judged.intervals += 1;
+    if check.verdict == sojourn_core::check::GeneratorVerdict::Behind {
+        judged.behind += 1;
+    }
+    serde_json::json!({
+        "verdict": check.verdict,
+        "line": check.line,
+        "intervals": judged.intervals,
+        "behind": judged.behind,
     })
 }
 
@@ -712,6 +775,44 @@ mod tests {
         let j = interval_event(&crate::live::fixtures::journey_view());
         assert_eq!(j["labels"][0]["name"], "shop/log \"in\" \\ now");
         assert_eq!(j["labels"][1]["failed"], 2);
+    }
+
+    /// The floor in nanoseconds, null without a control meter; the check judged on the last
+    /// interval (52 µs of send lag against a calm 61 µs floor) and counted, and an interval with
+    /// nothing answered left unjudged and uncounted.
+    #[test]
+    fn the_floor_and_the_check_come_from_the_view() {
+        let v = crate::live::fixtures::stalled_view();
+        let f = floor_event(&v);
+        assert_eq!(f["period"]["p99"], 61_000);
+        assert_eq!(f["so_far"]["max"], 2_100_000);
+        assert_eq!(f["so_far"]["ticks"], 14_000);
+        assert!(floor_event(&View {
+            floor: None,
+            ..v.clone()
+        })
+        .is_null());
+        let mut judged = Judged::default();
+        let c = check_event(&v, &mut judged);
+        assert_eq!(c["verdict"], "ok");
+        assert!(
+            c["line"]
+                .as_str()
+                .unwrap()
+                .contains("within the machine's own floor"),
+            "{c}"
+        );
+        assert_eq!(
+            (c["intervals"].as_u64(), c["behind"].as_u64()),
+            (Some(1), Some(0))
+        );
+        let mut quiet = v.clone();
+        if let Some(l) = &mut quiet.last {
+            l.send_lag.count = 0;
+        }
+        let c = check_event(&quiet, &mut judged);
+        assert!(c["verdict"].is_null(), "{c}");
+        assert_eq!(c["intervals"], 1, "not counted");
     }
 
     #[test]

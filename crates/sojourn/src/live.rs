@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use sojourn_core::schedule::Slice;
 use sojourn_core::{End, Schedule};
-use sojourn_engine::{IntervalSnapshot, LabelsSnapshot, Load, Plan, Progress, ProgressSnapshot};
+use sojourn_engine::{
+    FloorSnapshot, IntervalSnapshot, LabelsSnapshot, Load, Plan, Progress, ProgressSnapshot,
+};
 
 /// A run being watched: its plan, its live counters, and the count of what has fallen due.
 #[derive(Clone)]
@@ -54,6 +56,9 @@ pub struct View {
     /// Requests (journeys, for a journey run) due by `elapsed` on the schedule; `None` for
     /// an unpaced closed loop, which has none.
     pub due: Option<u64>,
+    /// The machine's floor as the control meter has reported it so far; `None` when no
+    /// control meter runs (or before its first report).
+    pub floor: Option<FloorSnapshot>,
 }
 
 impl View {
@@ -137,6 +142,7 @@ impl Watched {
             counters: self.progress.snapshot(),
             last: self.progress.live().and_then(|l| l.last_interval()),
             labels: self.progress.labels().map(|l| l.snapshot()),
+            floor: self.progress.floor(),
         }
     }
 }
@@ -200,6 +206,15 @@ pub mod fixtures {
         }
     }
 
+    /// A control meter's `ticks` late by `p99_us` at p99 and `max_us` at most.
+    fn floor(ticks: u64, p99_us: u64, max_us: u64) -> sojourn_engine::FloorFigures {
+        sojourn_engine::FloorFigures {
+            ticks,
+            p99: Duration::from_micros(p99_us),
+            max: Duration::from_micros(max_us),
+        }
+    }
+
     /// 4.4 s into a stall: one answer in the last interval, 391 in flight, two failures.
     pub fn stalled_view() -> View {
         let mut counters = sojourn_engine::ProgressSnapshot {
@@ -240,6 +255,12 @@ pub mod fixtures {
             }),
             labels: None,
             due: Some(10_400),
+            // The machine was calm: the stall is the target's.
+            floor: Some(sojourn_engine::FloorSnapshot {
+                period: floor(1_000, 61, 180),
+                so_far: floor(14_000, 72, 2_100),
+                periods: 14,
+            }),
         }
     }
 

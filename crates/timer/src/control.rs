@@ -12,12 +12,17 @@
 //! SIGTERM) and then writes one line, [`LINE_PREFIX`] followed by its tick, the CPUs it ran on
 //! and its histogram (HdrHistogram V2, deflated, base64). Closing stdin also ends a child whose
 //! parent died, so a control meter never outlives its run.
+//!
+//! While it runs, the child also writes a [`PERIOD_PREFIX`] line every [`REPORT_EVERY`]: that
+//! period's ticks, their p99 and max (ns), and its histogram. The parent reads them on its own
+//! reader thread (never a worker's) into a [`FloorWatch`], so that a live view can show the
+//! machine's floor as it forms; the final line alone still makes the run's figures.
 use std::ffi::OsString;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -30,6 +35,14 @@ use crate::hiccup::{HiccupMeter, Oversleeps};
 /// The mark that starts the control meter's figures; anything else it (or a test harness around
 /// it) prints, before them on the same line or on other lines, is ignored.
 pub const LINE_PREFIX: &str = "sojourn-control-hiccups/1";
+
+/// The mark that starts one period's figures, written while the meter runs. A parent that
+/// knows only [`LINE_PREFIX`] skips these lines, and a child that writes none leaves this
+/// parent's [`FloorWatch`] empty: either side may be the older.
+pub const PERIOD_PREFIX: &str = "sojourn-control-period/1";
+
+/// How often a control meter reports while it runs.
+pub const REPORT_EVERY: Duration = Duration::from_secs(1);
 
 /// How long a stopped control meter has to hand over its histogram: it needs one tick to notice
 /// and a few milliseconds to write. A child that takes longer is killed and its figures lost.
@@ -77,6 +90,75 @@ pub struct ControlMeter {
     stdin: Option<ChildStdin>,
     answer: mpsc::Receiver<io::Result<String>>,
     reader: JoinHandle<()>,
+    floor: FloorWatch,
+}
+
+/// A control meter's figures over some span: its ticks, and how late they were (the floor).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FloorFigures {
+    pub ticks: u64,
+    pub p99: Duration,
+    pub max: Duration,
+}
+
+impl FloorFigures {
+    fn of(h: &Histogram<u64>) -> FloorFigures {
+        FloorFigures {
+            ticks: h.len(),
+            p99: Duration::from_nanos(h.value_at_quantile(0.99)),
+            max: Duration::from_nanos(h.max()),
+        }
+    }
+}
+
+/// The floor as it stands while the run goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FloorSnapshot {
+    /// The last period the meter reported.
+    pub period: FloorFigures,
+    /// Every period reported so far, together.
+    pub so_far: FloorFigures,
+    /// How many periods that is.
+    pub periods: u64,
+}
+
+/// What a running control meter has reported so far, for whoever watches the run. Cheap to
+/// clone; empty until the first period's line (and always, for a child that writes none).
+#[derive(Debug, Clone, Default)]
+pub struct FloorWatch(Arc<Mutex<Option<Reported>>>);
+
+#[derive(Debug)]
+struct Reported {
+    last: Histogram<u64>,
+    so_far: Histogram<u64>,
+    periods: u64,
+}
+
+impl FloorWatch {
+    /// The floor so far; `None` before the meter's first period.
+    pub fn snapshot(&self) -> Option<FloorSnapshot> {
+        let r = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        r.as_ref().map(|r| FloorSnapshot {
+            period: FloorFigures::of(&r.last),
+            so_far: FloorFigures::of(&r.so_far),
+            periods: r.periods,
+        })
+    }
+
+    fn add(&self, period: Histogram<u64>) {
+        let mut r = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let r = r.get_or_insert_with(|| Reported {
+            // Grows to fit: a decoded histogram keeps the range it was sent with, and a later
+            // period may be later than any before it.
+            so_far: Histogram::new(3).expect("3 significant digits is a valid precision"),
+            last: period.clone(),
+            periods: 0,
+        });
+        // Cannot fail: the sum has the same precision, and it resizes.
+        let _ = r.so_far.add(&period);
+        r.last = period;
+        r.periods += 1;
+    }
 }
 
 impl ControlMeter {
@@ -99,10 +181,12 @@ impl ControlMeter {
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().expect("stdout was piped");
         let (tx, answer) = mpsc::channel();
+        let floor = FloorWatch::default();
+        let watch = floor.clone();
         let reader = std::thread::Builder::new()
             .name("sojourn-control-reader".into())
             .spawn(move || {
-                let _ = tx.send(answer_line(stdout));
+                let _ = tx.send(answer_line(stdout, &watch));
             })
             .map_err(|source| ControlError::Spawn {
                 program: command.program.display().to_string(),
@@ -113,7 +197,13 @@ impl ControlMeter {
             stdin,
             answer,
             reader,
+            floor,
         })
+    }
+
+    /// The floor as the meter reports it while it runs.
+    pub fn floor(&self) -> FloorWatch {
+        self.floor.clone()
     }
 
     /// Asks the child for its figures (by closing its stdin) and waits for them.
@@ -136,11 +226,17 @@ impl ControlMeter {
 }
 
 /// The figures line from the child's stdout, read to its end (so that whatever the child writes
-/// after it finds a reader, not a broken pipe).
-fn answer_line(stdout: impl Read) -> io::Result<String> {
+/// after it finds a reader, not a broken pipe). Period lines on the way go to `floor`.
+fn answer_line(stdout: impl Read, floor: &FloorWatch) -> io::Result<String> {
     let mut found = None;
     for line in BufReader::new(stdout).lines() {
         let line = line?;
+        if let Some(at) = line.find(PERIOD_PREFIX) {
+            // A damaged period costs the watchers one update; the final line still counts.
+            if let Ok(h) = parse_period(&line[at + PERIOD_PREFIX.len()..]) {
+                floor.add(h);
+            }
+        }
         if let (None, Some(at)) = (&found, line.find(LINE_PREFIX)) {
             found = Some(line[at + LINE_PREFIX.len()..].trim().to_string());
         }
@@ -163,12 +259,7 @@ fn parse_line(line: &str) -> Result<ControlReport, ControlError> {
         .ok_or_else(|| damaged("no tick"))?;
     let cpus = words.next().ok_or_else(|| damaged("no CPU list"))?;
     let hdr = words.next().ok_or_else(|| damaged("no histogram"))?;
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(hdr)
-        .map_err(|e| damaged(&e.to_string()))?;
-    let histogram: Histogram<u64> = Deserializer::new()
-        .deserialize(&mut io::Cursor::new(bytes))
-        .map_err(|e| damaged(&format!("{e:?}")))?;
+    let histogram = decode(hdr).map_err(|e| damaged(&e))?;
     Ok(ControlReport {
         oversleeps: Oversleeps {
             histogram,
@@ -183,36 +274,112 @@ fn parse_line(line: &str) -> Result<ControlReport, ControlError> {
 }
 
 /// The control process's whole life: move off the parent's CPUs if another is free, tick every
-/// `period` until stdin closes or SIGTERM comes, then write the figures line to `out`.
+/// `period` until stdin closes or SIGTERM comes, writing a [`PERIOD_PREFIX`] line every
+/// [`REPORT_EVERY`], then write the figures line to `out`.
 pub fn serve(period: Duration, out: &mut impl Write) -> io::Result<()> {
+    serve_reporting(period, REPORT_EVERY, out)
+}
+
+/// [`serve`], with a period line every `every`.
+pub fn serve_reporting(period: Duration, every: Duration, out: &mut impl Write) -> io::Result<()> {
     let cpus = crate::affinity::leave_parents_cpus();
-    let meter = HiccupMeter::start(period)
+    let (tx, news) = mpsc::channel::<Option<Histogram<u64>>>();
+    let (periods, recent) = mpsc::channel();
+    let meter = HiccupMeter::start_reporting(period, Some((every, periods)))
         .ok_or_else(|| io::Error::other("the kernel refused a timerfd or a thread"))?;
-    wait_for_stop()?;
+    // The meter's periods join the stop signals on one channel, so this thread sleeps until
+    // either comes.
+    let forward = tx.clone();
+    std::thread::Builder::new()
+        .name("sojourn-control-periods".into())
+        .spawn(move || {
+            while let Ok(h) = recent.recv() {
+                if forward.send(Some(h)).is_err() {
+                    break;
+                }
+            }
+        })?;
+    watch_for_stop(tx)?;
+    while let Ok(Some(h)) = news.recv() {
+        writeln!(out, "{}", period_line(period, &h))?;
+        out.flush()?;
+    }
     let found = meter.stop();
-    let mut bytes = Vec::new();
-    V2DeflateSerializer::new()
-        .serialize(&found.histogram, &mut bytes)
-        .map_err(|e| io::Error::other(format!("{e:?}")))?;
-    let hdr = base64::engine::general_purpose::STANDARD.encode(bytes);
     let cpus = if cpus.is_empty() { "-".into() } else { cpus };
     writeln!(
         out,
-        "{LINE_PREFIX} {} {cpus} {hdr}",
-        found.period.as_nanos()
+        "{LINE_PREFIX} {} {cpus} {}",
+        found.period.as_nanos(),
+        encode(&found.histogram)?
     )?;
     out.flush()
 }
 
-/// Blocks until stdin reaches its end (the parent closed it, or died) or SIGTERM arrives.
-fn wait_for_stop() -> io::Result<()> {
-    let (tx, stopped) = mpsc::channel::<()>();
+fn encode(h: &Histogram<u64>) -> io::Result<String> {
+    let mut bytes = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(h, &mut bytes)
+        .map_err(|e| io::Error::other(format!("{e:?}")))?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
+fn decode(text: &str) -> Result<Histogram<u64>, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| e.to_string())?;
+    Deserializer::new()
+        .deserialize(&mut io::Cursor::new(bytes))
+        .map_err(|e| format!("{e:?}"))
+}
+
+/// `PERIOD_PREFIX TICK_NS COUNT P99_NS MAX_NS HISTOGRAM`: the figures in plain numbers for a
+/// person reading the pipe, the histogram for a parent that adds the periods up.
+fn period_line(tick: Duration, h: &Histogram<u64>) -> String {
+    // Encoding into memory fails only on a histogram the meter could not have made.
+    let hdr = encode(h).unwrap_or_else(|_| "-".into());
+    format!(
+        "{PERIOD_PREFIX} {} {} {} {} {hdr}",
+        tick.as_nanos(),
+        h.len(),
+        h.value_at_quantile(0.99),
+        h.max()
+    )
+}
+
+/// One period's ticks, from a [`period_line`] (without its prefix).
+fn parse_period(line: &str) -> Result<Histogram<u64>, ControlError> {
+    let damaged = |what: &str| ControlError::Damaged(format!("{what} in {line:?}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let [tick, count, p99, max, hdr] = words[..] else {
+        return Err(damaged("not five words"));
+    };
+    let number = |name: &str, word: &str| {
+        word.parse::<u64>()
+            .map_err(|_| damaged(&format!("no {name}")))
+    };
+    let (_, count, _, max) = (
+        number("tick", tick)?,
+        number("count", count)?,
+        number("p99", p99)?,
+        number("max", max)?,
+    );
+    let h = decode(hdr).map_err(|e| damaged(&e))?;
+    // The plain figures must say what the histogram holds, or one of them is not this meter's.
+    if count != h.len() || max != h.max() {
+        return Err(damaged("figures that disagree with the histogram"));
+    }
+    Ok(h)
+}
+
+/// Sends `None` on `tx` when stdin reaches its end (the parent closed it, or died) or SIGTERM
+/// arrives.
+fn watch_for_stop(tx: mpsc::Sender<Option<Histogram<u64>>>) -> io::Result<()> {
     let eof = tx.clone();
     std::thread::Builder::new()
         .name("sojourn-control-stdin".into())
         .spawn(move || {
             let _ = io::copy(&mut io::stdin().lock(), &mut io::sink());
-            let _ = eof.send(());
+            let _ = eof.send(None);
         })?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
@@ -225,9 +392,8 @@ fn wait_for_stop() -> io::Result<()> {
         .name("sojourn-control-signal".into())
         .spawn(move || {
             runtime.block_on(term.recv());
-            let _ = tx.send(());
+            let _ = tx.send(None);
         })?;
-    let _ = stopped.recv();
     Ok(())
 }
 
@@ -247,7 +413,7 @@ mod tests {
         let hdr = base64::engine::general_purpose::STANDARD.encode(bytes);
         let chatter =
             format!("\nrunning 1 test\ntest child ... {LINE_PREFIX} 1000000 0,2-3 {hdr}\nok\n");
-        let line = answer_line(chatter.as_bytes()).unwrap();
+        let line = answer_line(chatter.as_bytes(), &FloorWatch::default()).unwrap();
         let r = parse_line(&line).unwrap();
         assert_eq!(r.oversleeps.period, Duration::from_millis(1));
         assert_eq!(r.cpus, "0,2-3");
@@ -256,7 +422,7 @@ mod tests {
             .oversleeps
             .histogram
             .equivalent(r.oversleeps.histogram.max(), 2_000_000));
-        assert!(answer_line(&b"no figures here\n"[..]).is_err());
+        assert!(answer_line(&b"no figures here\n"[..], &FloorWatch::default()).is_err());
         for bad in [
             "",
             "1000000",
@@ -295,5 +461,109 @@ mod tests {
         let e = meter.stop().expect_err("no figures");
         assert!(matches!(e, ControlError::NoAnswer(_)), "{e}");
         assert!(started.elapsed() < ANSWER_WITHIN, "{:?}", started.elapsed());
+    }
+
+    fn ticks(fast: u64, slow: u64, slow_ns: u64) -> Histogram<u64> {
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        h.record_n(20_000, fast).unwrap();
+        h.record_n(slow_ns, slow).unwrap();
+        h
+    }
+
+    /// A period line says its figures in plain numbers and carries the histogram they come
+    /// from; a line whose numbers and histogram disagree, or that lacks a word, is damaged.
+    #[test]
+    fn a_period_line_round_trips_and_damage_is_named() {
+        let h = ticks(980, 20, 3_000_000);
+        let line = period_line(Duration::from_millis(1), &h);
+        let rest = line.strip_prefix(PERIOD_PREFIX).expect("the prefix first");
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        let (p99, max) = (h.value_at_quantile(0.99), h.max());
+        assert_eq!(
+            words[..4],
+            ["1000000", "1000", &p99.to_string(), &max.to_string()]
+        );
+        assert!(h.equivalent(p99, 3_000_000), "{p99}");
+        assert_eq!(parse_period(rest).unwrap(), h);
+        let hdr = words[4];
+        for bad in [
+            String::new(),
+            format!("1000000 1000 {p99} {max}"),
+            format!("1000000 999 {p99} {max} {hdr}"),
+            format!("1000000 1000 {p99} 5 {hdr}"),
+            format!("1000000 x {p99} {max} {hdr}"),
+            "1000000 1000 20000 3000000 not-base64!".to_string(),
+        ] {
+            assert!(
+                matches!(parse_period(&bad), Err(ControlError::Damaged(_))),
+                "{bad:?}"
+            );
+        }
+        // The two prefixes never mistake one line for the other.
+        assert!(!PERIOD_PREFIX.contains(LINE_PREFIX) && !LINE_PREFIX.contains(PERIOD_PREFIX));
+    }
+
+    /// A child (a shell script) that reports two periods, then waits for its stdin to close
+    /// and answers: the parent's reader keeps the last period and the two together, and
+    /// `stop` still returns the final line's figures, not the periods'.
+    #[test]
+    fn the_parent_keeps_the_floor_a_child_reports_while_it_runs() {
+        let (first, second) = (ticks(999, 1, 500_000), ticks(980, 20, 7_000_000));
+        let tick = Duration::from_millis(1);
+        let whole = ticks(5_000, 2, 9_000_000);
+        let last = format!("{LINE_PREFIX} 1000000 - {}", encode(&whole).unwrap());
+        let cmd = ControlCommand {
+            program: "/bin/sh".into(),
+            args: vec![
+                "-c".into(),
+                r#"echo "noise"; echo "$P1"; echo "$P2"; read _; echo "$LAST""#.into(),
+            ],
+            env: vec![
+                ("P1".into(), period_line(tick, &first).into()),
+                ("P2".into(), period_line(tick, &second).into()),
+                ("LAST".into(), last.into()),
+            ],
+        };
+        let meter = ControlMeter::start(&cmd).unwrap();
+        let floor = meter.floor();
+        let started = std::time::Instant::now();
+        let seen = loop {
+            match floor.snapshot() {
+                Some(s) if s.periods == 2 => break s,
+                _ if started.elapsed() > ANSWER_WITHIN => panic!("{:?}", floor.snapshot()),
+                _ => std::thread::sleep(Duration::from_millis(5)),
+            }
+        };
+        assert_eq!(seen.period, FloorFigures::of(&second), "the last period");
+        assert_eq!(seen.so_far.ticks, 2_000);
+        assert!(seen.period.max >= Duration::from_millis(7));
+        // Half the ticks were calmer: 21 slow ticks of 2,000 put p99 among the fast ones.
+        assert!(seen.so_far.p99 < seen.period.p99, "{seen:?}");
+        assert_eq!(seen.so_far.max, seen.period.max);
+        let report = meter.stop().unwrap();
+        assert_eq!(
+            report.oversleeps.histogram, whole,
+            "the final line, as before"
+        );
+    }
+
+    /// A child that writes only the final line (an older build) is answered as before, and
+    /// its watchers see no floor rather than a made-up one.
+    #[test]
+    fn a_child_without_period_lines_still_answers() {
+        let whole = ticks(100, 1, 2_000_000);
+        let cmd = ControlCommand {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), r#"read _; echo "$LAST""#.into()],
+            env: vec![(
+                "LAST".into(),
+                format!("{LINE_PREFIX} 1000000 0 {}", encode(&whole).unwrap()).into(),
+            )],
+        };
+        let meter = ControlMeter::start(&cmd).unwrap();
+        let floor = meter.floor();
+        let report = meter.stop().unwrap();
+        assert_eq!(report.oversleeps.histogram.len(), 101);
+        assert_eq!(floor.snapshot(), None);
     }
 }

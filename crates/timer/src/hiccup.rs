@@ -5,7 +5,7 @@
 //! neighbour holding the core. Whatever send lag a generator shows beyond this floor is its own
 //! doing; up to it, no sleeping generator on this machine could have done better.
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -33,6 +33,16 @@ impl HiccupMeter {
     /// Starts the meter on its own thread, waking every `period`. `None` if the kernel refuses
     /// a timerfd or a thread.
     pub fn start(period: Duration) -> Option<HiccupMeter> {
+        HiccupMeter::start_reporting(period, None)
+    }
+
+    /// Starts the meter as [`HiccupMeter::start`] does; with `report`, it also sends the
+    /// oversleeps of each `every` on their own (the whole run's are still what `stop` returns),
+    /// so that whoever watches sees the floor as it forms.
+    pub fn start_reporting(
+        period: Duration,
+        report: Option<(Duration, mpsc::Sender<Histogram<u64>>)>,
+    ) -> Option<HiccupMeter> {
         let period = period.max(Duration::from_micros(100));
         let mut fd = TimerFd::new_custom(ClockId::Monotonic, false, true).ok()?;
         let stop = Arc::new(AtomicBool::new(false));
@@ -47,7 +57,7 @@ impl HiccupMeter {
                     },
                     SetTimeFlags::Default,
                 );
-                measure(&fd, period, &flag)
+                measure(&fd, period, &flag, report)
             })
             .ok()?;
         Some(HiccupMeter {
@@ -72,14 +82,54 @@ fn new_histogram() -> Histogram<u64> {
     Histogram::new(3).expect("3 significant digits is a valid precision")
 }
 
-/// Ticks until told to stop.
-fn measure(fd: &TimerFd, period: Duration, stop: &AtomicBool) -> Histogram<u64> {
-    let mut ticks = Ticks::new(Instant::now(), period);
+/// Ticks until told to stop, sending each `report` period's oversleeps on the way.
+fn measure(
+    fd: &TimerFd,
+    period: Duration,
+    stop: &AtomicBool,
+    report: Option<(Duration, mpsc::Sender<Histogram<u64>>)>,
+) -> Histogram<u64> {
+    let start = Instant::now();
+    let mut ticks = Ticks::new(start, period);
+    let mut recent = report.map(|(every, to)| Recent {
+        every: every.max(period),
+        next: start + every.max(period),
+        ticks: Ticks::new(start, period),
+        to,
+    });
     while !stop.load(Ordering::Relaxed) {
         let expired = fd.read();
-        ticks.woke(expired, Instant::now());
+        let at = Instant::now();
+        ticks.woke(expired, at);
+        if let Some(r) = &mut recent {
+            r.woke(expired, at);
+        }
     }
     ticks.histogram
+}
+
+/// One period's ticks, sent at its end and begun afresh.
+struct Recent {
+    every: Duration,
+    next: Instant,
+    ticks: Ticks,
+    to: mpsc::Sender<Histogram<u64>>,
+}
+
+impl Recent {
+    fn woke(&mut self, expired: u64, at: Instant) {
+        // Recorded by the same rule as the whole run's, so a period's ticks sum to the run's.
+        self.ticks.woke(expired, at);
+        if at < self.next {
+            return;
+        }
+        let full = std::mem::replace(&mut self.ticks.histogram, new_histogram());
+        // A receiver gone is a watcher gone; the run's own figures do not need it.
+        let _ = self.to.send(full);
+        while self.next <= at {
+            self.next += self.every;
+        }
+    }
 }
 
 /// The tick count and what the wake-ups showed. The timerfd counts expirations, so a tick that

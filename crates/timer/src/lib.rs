@@ -26,7 +26,9 @@ use tokio::io::unix::AsyncFd;
 use tokio::time::Instant;
 
 pub use control::{
-    serve as serve_control, ControlCommand, ControlError, ControlMeter, ControlReport, LINE_PREFIX,
+    serve as serve_control, serve_reporting as serve_control_reporting, ControlCommand,
+    ControlError, ControlMeter, ControlReport, FloorFigures, FloorSnapshot, FloorWatch,
+    LINE_PREFIX, PERIOD_PREFIX, REPORT_EVERY,
 };
 pub use hiccup::{HiccupMeter, Oversleeps};
 pub use learn::Lateness;

@@ -24,12 +24,21 @@ fn this_binary() -> ControlCommand {
 fn a_control_meter_runs_in_a_process_of_its_own() {
     if let Ok(tick) = std::env::var(CHILD) {
         let tick = Duration::from_nanos(tick.parse().unwrap());
-        sojourn_timer::serve_control(tick, &mut std::io::stdout()).unwrap();
+        let every = Duration::from_millis(100);
+        sojourn_timer::serve_control_reporting(tick, every, &mut std::io::stdout()).unwrap();
         return;
     }
     let started = Instant::now();
     let meter = ControlMeter::start(&this_binary()).unwrap();
+    let floor = meter.floor();
     std::thread::sleep(Duration::from_millis(400));
+    // Reporting every 100 ms, a child that has started up has reported on its way.
+    let seen = floor.snapshot().expect("periods reported while it ran");
+    assert!(
+        seen.period.ticks > 0 && seen.period.p99 <= seen.period.max,
+        "{seen:?}"
+    );
+    assert!(seen.so_far.ticks >= seen.period.ticks && seen.so_far.max >= seen.period.max);
     let asked = Instant::now();
     let report = meter.stop().unwrap();
     assert!(
@@ -48,6 +57,7 @@ fn a_control_meter_runs_in_a_process_of_its_own() {
         (until_asked / 3..=until_answer).contains(&n),
         "{n} ticks in {until_asked}–{until_answer} ms"
     );
+    assert!(seen.so_far.ticks <= n, "the periods are part of the whole");
 }
 
 /// A generator confined to one core starts its control meter there; the meter moves to the
