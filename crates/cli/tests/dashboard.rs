@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::{peak_rss_kib, serial, temp_dir};
 use serde_json::Value;
+use sojourn_testkit::control::{on_a_quiet_machine_with_floor, Floor};
 
 /// The stall the target is told to have: from `AT` after its first request, for `FOR`. It ends
 /// mid-interval: the burst of answers at its end then lands clear of a boundary, where the
@@ -498,10 +499,24 @@ fn twenty_viewers_that_never_read_do_not_slow_the_run() {
         let lag = r["histograms"]["send_lag"]["percentiles"]["99"]
             .as_u64()
             .unwrap();
-        (lag, rss, took)
+        let control = |p: &str| {
+            r["histograms"]["control_hiccup"]["percentiles"][p]
+                .as_u64()
+                .map(|ns| ns as f64 / 1e6)
+        };
+        let floor = Floor {
+            p99: control("99"),
+            max: control("100"),
+        };
+        ((lag, rss, took), floor)
     };
-    let (lag_alone, rss_alone, took_alone) = measure(0);
-    let (lag_watched, rss_watched, took_watched) = measure(20);
+    // Both runs rest on the 40 slowest sends of 4,000: a pause of the machine in either
+    // (CI met 35 ms ones) puts a fifth of that in one run's p99 and not the other's.
+    let ((lag_alone, rss_alone, took_alone), (lag_watched, rss_watched, took_watched)) =
+        on_a_quiet_machine_with_floor("twenty stalled viewers", || {
+            let ((alone, a), (watched, w)) = (measure(0), measure(20));
+            ((alone, watched), a.worst(w))
+        });
     eprintln!(
         "send-lag p99 {lag_alone} ns alone, {lag_watched} ns with 20 stalled viewers; peak RSS \
          {rss_alone} and {rss_watched} KiB; {took_alone:?} and {took_watched:?}"

@@ -466,6 +466,7 @@ fn judged_run(ci: bool, floors: &[Option<f64>]) -> (usize, usize) {
         .iter()
         .map(|&floor| Quiet {
             floor,
+            freeze: None,
             other_cores: Some(0.0),
         })
         .collect();
@@ -532,6 +533,7 @@ fn under_ci_two_noisy_runs_fail_as_too_noisy() {
 fn other_work_over_half_a_core_is_a_noisy_machine_whatever_the_floor() {
     let quiet = |other_cores| Quiet {
         floor: Some(0.05),
+        freeze: None,
         other_cores,
     };
     let busy = quiet(Some(NOISY_OTHER_CORES + 0.1));
@@ -541,6 +543,24 @@ fn other_work_over_half_a_core_is_a_noisy_machine_whatever_the_floor() {
         (1, 1)
     );
     assert_eq!(judged_quiets(true, &[quiet(None)]), (1, 1));
+}
+
+/// A pause of the whole machine (the control meter's longest oversleep) makes a run noisy
+/// where the test judges pauses: 20 ms or more, whatever the p99; below it, or not judged,
+/// nothing.
+#[test]
+fn a_pause_of_the_machine_is_noisy_where_judged() {
+    let paused = |freeze| Quiet {
+        floor: Some(0.05),
+        freeze,
+        other_cores: Some(0.0),
+    };
+    assert_eq!(
+        judged_quiets(true, &[paused(Some(35.0)), paused(Some(2.0))]),
+        (2, 2)
+    );
+    assert_eq!(judged_quiets(true, &[paused(Some(19.9))]), (1, 1));
+    assert_eq!(judged_quiets(true, &[paused(None)]), (1, 1));
 }
 
 /// The load flags of a paced closed loop: `connections` connections sharing `case`'s slots
