@@ -332,3 +332,55 @@ fn a_real_browser_draws_a_line_set_per_loop() {
     );
     child.0.kill().unwrap();
 }
+
+/// A taken port is one line naming `--dashboard`, exit 2, before anything runs or is written:
+/// the port is bound before the first run of each command.
+#[test]
+fn a_taken_port_is_refused_before_any_run() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let dir = temp_dir("dashboard-taken");
+    let report = dir.join("page.html");
+    let report = report.to_str().unwrap();
+    for args in [
+        &[
+            "compare",
+            "http://127.0.0.1:9/",
+            "--rate",
+            "10",
+            "--duration",
+            "1s",
+            "--report",
+            report,
+        ][..],
+        &[
+            "sweep",
+            "http://127.0.0.1:9/",
+            "--rates",
+            "10",
+            "--step",
+            "2s",
+            "--report",
+            report,
+        ],
+        &["demo", "--duration", "1s", "--report", report],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_sojourn"))
+            .args(args)
+            .args(["--dashboard", &port])
+            .output()
+            .unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}: {err}", args[0]);
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{}: one line: {err}", args[0]);
+        assert!(
+            lines[0].starts_with(&format!(
+                "error: --dashboard: cannot listen on 127.0.0.1:{port}"
+            )),
+            "{}: {err}",
+            args[0]
+        );
+        assert!(!Path::new(report).exists(), "{}: nothing ran", args[0]);
+    }
+}
