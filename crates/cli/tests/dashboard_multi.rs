@@ -384,3 +384,82 @@ fn a_taken_port_is_refused_before_any_run() {
         assert!(!Path::new(report).exists(), "{}: nothing ran", args[0]);
     }
 }
+
+/// A sweep's page in headless Chromium: the table of finished steps has a row per step, in
+/// order, with its rate asked and verdict, and a reload replays it; no console error.
+#[test]
+fn a_real_browser_shows_a_sweeps_steps_as_they_finish() {
+    let Some(chromium) = sojourn_testkit::chromium() else {
+        sojourn_testkit::skip("the dashboard in a browser: no chromium on PATH");
+        return;
+    };
+    let _guard = serial();
+    let dir = temp_dir("dashboard-sweep-browser");
+    let (_server, url) = server();
+    let json = dir.join("sweep.json");
+    let mut browser = common::cdp::Browser::start(&chromium, &dir.join("profile"), (1280, 900));
+    let args = [
+        "sweep",
+        &url,
+        "--rates",
+        "40,80",
+        "--step",
+        "1500ms",
+        "--settle",
+        "0s",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let (mut child, addr) = with_dashboard(&args, &dir.join("out.txt"));
+    browser.open(&format!("http://{addr}/"));
+    let rows = "[...document.querySelectorAll('#steps tr')].slice(1).map(r => [...r.children].map(c => c.textContent))";
+    let one = "document.querySelectorAll('#steps tr').length === 2";
+    assert!(
+        browser.wait_for(one, Duration::from_secs(10)),
+        "the first step's row never showed"
+    );
+    let first = browser.eval(rows);
+    let two = "document.querySelectorAll('#steps tr').length === 3 || !document.getElementById('final').hidden";
+    assert!(
+        browser.wait_for(two, Duration::from_secs(10)),
+        "the second step's row never showed"
+    );
+    browser.call("Page.reload", serde_json::json!({}));
+    assert!(
+        browser.wait_for(
+            "document.querySelectorAll('#steps tr').length === 3",
+            Duration::from_secs(5)
+        ),
+        "after a reload the page did not replay both steps"
+    );
+    let after = browser.eval(rows);
+    // The page turns to the report after the sweep wrote its JSON.
+    assert!(
+        browser.wait_for(
+            "!document.getElementById('final').hidden",
+            Duration::from_secs(10)
+        ),
+        "the page never showed the sweep's report"
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let steps = doc["steps"].as_array().unwrap();
+    assert_eq!(
+        after[0], first[0],
+        "the replayed first row is the one shown live"
+    );
+    for (row, s) in after.as_array().unwrap().iter().zip(steps) {
+        assert_eq!(row[0], s["result"]["label"], "{row}");
+        let rate = format!("{}/s", s["step"]["target"].as_f64().unwrap());
+        assert_eq!(row[1], rate.as_str(), "{row}");
+        // The JSON's status in the table's words; with no --slo the verdict is that alone.
+        let status = s["step"]["status"].as_str().unwrap();
+        let words = status.to_uppercase().replace('_', "-");
+        assert_eq!(row[5], words.as_str(), "{row}");
+    }
+    assert!(
+        browser.errors.is_empty(),
+        "console errors: {:?}",
+        browser.errors
+    );
+    child.0.kill().unwrap();
+}
