@@ -56,6 +56,19 @@ pub struct CompareArgs {
     /// both loops' results) here. `-`: to standard output, and the table and everything else to standard error.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Serve a live web page of both loops on http://ADDR/ while they run: each loop's
+    /// response time, service time, send lag and rates per interval, its lines dashed its own
+    /// way, then the comparison's report (the --report page). Alone it listens on
+    /// 127.0.0.1:5665; a bare port listens on 127.0.0.1; ADDRESS:PORT exactly there; port 0
+    /// picks a free one. The URL is printed on stderr first.
+    #[arg(long, value_name = "[ADDRESS:]PORT", num_args = 0..=1,
+          default_missing_value = sojourn::dashboard::DEFAULT_ADDR,
+          value_parser = sojourn::dashboard::listen_addr)]
+    pub dashboard: Option<std::net::SocketAddr>,
+    /// With --dashboard: keep serving the report this long after the command ends.
+    #[arg(long, value_name = "DURATION", value_parser = args::duration, default_value = "0s",
+          requires = "dashboard")]
+    pub dashboard_linger: Duration,
 }
 
 impl From<CompareArgs> for sojourn::compare::CompareSettings {
@@ -83,6 +96,11 @@ impl From<CompareArgs> for sojourn::compare::CompareSettings {
 }
 
 pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
-    sojourn::compare::run(a.into(), &mut crate::panel::TerminalSinks::default())?;
+    let page = crate::live_page::start(a.dashboard, a.dashboard_linger)?;
+    let mut sinks = crate::live_page::sinks(page.as_ref());
+    let html = sojourn::compare::run(a.into(), &mut sinks)?;
+    if let Some(page) = page {
+        page.end(html)?;
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -45,6 +45,19 @@ pub struct DemoArgs {
     /// [default: 50] and --connections the virtual users.
     #[arg(long)]
     pub journey: bool,
+    /// Serve a live web page of the demo on http://ADDR/: the closed loop, then the open loop,
+    /// each with its own lines (response time, service time, send lag and rates per interval),
+    /// then the demo's report (the --report page). It opens no browser: the URL is printed on
+    /// stderr before anything else. Alone it listens on 127.0.0.1:5665; a bare port listens on
+    /// 127.0.0.1; ADDRESS:PORT exactly there; port 0 picks a free one.
+    #[arg(long, value_name = "[ADDRESS:]PORT", num_args = 0..=1,
+          default_missing_value = sojourn::dashboard::DEFAULT_ADDR,
+          value_parser = sojourn::dashboard::listen_addr)]
+    pub dashboard: Option<std::net::SocketAddr>,
+    /// With --dashboard: keep serving the report this long after the command ends.
+    #[arg(long, value_name = "DURATION", value_parser = args::duration, default_value = "0s",
+          requires = "dashboard")]
+    pub dashboard_linger: Duration,
 }
 
 impl From<DemoArgs> for sojourn::demo::DemoSettings {
@@ -64,6 +77,12 @@ impl From<DemoArgs> for sojourn::demo::DemoSettings {
 }
 
 pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
-    sojourn::demo::run(a.into(), &mut crate::panel::TerminalSinks::default())?;
+    // First, before the demo prints anything: where to look.
+    let page = crate::live_page::start(a.dashboard, a.dashboard_linger)?;
+    let mut sinks = crate::live_page::sinks(page.as_ref());
+    let html = sojourn::demo::run(a.into(), &mut sinks)?;
+    if let Some(page) = page {
+        page.end(html)?;
+    }
     Ok(ExitCode::SUCCESS)
 }

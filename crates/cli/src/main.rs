@@ -8,6 +8,7 @@ mod demo;
 mod diff;
 mod exit;
 mod gate;
+mod live_page;
 mod manual;
 mod merge;
 mod panel;

@@ -325,7 +325,9 @@ fn sparkline(f: &mut Frame, area: Rect, p99s: &[u64]) {
 }
 
 /// The terminal's live sinks: the panel (or progress line), the metrics endpoint when
-/// `--metrics-listen` asked for one, and the dashboard's feed when `--dashboard` did.
+/// `--metrics-listen` asked for one, and the dashboard's feed when `--dashboard` did. The panel
+/// and the endpoint watch the first run of several at once; the dashboard watches every run,
+/// each under its result's label.
 #[derive(Default)]
 pub struct TerminalSinks {
     pub metrics: Option<std::net::TcpListener>,
@@ -342,14 +344,28 @@ impl Sinks for TerminalSinks {
         plan: &Plan,
         progress: &Arc<Progress>,
     ) -> anyhow::Result<Vec<Box<dyn Watcher>>> {
+        self.make_run(plan, progress, "", true)
+    }
+
+    fn make_run(
+        &mut self,
+        plan: &Plan,
+        progress: &Arc<Progress>,
+        label: &str,
+        first: bool,
+    ) -> anyhow::Result<Vec<Box<dyn Watcher>>> {
         let watched = Watched::new(plan, progress.clone());
         let mut sinks: Vec<Box<dyn Watcher>> = Vec::new();
+        // Cloned, not taken: a sweep's every step, and each loop of a compare, feeds the page.
+        if let Some(feeder) = &self.dashboard {
+            sinks.push(Box::new(feeder.feed_run(watched.clone(), label)));
+        }
+        if !first {
+            return Ok(sinks);
+        }
         if let Some(listener) = self.metrics.take() {
             let server = sojourn::metrics::MetricsServer::start(listener, watched.clone())?;
             sinks.push(Box::new(server));
-        }
-        if let Some(feeder) = self.dashboard.take() {
-            sinks.push(Box::new(feeder.feed(watched.clone())));
         }
         let panel = Panel::new(watched, || {
             crate::progress::Bar::new(plan, progress.clone())

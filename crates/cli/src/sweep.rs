@@ -101,9 +101,24 @@ pub struct SweepArgs {
     /// the measured one.
     #[arg(long, value_name = "SCENARIO")]
     pub model: Option<String>,
+    /// Serve a live web page of the sweep on http://ADDR/: each step's response time, service
+    /// time, send lag and rates per interval as it runs, a table of the finished steps (rate
+    /// asked, achieved, p50, p99, verdict) that grows as each finishes, then the sweep's report
+    /// (the --report page). Alone it listens on 127.0.0.1:5665; a bare port listens on
+    /// 127.0.0.1; ADDRESS:PORT exactly there; port 0 picks a free one. The URL is printed on
+    /// stderr first.
+    #[arg(long, value_name = "[ADDRESS:]PORT", num_args = 0..=1,
+          default_missing_value = sojourn::dashboard::DEFAULT_ADDR,
+          value_parser = sojourn::dashboard::listen_addr)]
+    pub dashboard: Option<std::net::SocketAddr>,
+    /// With --dashboard: keep serving the report this long after the command ends.
+    #[arg(long, value_name = "DURATION", value_parser = args::duration, default_value = "0s",
+          requires = "dashboard")]
+    pub dashboard_linger: Duration,
 }
 
 pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
+    let page = crate::live_page::start(a.dashboard, a.dashboard_linger)?;
     let config = SweepSettings::from(a.sweep.clone()).validate()?;
     let model = a
         .model
@@ -131,8 +146,13 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
         humantime::format_duration(config.step),
         humantime::format_duration(config.settle)
     );
-    let sinks = &mut crate::panel::TerminalSinks::default();
-    let (outcome, threads) = sweep.run(&config, sinks, show_step)?;
+    let sinks = &mut crate::live_page::sinks(page.as_ref());
+    let (outcome, threads) = sweep.run(&config, sinks, |step| {
+        show_step(step);
+        if let Some(page) = &page {
+            page.step(step);
+        }
+    })?;
     let modelled = match &model {
         Some(scenario) => {
             let pool = sojourn::model::ModelPool {
@@ -149,9 +169,16 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
     let model_cliff = modelled
         .as_ref()
         .and_then(|(_, m)| m.bracket.passing.zip(m.bracket.failing));
-    finish(&config, &outcome, &a.url, a.json.as_deref(), model_cliff)?;
+    let written = finish(&config, &outcome, &a.url, a.json.as_deref(), model_cliff)?;
     if let Some((scenario, m)) = &modelled {
         println!("model ({scenario}): {}", cliff_line(&config, m));
+    }
+    if let Some(page) = page {
+        let html = match written {
+            Some(html) => html,
+            None => sojourn::sweep::page(&config, &outcome, &a.url, model_cliff)?,
+        };
+        page.end(html)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -264,8 +264,8 @@ pub fn measure(
 
 /// Runs both loops at once, prints the seeds' table, the verdict and each loop's notes, and
 /// writes the page (and `closed.json` and `open.json`, given `json_dir`; the
-/// [`CompareDocument`], given `json`).
-pub fn run(a: CompareSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow::Result<()> {
+/// [`CompareDocument`], given `json`). Returns the page as written.
+pub fn run(a: CompareSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow::Result<String> {
     let (mut closed, mut open) = loops(&a)?;
     if let Some(dir) = &a.json_dir {
         std::fs::create_dir_all(dir)
@@ -301,12 +301,13 @@ pub fn run(a: CompareSettings, sinks: &mut dyn crate::execute::Sinks) -> anyhow:
         crate::side_by_side::report_run(&o, Vec::new()),
     ];
     let target = o.config.target.clone().unwrap_or_default();
-    crate::side_by_side::write_report(&a.report, format!("sojourn compare: {target}"), runs)?;
+    let html =
+        crate::side_by_side::write_report(&a.report, format!("sojourn compare: {target}"), runs)?;
     println!("report: {}", a.report.display());
     if let Some(path) = &a.json {
         crate::outputs::write_document(path, "--json", &CompareDocument::new(&a, c, o))?;
     }
-    Ok(())
+    Ok(html)
 }
 
 /// The two loops' specs, checked before anything runs: (closed, open).
@@ -338,10 +339,11 @@ fn run_loops(
     closed.fit_pool(&transports.0);
     open.fit_pool(&transports.1);
     let plans = (closed.plan(), open.plan());
+    let live = sinks.live();
     let job = |plan, transport, spec: &RunSpec| Job {
         plan,
         transport,
-        progress: crate::execute::progress(plan, false),
+        progress: crate::execute::progress(plan, live),
         about: About {
             target: Some(url.clone()),
             journeys: spec.about().journeys,

@@ -185,12 +185,27 @@ impl Dashboard {
             samples: Vec::new(),
         };
         let html = sojourn_report::html::render(&[run], &Default::default())?;
+        self.end_with_html(html);
+        Ok(())
+    }
+
+    /// The command is over: `/report.html` now serves `html`, the page the command wrote
+    /// (`compare`'s, a sweep's, the demo's), and every page is told to show it.
+    pub fn end_with_html(&self, html: impl Into<Bytes>) {
         let event = sse(&serde_json::json!({"type": "end", "report": "/report.html"}));
         let mut state = self.shared.state();
-        state.report = Some(Bytes::from(html));
+        state.report = Some(html.into());
         state.broadcast(&event);
         state.end = Some(event);
-        Ok(())
+    }
+
+    /// A sweep's step is over: its row joins the page's table of finished steps. Pinned, so a
+    /// reload replays every step whatever thinning takes.
+    pub fn step(&self, run: &str, step: &sojourn_core::sweep::Step) {
+        let event = sse(&step_event(run, step));
+        let mut state = self.shared.state();
+        state.broadcast(&event);
+        state.history.pin(event);
     }
 
     /// Keeps serving for `linger` (the report stays up for a person to look; Ctrl-C ends it
@@ -246,6 +261,16 @@ impl Feeder {
             last: None,
             started: false,
             judged: Judged::default(),
+            run: None,
+        }
+    }
+
+    /// The live sink for the run its result labels `run`: each of its events carries
+    /// `"run": run`, so one page keeps several runs apart (`compare`'s loops, a sweep's steps).
+    pub fn feed_run(&self, watched: Watched, run: &str) -> Feed {
+        Feed {
+            run: Some(run.to_string()),
+            ..self.feed(watched)
         }
     }
 }
@@ -259,6 +284,8 @@ pub struct Feed {
     last: Option<u64>,
     started: bool,
     judged: Judged,
+    /// The run's label, on each of its events, when the page shows several runs.
+    run: Option<String>,
 }
 
 /// How many intervals the live self-check has judged, and found the generator behind in.
@@ -272,7 +299,9 @@ impl crate::execute::Watcher for Feed {
     fn update(&mut self) {
         if !self.started {
             self.started = true;
-            let event = sse(&start_event(&self.watched));
+            let mut event = start_event(&self.watched);
+            self.name(&mut event);
+            let event = sse(&event);
             let mut state = self.shared.state();
             state.broadcast(&event);
             state.history.pin(event);
@@ -295,6 +324,7 @@ impl crate::execute::Watcher for Feed {
         event["floor"] = floor_event(&view);
         event["check"] = check_event(&view, &mut self.judged);
         self.last = Some(last.index);
+        self.name(&mut event);
         let event = sse(&event);
         let p99 = last.response_p99.as_nanos() as u64;
         let mut state = self.shared.state();
@@ -306,6 +336,13 @@ impl crate::execute::Watcher for Feed {
 }
 
 impl Feed {
+    /// Adds the run's label, when it has one, to an event of it.
+    fn name(&self, event: &mut serde_json::Value) {
+        if let Some(run) = &self.run {
+            event["run"] = run.as_str().into();
+        }
+    }
+
     /// The interval joins the objectives' windows; each objective as it stands now.
     fn judged(
         &mut self,
@@ -354,6 +391,27 @@ pub fn start_event(w: &Watched) -> serde_json::Value {
         "interval_ns": w.interval().as_nanos() as u64,
         "planned_ns": view.planned.map(|d| d.as_nanos() as u64),
         "stages": stages,
+    })
+}
+
+/// A finished sweep step: the run it was, the rate asked and achieved, the response p50 and p99
+/// after the settle (nanoseconds), the verdict and each objective as the sweep's table words
+/// them.
+pub fn step_event(run: &str, step: &sojourn_core::sweep::Step) -> serde_json::Value {
+    serde_json::json!({
+        "type": "step",
+        "run": run,
+        "target": step.target,
+        "achieved": step.achieved,
+        "p50_ns": step.response_p50_ns,
+        "p99_ns": step.response_p99_ns,
+        "verdict": step.status.label(),
+        // The sweep table's words, so the page and the terminal say the same thing.
+        "slos": step
+            .slos
+            .iter()
+            .map(|c| format!("{} {}", c.slo, if c.met { "met" } else { "BREACHED" }))
+            .collect::<Vec<_>>(),
     })
 }
 

@@ -112,8 +112,9 @@ pub struct Measured {
 }
 
 /// Runs the demo with `sinks` watching each loop, prints the side-by-side table and what it
-/// shows, and writes the page (and the result documents, given `json_dir`).
-pub fn run(a: DemoSettings, sinks: &mut dyn Sinks) -> anyhow::Result<()> {
+/// shows, and writes the page (and the result documents, given `json_dir`). Returns the page
+/// as written.
+pub fn run(a: DemoSettings, sinks: &mut dyn Sinks) -> anyhow::Result<String> {
     if a.journey {
         return journeys(a, sinks);
     }
@@ -152,14 +153,13 @@ pub fn run(a: DemoSettings, sinks: &mut dyn Sinks) -> anyhow::Result<()> {
     print!("{}", crate::side_by_side::table(&columns, "open loop"));
     println!();
     println!("{}", explain(&scenario, &outcome, connections));
-    write_outputs(&a, &outcome)?;
-    Ok(())
+    write_outputs(&a, &outcome)
 }
 
 /// `demo --journey`: the built-in journey against the embedded server, the closed journey loop
 /// (virtual users sized to the same journey rate on a healthy server, timed from the sends)
 /// beside the open journey loop at once, as `compare --journey` runs them.
-fn journeys(a: DemoSettings, sinks: &mut dyn Sinks) -> anyhow::Result<()> {
+fn journeys(a: DemoSettings, sinks: &mut dyn Sinks) -> anyhow::Result<String> {
     if a.closed_mode == ClosedMode::Unpaced || a.connections == Some(0) {
         return Err(bad_input!("--closed-mode: with --journey the closed loop is the closed journey loop (virtual users); drop --closed-mode, and give --connections at least 1"));
     }
@@ -505,7 +505,7 @@ fn plural(n: usize, what: &str) -> String {
     }
 }
 
-fn write_outputs(a: &DemoSettings, o: &DemoOutcome) -> anyhow::Result<()> {
+fn write_outputs(a: &DemoSettings, o: &DemoOutcome) -> anyhow::Result<String> {
     if let Some(dir) = &a.json_dir {
         std::fs::create_dir_all(dir)
             .map_err(|e| bad_input!("--json-dir: cannot create {}: {e}", dir.display()))?;
@@ -523,9 +523,9 @@ fn write_outputs(a: &DemoSettings, o: &DemoOutcome) -> anyhow::Result<()> {
         crate::side_by_side::report_run(&o.open, o.open_dots.clone()),
         crate::side_by_side::report_run(&o.model, Vec::new()),
     ];
-    crate::side_by_side::write_report(&a.report, title, runs)?;
+    let html = crate::side_by_side::write_report(&a.report, title, runs)?;
     println!("\nreport: {} (open it in a browser)", a.report.display());
-    Ok(())
+    Ok(html)
 }
 
 #[cfg(test)]

@@ -38,7 +38,7 @@ pub trait Watcher {
 }
 
 /// What watches the runs of a command: it says whether its sinks need per-interval figures,
-/// and makes them for a run when it starts (for runs at once, from the first).
+/// and makes them for a run when it starts.
 pub trait Sinks {
     /// Whether a sink shows per-interval figures (the engine then keeps them live).
     fn live(&self) -> bool;
@@ -48,6 +48,23 @@ pub trait Sinks {
         plan: &Plan,
         progress: &Arc<Progress>,
     ) -> anyhow::Result<Vec<Box<dyn Watcher>>>;
+    /// The sinks for the run its result labels `label`; `first` unless it runs beside an
+    /// earlier one (`compare`'s second loop). By default the first gets [`Sinks::make`]'s and
+    /// the others none: one terminal shows one panel. A sink that shows several runs at once
+    /// (the dashboard) overrides this to watch each.
+    fn make_run(
+        &mut self,
+        plan: &Plan,
+        progress: &Arc<Progress>,
+        label: &str,
+        first: bool,
+    ) -> anyhow::Result<Vec<Box<dyn Watcher>>> {
+        let _ = label;
+        match first {
+            true => self.make(plan, progress),
+            false => Ok(Vec::new()),
+        }
+    }
 }
 
 /// No live sinks: a library run, or a test.
@@ -125,10 +142,10 @@ pub fn run_together<const N: usize>(
 ) -> anyhow::Result<[RunResult; N]> {
     raise_fd_limit();
     jobs.iter().for_each(watch_journeys);
-    let mut watchers = match jobs.first() {
-        Some(first) => sinks.make(first.plan, &first.progress)?,
-        None => Vec::new(),
-    };
+    let mut watchers = Vec::new();
+    for (i, job) in jobs.iter().enumerate() {
+        watchers.extend(sinks.make_run(job.plan, &job.progress, &job.about.label, i == 0)?);
+    }
     let cancel = CancellationToken::new();
     let reports = std::thread::scope(|scope| {
         let engines: Vec<_> = jobs

@@ -27,17 +27,17 @@ pub fn report_run(r: &RunResult, samples: Vec<Sample>) -> ReportRun {
     }
 }
 
-/// Writes one HTML report with these runs (for `--report`).
+/// Writes one HTML report with these runs (for `--report`), and returns it as written.
 pub fn write_report(
     path: &std::path::Path,
     title: String,
     runs: Vec<ReportRun>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<String> {
     let html = sojourn_report::html::render(
         &runs,
         &sojourn_report::html::HtmlOptions { title: Some(title) },
     )?;
-    std::fs::write(path, html)
+    std::fs::write(path, &html)
         .map_err(|e| crate::bad_input!("--report: cannot write {}: {e}", path.display()))?;
-    Ok(())
+    Ok(html)
 }

@@ -530,7 +530,8 @@ fn write_outputs(
         "sojourn suite: {} — every tool against the model",
         scenario.name()
     );
-    crate::side_by_side::write_report(report, title, views)
+    crate::side_by_side::write_report(report, title, views)?;
+    Ok(())
 }
 
 /// The scenario's table: one row per run, the model first.

@@ -189,7 +189,7 @@ impl HttpSweep {
                 ..Default::default()
             },
             interval: config.interval,
-            label: Some(format!("sweep {} req/s", rate_text(rate.get()))),
+            label: Some(step_label(rate.get())),
             ..crate::RunSettings::default()
         }
     }
@@ -518,41 +518,64 @@ fn client_limit(outcome: &Outcome) -> Option<String> {
     })
 }
 
+/// The label of a step's run at `rate`, as its result names it: `sweep 400 req/s`.
+pub fn step_label(rate: f64) -> String {
+    format!("sweep {} req/s", rate_text(rate))
+}
+
 /// Writes the files asked for: the sweep document (`--json`) and the page (`--report`, which
 /// shows the [`table`] and, given `model`, the model's cliff beside the measured one).
+/// Returns the page as written, if one was.
 pub fn write_files(
     config: &Config,
     outcome: &Outcome,
     target: &str,
     json: Option<&std::path::Path>,
     model: Option<(f64, f64)>,
-) -> anyhow::Result<()> {
-    let table = table(config, outcome);
+) -> anyhow::Result<Option<String>> {
     if let Some(path) = json {
         write_json(path, target, config, outcome)?;
     }
-    if let Some(path) = &config.report {
-        let points: Vec<SweepPoint> = outcome
-            .steps
-            .iter()
-            .map(|(s, _)| SweepPoint {
-                offered: s.target,
-                achieved: s.achieved,
-                p50_ms: s.response_p50_ns as f64 / 1e6,
-                p99_ms: s.response_p99_ns as f64 / 1e6,
-                status: s.status,
-            })
-            .collect();
-        let cliffs = Cliffs {
-            measured: outcome.bracket.passing.zip(outcome.bracket.failing),
-            model,
-        };
-        let title = format!("sojourn sweep: {target}");
-        let page = sojourn_report::html::sweep_page(&title, &table, &points, cliffs)?;
-        std::fs::write(path, page)
-            .map_err(|e| bad_input!("--report: cannot write {}: {e}", path.display()))?;
-    }
-    Ok(())
+    let Some(path) = &config.report else {
+        return Ok(None);
+    };
+    let page = page(config, outcome, target, model)?;
+    std::fs::write(path, &page)
+        .map_err(|e| bad_input!("--report: cannot write {}: {e}", path.display()))?;
+    Ok(Some(page))
+}
+
+/// The sweep's page (`--report`): the [`table`], offered against achieved rate, and the
+/// response percentiles against the offered rate, with the cliff (and, given `model`, the
+/// model's) shaded.
+pub fn page(
+    config: &Config,
+    outcome: &Outcome,
+    target: &str,
+    model: Option<(f64, f64)>,
+) -> anyhow::Result<String> {
+    let points: Vec<SweepPoint> = outcome
+        .steps
+        .iter()
+        .map(|(s, _)| SweepPoint {
+            offered: s.target,
+            achieved: s.achieved,
+            p50_ms: s.response_p50_ns as f64 / 1e6,
+            p99_ms: s.response_p99_ns as f64 / 1e6,
+            status: s.status,
+        })
+        .collect();
+    let cliffs = Cliffs {
+        measured: outcome.bracket.passing.zip(outcome.bracket.failing),
+        model,
+    };
+    let title = format!("sojourn sweep: {target}");
+    Ok(sojourn_report::html::sweep_page(
+        &title,
+        &table(config, outcome),
+        &points,
+        cliffs,
+    )?)
 }
 
 /// The sweep document: schema `sojourn.sweep/1` (`schema/sweep.schema.json`), each step's
@@ -586,20 +609,21 @@ pub fn show_step(step: &crate::sweep::Step) {
     eprintln!("  {}", row(step));
 }
 
-/// Prints the table, writes the files asked for, and names the page.
+/// Prints the table, writes the files asked for, and names the page. Returns the page as
+/// written, if one was.
 pub fn finish(
     config: &Config,
     outcome: &Outcome,
     target: &str,
     json: Option<&std::path::Path>,
     model: Option<(f64, f64)>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<String>> {
     print!("{}", table(config, outcome));
-    write_files(config, outcome, target, json, model)?;
+    let page = write_files(config, outcome, target, json, model)?;
     if let Some(path) = &config.report {
         println!("report: {}", path.display());
     }
-    Ok(())
+    Ok(page)
 }
 
 #[cfg(test)]
