@@ -156,20 +156,25 @@ fn draw(f: &mut Frame, v: &View, p99s: &[u64]) {
 /// more than [`MAX_ROWS`], the first steps and journeys that fit, and a line saying how many
 /// are not shown.
 fn table(l: &LabelsSnapshot) -> Vec<String> {
-    let (steps, journeys) = shown(l.steps.len(), l.journeys.len());
+    // A targets file's labels take the steps' place: a run has one or the other.
+    let (rows, title, noun) = match l.targets.is_empty() {
+        true => (&l.steps, "step / journey", "step"),
+        false => (&l.targets, "target label", "label"),
+    };
+    let (steps, journeys) = shown(rows.len(), l.journeys.len());
     let mut lines = vec![format!(
         "{:<NAME$}{:>9}{:>8}{:>11}{:>11}{:>11}",
-        "step / journey", "completed", "failed", "in flight", "p50", "p99"
+        title, "completed", "failed", "in flight", "p50", "p99"
     )];
-    lines.extend(l.steps[..steps].iter().map(|r| row(&r.name, r)));
+    lines.extend(rows[..steps].iter().map(|r| row(&r.name, r)));
     lines.extend(
         l.journeys[..journeys]
             .iter()
             .map(|r| row(&format!("journey {}", r.name), r)),
     );
-    let hidden = (l.steps.len() - steps, l.journeys.len() - journeys);
+    let hidden = (rows.len() - steps, l.journeys.len() - journeys);
     if hidden != (0, 0) {
-        lines.push(hidden_line(hidden));
+        lines.push(hidden_line(hidden, noun));
     }
     lines
 }
@@ -184,15 +189,15 @@ fn shown(steps: usize, journeys: usize) -> (usize, usize) {
     (steps.min(MAX_ROWS - 1 - journeys), journeys)
 }
 
-fn hidden_line((steps, journeys): (usize, usize)) -> String {
+fn hidden_line((steps, journeys): (usize, usize), noun: &str) -> String {
     let count = |n: usize, what: &str| match n {
         1 => format!("1 {what}"),
         n => format!("{n} {what}s"),
     };
     let what = match (steps, journeys) {
-        (s, 0) => count(s, "step"),
+        (s, 0) => count(s, noun),
         (0, j) => count(j, "journey"),
-        (s, j) => format!("{} and {}", count(s, "step"), count(j, "journey")),
+        (s, j) => format!("{} and {}", count(s, noun), count(j, "journey")),
     };
     format!("… {what} more, not shown")
 }
@@ -468,7 +473,17 @@ mod tests {
         let mut many = LabelsSnapshot {
             steps: (0..30).map(step).collect(),
             journeys: (0..3).map(journey).collect(),
+            targets: Vec::new(),
         };
+        // A targets file's labels take the steps' place, under their own title.
+        let labels = LabelsSnapshot {
+            targets: (0..12).map(step).collect(),
+            steps: Vec::new(),
+            journeys: Vec::new(),
+        };
+        let rows = table(&labels);
+        assert!(rows[0].starts_with("target label "), "{rows:#?}");
+        assert_eq!(rows[10], "… 3 labels more, not shown", "{rows:#?}");
         let rows = table(&many);
         assert_eq!(rows.len(), 1 + MAX_ROWS, "{rows:#?}");
         assert!(rows[6].starts_with("checkout/step-5 "), "{rows:#?}");

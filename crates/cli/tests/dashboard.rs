@@ -81,14 +81,16 @@ fn serve(args: &[impl AsRef<std::ffi::OsStr>]) -> (Killed, String) {
 /// Starts `sojourn run URL --rate RATE --duration SECS` with a dashboard on a free port and
 /// `extra` flags; returns the run and the dashboard's address, read from its stderr.
 fn dashboard_run(url: &str, rate: &str, secs: &str, extra: &[&str]) -> (Killed, SocketAddr) {
-    dashboard_with(url, &["--rate", rate, "--duration", secs], extra)
+    dashboard_with(&[url], &["--rate", rate, "--duration", secs], extra)
 }
 
-/// `sojourn run URL LOAD… --interval 500ms --dashboard 127.0.0.1:0 EXTRA…`.
-fn dashboard_with(url: &str, load: &[&str], extra: &[&str]) -> (Killed, SocketAddr) {
+/// `sojourn run TARGET… LOAD… --interval 500ms --dashboard 127.0.0.1:0 EXTRA…`, where the
+/// target is a URL or `--targets FILE`.
+fn dashboard_with(target: &[&str], load: &[&str], extra: &[&str]) -> (Killed, SocketAddr) {
     let mut run = Killed(
         Command::new(env!("CARGO_BIN_EXE_sojourn"))
-            .args(["run", url])
+            .arg("run")
+            .args(target)
             .args(load)
             .args(["--interval", "500ms", "--dashboard", "127.0.0.1:0"])
             .args(extra)
@@ -359,7 +361,7 @@ fn stages_objectives_and_waiting_requests_show_as_they_happen() {
         "calm:p50<50ms",
     ];
     let extra = [&slo[..], &["--json", json.to_str().unwrap()]].concat();
-    let (mut run, addr) = dashboard_with(&url, &load, &extra);
+    let (mut run, addr) = dashboard_with(&[&url], &load, &extra);
     let reader = read_events(addr);
     assert_eq!(
         run.0.wait().unwrap().code(),
@@ -429,6 +431,51 @@ fn stages_objectives_and_waiting_requests_show_as_they_happen() {
         "due so far {due:?} of {scheduled}"
     );
     same_figures_as_the_result(&seen, &result);
+}
+
+/// A run of a targets file shows a row per label of the file, in its order, named as the
+/// result names them, none counting more than the result's label finished.
+#[test]
+fn a_targets_run_shows_a_row_per_label() {
+    let _guard = serial();
+    let dir = temp_dir("dashboard-targets");
+    let (_server, url) = serve(&["--scenario", "healthy"]);
+    let file = dir.join("targets.txt");
+    std::fs::write(
+        &file,
+        format!(
+            "# label: items\n# weight: 3\nGET {url}?items\n\n# label: create\nGET {url}?create\n"
+        ),
+    )
+    .unwrap();
+    let json = dir.join("r.json");
+    let targets = ["--targets", file.to_str().unwrap()];
+    let load = ["--rate", "200", "--duration", "2s"];
+    let (mut run, addr) = dashboard_with(&targets, &load, &["--json", json.to_str().unwrap()]);
+    let reader = read_events(addr);
+    assert!(run.0.wait().unwrap().success());
+    let events = reader.join().unwrap();
+    let last = *intervals(&events).last().expect("an interval");
+    let result: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let labels: Vec<&str> = result["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["items", "create"]);
+    let rows = last["labels"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{last}"));
+    let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, labels);
+    for (row, target) in rows.iter().zip(result["targets"].as_array().unwrap()) {
+        let finished = row["finished"].as_u64().unwrap();
+        assert!(
+            finished > 0 && finished <= target["counts"]["completed"].as_u64().unwrap(),
+            "{row} against {target}"
+        );
+    }
 }
 
 #[test]
@@ -728,7 +775,7 @@ fn a_real_browser_shows_a_stall_while_it_holds() {
     let mut browser = common::cdp::Browser::start(&chromium, &dir.join("profile"), (1280, 1000));
     let load = ["--stages", "calm=1s@100,hold=5s@100", "-c", "5"];
     let slo = ["--slo", "errors<5%", "--slo", "hold:p99<50ms"];
-    let (_run, addr) = dashboard_with(&url, &load, &slo);
+    let (_run, addr) = dashboard_with(&[&url], &load, &slo);
     let started = Instant::now();
     browser.open(&format!("http://{addr}/"));
     // Mid-stall: an interval with no answers has reached the page, and the stall (which ends

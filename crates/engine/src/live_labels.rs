@@ -191,6 +191,8 @@ pub struct LabelSnapshot {
 pub struct LabelsSnapshot {
     pub steps: Vec<LabelSnapshot>,
     pub journeys: Vec<LabelSnapshot>,
+    /// A targets file's labels (`--targets`), in the file's order; empty for a journey run.
+    pub targets: Vec<LabelSnapshot>,
 }
 
 /// The live rows of a journey run.
@@ -198,6 +200,8 @@ pub struct LabelsSnapshot {
 pub struct LiveLabels {
     steps: Vec<String>,
     journeys: Vec<String>,
+    /// The rows are a targets file's labels, kept as steps without journeys.
+    of_targets: bool,
     workers: Vec<WorkerBlock>,
     totals: Mutex<Totals>,
 }
@@ -217,6 +221,15 @@ impl LiveLabels {
             }),
             steps,
             journeys,
+            of_targets: false,
+        }
+    }
+
+    /// A row per label of a targets file: each request is counted as a step of its label.
+    pub(crate) fn of_targets(workers: usize, labels: Vec<String>) -> LiveLabels {
+        LiveLabels {
+            of_targets: true,
+            ..LiveLabels::new(workers, labels, Vec::new())
         }
     }
 
@@ -284,9 +297,18 @@ impl LiveLabels {
                 .map(|(name, t)| t.snapshot(name))
                 .collect()
         };
-        LabelsSnapshot {
-            steps: rows(&self.steps, &totals.sum.steps),
-            journeys: rows(&self.journeys, &totals.sum.journeys),
+        let steps = rows(&self.steps, &totals.sum.steps);
+        match self.of_targets {
+            true => LabelsSnapshot {
+                steps: Vec::new(),
+                journeys: Vec::new(),
+                targets: steps,
+            },
+            false => LabelsSnapshot {
+                steps,
+                journeys: rows(&self.journeys, &totals.sum.journeys),
+                targets: Vec::new(),
+            },
         }
     }
 }

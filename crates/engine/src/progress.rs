@@ -100,6 +100,14 @@ impl Progress {
             .set(LiveLabels::new(self.workers.len(), steps, journeys));
     }
 
+    /// Keeps a row per label of a targets file (in the file's order) for whoever watches the
+    /// run; before the run starts, and only once.
+    pub fn watch_targets(&self, labels: Vec<String>) {
+        let _ = self
+            .labels
+            .set(LiveLabels::of_targets(self.workers.len(), labels));
+    }
+
     /// The journey run's rows, if asked for.
     pub fn labels(&self) -> Option<&LiveLabels> {
         self.labels.get()

@@ -238,6 +238,9 @@ impl<T: Transport, S: Source> Worker<T, S> {
         slot.job.set(Some(job));
         self.busy.set(self.busy.get() + 1);
         self.counters().on_carry(slot.lane, job.intended);
+        if let Some(rows) = self.cfg.progress.labels() {
+            rows.step_started(self.cfg.worker, self.picks().label_of(job.target));
+        }
     }
 
     /// The next request for connection `lane`, which has just become free (`woke`: or has just
@@ -301,7 +304,7 @@ impl<T: Transport, S: Source> Worker<T, S> {
                 }
                 let service = done.saturating_sub(stamps.sent);
                 self.sample(stamps.intended, done, service, outcome);
-                self.live(stamps.intended, done, Some(stamps.sent), outcome);
+                self.live(label, stamps.intended, done, Some(stamps.sent), outcome);
             }
             None => {
                 let class = match outcome {
@@ -313,18 +316,30 @@ impl<T: Transport, S: Source> Worker<T, S> {
                     l.record_unsent_failure(job.intended, done, class);
                 }
                 self.sample(job.intended, done, Duration::ZERO, outcome);
-                self.live(job.intended, done, None, Outcome::Failed(class));
+                self.live(label, job.intended, done, None, Outcome::Failed(class));
             }
         }
     }
 
-    /// The live per-interval histograms, when someone watches the run.
-    fn live(&self, intended: Duration, done: Duration, sent: Option<Duration>, outcome: Outcome) {
+    /// The live per-interval histograms and the targets file's rows (of `label`), when
+    /// someone watches the run.
+    fn live(
+        &self,
+        label: usize,
+        intended: Duration,
+        done: Duration,
+        sent: Option<Duration>,
+        outcome: Outcome,
+    ) {
+        let response = done.saturating_sub(intended);
         if let Some(live) = self.cfg.progress.live() {
-            let response = done.saturating_sub(intended);
             let sent = sent.map(|s| (done.saturating_sub(s), s.saturating_sub(intended)));
             let failed = !matches!(outcome, Outcome::Ok);
             live.record(self.cfg.worker, done, response, sent, failed);
+        }
+        if let Some(rows) = self.cfg.progress.labels() {
+            let service = sent.map(|s| done.saturating_sub(s));
+            rows.step_done(self.cfg.worker, label, response, service, outcome);
         }
     }
 

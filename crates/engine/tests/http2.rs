@@ -294,6 +294,60 @@ fn a_starved_flow_control_window_times_out_with_the_request_counted_as_sent() {
     );
 }
 
+/// A watched run of a targets file keeps a live row per label, in the file's order, that
+/// ends as the result's label does: as many completed and failed, none left in flight, and
+/// every response time counted once.
+#[test]
+fn a_watched_targets_run_keeps_a_live_row_per_label_as_the_result_counts_it() {
+    use sojourn_core::targets::{Order, Target, Targets};
+    let server = Server::start(Behaviour::Answer(Duration::ZERO), 100);
+    let paths = ["/a", "/b", "/c"];
+    let mut list: Vec<Target> = server
+        .requests(&paths, b"")
+        .into_iter()
+        .map(|r| Target::new("GET", r.url))
+        .collect();
+    list[1].weight = 2;
+    list[2].label = list[0].label.clone();
+    let targets = Arc::new(Targets::new(list, Order::RoundRobin).unwrap());
+    let mut plan = open_plan(400.0, ms(1_000), 8);
+    plan.targets = Some(targets.clone());
+    let progress = sojourn_engine::Progress::with_live(plan.worker_count(), ms(100));
+    progress.watch_targets(targets.labels().to_vec());
+    let report = sojourn_engine::execute(
+        &plan,
+        server.transport(&paths, b"", 8),
+        tokio_util::sync::CancellationToken::new(),
+        progress.clone(),
+    )
+    .unwrap();
+    let m = assert_nothing_lost(&report);
+    let rows = progress.labels().expect("watched").snapshot();
+    assert!(rows.steps.is_empty() && rows.journeys.is_empty());
+    let names: Vec<&str> = rows.targets.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(
+        names,
+        targets
+            .labels()
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+    );
+    for (row, label) in rows.targets.iter().zip(&m.labels) {
+        assert_eq!(
+            (row.completed, row.failures.total(), row.in_flight),
+            (label.tally.completed, label.tally.failed.total(), 0),
+            "{}",
+            row.name
+        );
+        assert_eq!(row.time.map(|t| t.count), Some(label.response.len()));
+    }
+    assert_eq!(
+        rows.targets.iter().map(|r| r.completed).collect::<Vec<_>>(),
+        vec![200, 200]
+    );
+}
+
 #[test]
 fn targets_are_sent_by_index_and_recorded_per_label() {
     use sojourn_core::targets::{Order, Target, Targets};

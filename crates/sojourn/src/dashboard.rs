@@ -534,6 +534,7 @@ fn labels(v: &View) -> serde_json::Value {
     l.steps
         .iter()
         .chain(&l.journeys)
+        .chain(&l.targets)
         .map(|r| {
             serde_json::json!({
                 "name": r.name,

@@ -187,15 +187,19 @@ pub fn run_together<const N: usize>(
 }
 
 /// A watched journey run keeps a live row per step label and per journey, named as its
-/// result names them, for the panel and the metrics endpoint; an unwatched run or a plain
-/// one keeps none.
+/// result names them, and a watched run of a targets file a row per label, for the panel, the
+/// metrics endpoint and the dashboard; an unwatched run or a plain one keeps none.
 fn watch_journeys(job: &Job<'_>) {
-    let (Some(names), Some(_)) = (&job.about.journeys, job.progress.live()) else {
+    if job.progress.live().is_none() {
         return;
-    };
-    let names_of = |v: &[(String, f64)]| v.iter().map(|(name, _)| name.clone()).collect();
-    job.progress
-        .watch_journeys(names_of(&names.steps), names_of(&names.journeys));
+    }
+    if let Some(names) = &job.about.journeys {
+        let names_of = |v: &[(String, f64)]| v.iter().map(|(name, _)| name.clone()).collect();
+        job.progress
+            .watch_journeys(names_of(&names.steps), names_of(&names.journeys));
+    } else if let Some(targets) = &job.plan.targets {
+        job.progress.watch_targets(targets.labels().to_vec());
+    }
 }
 
 async fn watch(

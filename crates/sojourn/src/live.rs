@@ -67,12 +67,12 @@ impl View {
     pub fn waiting(&self) -> Option<u64> {
         let due = self.due?;
         let started = match &self.labels {
-            Some(l) => l
+            Some(l) if !l.journeys.is_empty() => l
                 .journeys
                 .iter()
                 .map(|j| j.completed + j.failures.total() + j.in_flight)
                 .sum(),
-            None => self.counters.sent,
+            _ => self.counters.sent,
         };
         Some(due.saturating_sub(started))
     }
@@ -298,6 +298,7 @@ pub mod fixtures {
                     row("shop/leave", 0, 0, None),
                 ],
                 journeys: vec![shop],
+                targets: Vec::new(),
             }),
             ..stalled_view()
         }

@@ -171,8 +171,12 @@ pub fn render(v: &View) -> String {
     rates(&mut r, v);
     interval(&mut r, v);
     if let Some(labels) = &v.labels {
-        step_rows(&mut r, &labels.steps);
-        journey_rows(&mut r, &labels.journeys);
+        if !labels.targets.is_empty() {
+            label_rows(&mut r, &labels.targets, &TARGETS);
+        } else {
+            label_rows(&mut r, &labels.steps, &STEPS);
+            journey_rows(&mut r, &labels.journeys);
+        }
     }
     let seconds = |d: Duration| gauge(d.as_secs_f64());
     r.register_with_unit(
@@ -347,36 +351,82 @@ fn row_percentiles(
     })
 }
 
-/// A journey run's step rows: finished by outcome, in flight, response and service time so
-/// far, each labelled `step="JOURNEY/STEP"`.
-fn step_rows(r: &mut Registry, rows: &[LabelSnapshot]) {
-    r.register(
+/// What one kind of row is called in the series: its label key and the words of each help.
+struct RowNames {
+    key: &'static str,
+    finished: (&'static str, &'static str),
+    in_flight: (&'static str, &'static str),
+    response: (&'static str, &'static str),
+    service: (&'static str, &'static str),
+}
+
+const STEPS: RowNames = RowNames {
+    key: "step",
+    finished: (
         "sojourn_steps_finished",
         "Journey steps finished so far, by step and outcome: ok or the failure's class",
-        finished_by_outcome("step", rows),
+    ),
+    in_flight: (
+        "sojourn_steps_in_flight",
+        "Journey steps due, taken up and not yet finished, by step",
+    ),
+    response: (
+        "sojourn_step_response",
+        "Each step's response time so far, from when it was due",
+    ),
+    service: (
+        "sojourn_step_service",
+        "Each step's service time so far, from when it was sent",
+    ),
+};
+
+const TARGETS: RowNames = RowNames {
+    key: "target",
+    finished: (
+        "sojourn_targets_finished",
+        "Requests of each targets-file label finished so far, by label and outcome: ok or the failure's class",
+    ),
+    in_flight: (
+        "sojourn_targets_in_flight",
+        "Requests of each targets-file label taken up and not yet finished",
+    ),
+    response: (
+        "sojourn_target_response",
+        "Each targets-file label's response time so far, from when its requests were due",
+    ),
+    service: (
+        "sojourn_target_service",
+        "Each targets-file label's service time so far, from when its requests were sent",
+    ),
+};
+
+/// A journey run's step rows, or a targets file's label rows: finished by outcome, in flight,
+/// response and service time so far, each labelled with the row's name.
+fn label_rows(r: &mut Registry, rows: &[LabelSnapshot], names: &RowNames) {
+    let key = names.key;
+    r.register(
+        names.finished.0,
+        names.finished.1,
+        finished_by_outcome(key, rows),
     );
     let in_flight = rows.iter().fold(Ordered::new(), |family, row| {
         family.with(
-            vec![("step", label_value(&row.name))],
+            vec![(key, label_value(&row.name))],
             gauge(row.in_flight as f64),
         )
     });
-    r.register(
-        "sojourn_steps_in_flight",
-        "Journey steps due, taken up and not yet finished, by step",
-        in_flight,
+    r.register(names.in_flight.0, names.in_flight.1, in_flight);
+    r.register_with_unit(
+        names.response.0,
+        names.response.1,
+        Unit::Seconds,
+        row_percentiles(key, rows, |row| row.time),
     );
     r.register_with_unit(
-        "sojourn_step_response",
-        "Each step's response time so far, from when it was due",
+        names.service.0,
+        names.service.1,
         Unit::Seconds,
-        row_percentiles("step", rows, |row| row.time),
-    );
-    r.register_with_unit(
-        "sojourn_step_service",
-        "Each step's service time so far, from when it was sent",
-        Unit::Seconds,
-        row_percentiles("step", rows, |row| row.service),
+        row_percentiles(key, rows, |row| row.service),
     );
 }
 
@@ -544,6 +594,28 @@ mod tests {
         assert!(
             !plain.contains("step=") && !plain.contains("journey="),
             "{plain}"
+        );
+    }
+
+    /// A targets file's labels have series of their own, named for targets, never as steps.
+    #[test]
+    fn a_targets_files_labels_have_series_of_their_own() {
+        let mut v = crate::live::fixtures::journey_view();
+        let labels = v.labels.as_mut().unwrap();
+        labels.targets = std::mem::take(&mut labels.steps);
+        labels.journeys.clear();
+        let text = render(&v);
+        for line in [
+            "sojourn_targets_finished_total{target=\"shop/pay\",outcome=\"check\"} 2\n",
+            "sojourn_targets_in_flight{target=\"shop/pay\"} 3.0\n",
+            "sojourn_target_service_seconds{target=\"shop/pay\",percentile=\"50\"} 0.012\n",
+            "# UNIT sojourn_target_response_seconds seconds\n",
+        ] {
+            assert!(text.contains(line), "no {line:?} in\n{text}");
+        }
+        assert!(
+            !text.contains("step=") && !text.contains("journey="),
+            "{text}"
         );
     }
 
