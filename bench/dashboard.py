@@ -8,7 +8,9 @@ only, bounded in time.
     average noted before each round. The viewers are curl processes pinned to CPU 0, each
     reading /events for the whole run, started once the dashboard says where it listens. CPU is
     user + system of the sojourn process alone (wait4's rusage), divided by the requests that
-    completed; send lag p99 and peak RSS come from the result and the kernel.
+    completed; send lag p99 and peak RSS come from the result and the kernel, and the control
+    meter's p99 (the machine's own floor during the run) from the result: a round whose
+    control p99 is over 1 ms ran on a machine too noisy to compare, and says so.
 
 Needs: nginx, curl, taskset, and a release build (cargo build --release -p sojourn-cli).
 Usage: bench/dashboard.py
@@ -72,7 +74,8 @@ def run(url, rnd, dashboard, work):
     label = f"sojourn --dashboard, {VIEWERS} viewers" if dashboard else "sojourn"
     peers.record("dashboard", label, round=rnd, achieved=f["achieved"],
                  completed=f["completed"], cpu_us_per_request=peers.per_request(cpu, f["completed"]),
-                 lag_p99_us=f["lag_p99_us"], peak_rss_mib=round(usage.ru_maxrss / 1024, 1))
+                 lag_p99_us=f["lag_p99_us"], peak_rss_mib=round(usage.ru_maxrss / 1024, 1),
+                 control_p99_us=f.get("control_p99_us"))
 
 
 def main():
