@@ -478,6 +478,45 @@ fn a_targets_run_shows_a_row_per_label() {
     }
 }
 
+/// A journey run's objectives on a step and on its journeys are judged as it goes, each on
+/// its own row's times (a window of its own, with a value), never left to the end.
+#[test]
+fn a_journey_runs_step_and_journey_objectives_are_judged_live() {
+    let _guard = serial();
+    let dir = temp_dir("dashboard-journey-slo");
+    let (_server, url) = serve(&["--scenario", "healthy"]);
+    let origin = url.trim_end_matches("/api");
+    let file = dir.join("shop.toml");
+    let step = |name: &str| {
+        format!("  [[journey.step]]\n  name = \"{name}\"\n  url = \"/api?step={name}\"\n  think = \"0s\"\n\n")
+    };
+    std::fs::write(
+        &file,
+        format!(
+            "base_url = \"{origin}\"\n\n[[journey]]\nname = \"shop\"\nweight = 1\n\n{}{}",
+            step("login"),
+            step("list")
+        ),
+    )
+    .unwrap();
+    let journey = ["--journey", file.to_str().unwrap()];
+    let load = ["--rate", "50", "--duration", "3s"];
+    let slo = ["--slo", "step:login:p50<50ms", "--slo", "journey:p50<100ms"];
+    let (mut run, addr) = dashboard_with(&journey, &load, &slo);
+    let reader = read_events(addr);
+    // Three seconds hold too few independent stretches for the gate to call either: exit 4.
+    assert!(matches!(run.0.wait().unwrap().code(), Some(0 | 4)));
+    let events = reader.join().unwrap();
+    let last = *intervals(&events).last().expect("an interval");
+    let slo = last["slo"].as_array().unwrap_or_else(|| panic!("{last}"));
+    let windows: Vec<&str> = slo.iter().map(|o| o["window"].as_str().unwrap()).collect();
+    assert_eq!(windows, ["step shop/login", "journeys"], "{last}");
+    for o in slo {
+        assert_ne!(o["verdict"], "judged at the end", "{o}");
+        assert!(o["value"].as_str().unwrap().ends_with(" ms"), "{o}");
+    }
+}
+
 #[test]
 fn only_get_is_served_and_the_page_asks_nothing_of_elsewhere() {
     let _guard = serial();

@@ -668,8 +668,12 @@ pub struct LiveWindow {
     /// Requests that finished in the window, answered and failed.
     pub completed: u64,
     pub failed: u64,
-    /// Requests due in the window so far, exactly; `None` without a schedule.
-    pub expected: Option<u64>,
+    /// Requests the window was due to send so far and how they were drawn (a rate objective's
+    /// denominator); `None` without a schedule.
+    pub expected: Option<(f64, Arrivals)>,
+    /// The run's timeout: a time at or above it may be a timeout's lower bound, as the gate
+    /// treats a stage's at the end.
+    pub timeout_ns: Option<u64>,
 }
 
 /// An objective's measure judged on a live window, by the rules a finished run's window is

@@ -7,7 +7,7 @@
 //! block behind its own lock, and a reader swaps that block for an empty one (the lock is held
 //! for the swap only) and adds it into the totals it keeps. One entry per label of the file,
 //! never per journey instance, so memory is bounded by the file, not by the run.
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
@@ -195,6 +195,10 @@ pub struct LabelsSnapshot {
     pub targets: Vec<LabelSnapshot>,
 }
 
+/// Every row with its times so far: the rows, then the steps' times and the journeys' times in
+/// the rows' order.
+pub type RowsWithTimes = (LabelsSnapshot, Vec<Histogram<u64>>, Vec<Histogram<u64>>);
+
 /// The live rows of a journey run.
 #[derive(Debug)]
 pub struct LiveLabels {
@@ -280,16 +284,36 @@ impl LiveLabels {
         });
     }
 
-    /// Every row so far. The run goes on meanwhile: each worker's lock is held only to swap
-    /// its block for the reader's empty spare.
-    pub fn snapshot(&self) -> LabelsSnapshot {
-        let mut totals = lock(&self.totals);
-        let totals = &mut *totals;
+    /// The run's tallies so far: every worker's block added to them (each worker's lock held
+    /// only to swap its block for the reader's empty spare).
+    fn totals(&self) -> MutexGuard<'_, Totals> {
+        let mut guard = lock(&self.totals);
+        let totals = &mut *guard;
         for w in &self.workers {
             std::mem::swap(&mut *lock(&w.current), &mut totals.spare);
             totals.sum.add(&totals.spare);
             totals.spare.reset();
         }
+        guard
+    }
+
+    /// Every row so far with each row's times so far (a step's response times, a journey's
+    /// times), taken at the same moment, in the rows' order, at two significant digits: what a
+    /// live judgement of a step's or journey's objective takes apart interval by interval.
+    pub fn snapshot_with_times(&self) -> RowsWithTimes {
+        let totals = self.totals();
+        let times = |tallies: &[Tally]| tallies.iter().map(|t| t.time.clone()).collect();
+        let (steps, journeys) = (times(&totals.sum.steps), times(&totals.sum.journeys));
+        (self.rows(&totals), steps, journeys)
+    }
+
+    /// Every row so far. The run goes on meanwhile: each worker's lock is held only to swap
+    /// its block for the reader's empty spare.
+    pub fn snapshot(&self) -> LabelsSnapshot {
+        self.rows(&self.totals())
+    }
+
+    fn rows(&self, totals: &Totals) -> LabelsSnapshot {
         let rows = |names: &[String], tallies: &[Tally]| {
             names
                 .iter()
@@ -298,6 +322,7 @@ impl LiveLabels {
                 .collect()
         };
         let steps = rows(&self.steps, &totals.sum.steps);
+        let journeys = rows(&self.journeys, &totals.sum.journeys);
         match self.of_targets {
             true => LabelsSnapshot {
                 steps: Vec::new(),
@@ -306,7 +331,7 @@ impl LiveLabels {
             },
             false => LabelsSnapshot {
                 steps,
-                journeys: rows(&self.journeys, &totals.sum.journeys),
+                journeys,
                 targets: Vec::new(),
             },
         }

@@ -254,9 +254,13 @@ impl Feeder {
     /// The live sink for a run: one event per completed interval.
     pub fn feed(&self, watched: Watched) -> Feed {
         let objectives = self.0.state().objectives.clone();
+        let law = watched.clone();
+        let expected: crate::live_slo::Expected = Box::new(move |t| law.expected_by(t));
+        let objectives =
+            LiveObjectives::new(objectives, watched.stages(), expected, watched.timeout());
         Feed {
             shared: self.0.clone(),
-            objectives: LiveObjectives::new(objectives, watched.stages()),
+            objectives,
             watched,
             last: None,
             started: false,
@@ -351,15 +355,24 @@ impl Feed {
         response: Arc<[u8]>,
     ) -> serde_json::Value {
         let start = last.width * last.index as u32;
-        self.objectives.push(&crate::live_slo::Interval {
+        let interval = crate::live_slo::Interval {
             start,
             end: start + last.width,
             answers: last.answers,
             failed: last.failed,
             response,
-        });
+        };
+        // A step's or journey's objective takes its row apart interval by interval.
+        let times = match self.objectives.judges_labels() {
+            true => self.watched.label_times(),
+            false => None,
+        };
+        let rows = times
+            .as_ref()
+            .map(|(l, steps, journeys)| (l, &steps[..], &journeys[..]));
+        self.objectives.push(&interval, rows);
         let in_flight = self.watched.in_flight_ages();
-        let statuses = self.objectives.statuses(view.elapsed, &in_flight, view.due);
+        let statuses = self.objectives.statuses(view.elapsed, &in_flight);
         serde_json::to_value(statuses).unwrap_or_default()
     }
 }

@@ -107,6 +107,35 @@ impl Watched {
         self.progress.in_flight_ages()
     }
 
+    /// The requests (journeys) this process's schedule expects by `t` from its start (up to
+    /// the schedule's end), and whether that count is exact (a fixed schedule) or the
+    /// expectation of a Poisson one; `None` for an unpaced closed loop.
+    pub fn expected_by(&self, t: Duration) -> Option<(f64, sojourn_core::gate::Arrivals)> {
+        let (Load::Open(s) | Load::Paced(s)) = &self.plan.load else {
+            return None;
+        };
+        let t = planned(&self.plan).map_or(t, |end| t.min(end));
+        let arrivals = match s.arrival {
+            sojourn_core::Arrival::Poisson { .. } => sojourn_core::gate::Arrivals::Poisson,
+            _ => sojourn_core::gate::Arrivals::Exact,
+        };
+        Some((
+            s.expected_by(t) / f64::from(self.plan.shard.count),
+            arrivals,
+        ))
+    }
+
+    /// The run's timeout: a time at or above it may be a timeout's lower bound.
+    pub fn timeout(&self) -> Duration {
+        self.plan.timeout
+    }
+
+    /// A journey run's rows with their times so far (steps', journeys'), taken together, when
+    /// it keeps rows.
+    pub fn label_times(&self) -> Option<sojourn_engine::live_labels::RowsWithTimes> {
+        Some(self.progress.labels()?.snapshot_with_times())
+    }
+
     /// The width of the run's intervals.
     pub fn interval(&self) -> Duration {
         self.plan.interval

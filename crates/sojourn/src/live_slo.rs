@@ -1,14 +1,16 @@
 //! The `--slo` objectives judged while the run goes, for the dashboard: each completed interval
 //! joins the whole run's window and the window of the stage it starts in (as the result's
-//! stages cut them: the last stage keeps the drain), and each objective is judged on its
-//! window by the gate's own rules ([`sojourn_core::gate::judge_live`]). The verdicts are "so
-//! far"; the run's end decides.
+//! stages cut them: the last stage keeps the drain), and, in a journey run, each step's and
+//! journey's window (what finished of it since the last interval), and each objective is
+//! judged on its window by the gate's own rules ([`sojourn_core::gate::judge_live`]). The
+//! verdicts are "so far"; the run's end decides.
 use std::sync::Arc;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use sojourn_core::gate::{judge_live, LiveWindow, Measure, Objective, Verdict};
+use sojourn_core::gate::{judge_live, Arrivals, LabelRef, LiveWindow, Measure, Objective, Verdict};
 use sojourn_core::result::StageConfig;
+use sojourn_engine::LabelsSnapshot;
 
 /// The most intervals a window keeps: past it, neighbours are merged two by two (a coarser
 /// timeline, which the batch-means interval reads as fewer, longer stretches). Keeps a 24-hour
@@ -16,7 +18,7 @@ use sojourn_core::result::StageConfig;
 pub const WINDOW_CAP: usize = 512;
 
 /// One window so far: its intervals' response times (compact bytes, oldest first), counts.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Window {
     intervals: Vec<Arc<[u8]>>,
     completed: u64,
@@ -51,7 +53,12 @@ impl Window {
         self.intervals = merged;
     }
 
-    fn live(&self, censored: &Histogram<u64>, expected: Option<u64>) -> LiveWindow {
+    fn live(
+        &self,
+        censored: &Histogram<u64>,
+        expected: Option<(f64, Arrivals)>,
+        timeout_ns: Option<u64>,
+    ) -> LiveWindow {
         LiveWindow {
             timeline: self
                 .intervals
@@ -62,7 +69,28 @@ impl Window {
             completed: self.completed,
             failed: self.failed,
             expected,
+            timeout_ns,
         }
+    }
+
+    /// Windows pushed together (every journey's), as one: interval by interval, summed.
+    fn merged<'a>(windows: impl Iterator<Item = &'a Window>) -> Window {
+        let mut out = Window::default();
+        for w in windows {
+            out.completed += w.completed;
+            out.failed += w.failed;
+            out.reached = out.reached.max(w.reached);
+            if out.intervals.is_empty() {
+                out.intervals = w.intervals.clone();
+                continue;
+            }
+            for (sum, more) in out.intervals.iter_mut().zip(&w.intervals) {
+                let mut h = sojourn_core::record::decode(sum);
+                let _ = h.add(sojourn_core::record::decode(more));
+                *sum = sojourn_core::record::encode(&h).into();
+            }
+        }
+        out
     }
 }
 
@@ -99,24 +127,102 @@ pub struct Status {
     pub why: Option<String>,
 }
 
+/// A journey run's rows as one interval ends, with the steps' and journeys' times so far.
+pub type RowTimes<'a> = (
+    &'a LabelsSnapshot,
+    &'a [Histogram<u64>],
+    &'a [Histogram<u64>],
+);
+
+/// How many requests the schedule expected by a time from the start (up to its end), and how
+/// they were drawn: a rate objective's denominator.
+pub type Expected = Box<dyn Fn(Duration) -> Option<(f64, Arrivals)> + Send>;
+
+/// A step's or journey's window, and its cumulative figures at the last interval (what the
+/// next interval takes apart).
+struct Row {
+    name: String,
+    window: Window,
+    times: Option<Histogram<u64>>,
+    completed: u64,
+    failed: u64,
+}
+
+impl Row {
+    fn new(name: &str) -> Row {
+        Row {
+            name: name.to_string(),
+            window: Window::default(),
+            times: None,
+            completed: 0,
+            failed: 0,
+        }
+    }
+
+    /// What finished of it since the last interval joins its window as one interval.
+    fn push(
+        &mut self,
+        at: (Duration, Duration),
+        times: &Histogram<u64>,
+        row: &sojourn_engine::LabelSnapshot,
+    ) {
+        let mut delta = times.clone();
+        if let Some(before) = &self.times {
+            let _ = delta.subtract(before);
+        }
+        let failed = row.failures.total();
+        let (dc, df) = (
+            row.completed.saturating_sub(self.completed),
+            failed.saturating_sub(self.failed),
+        );
+        self.window.push(&Interval {
+            start: at.0,
+            end: at.1,
+            answers: dc + df,
+            failed: df,
+            response: sojourn_core::record::encode(&delta).into(),
+        });
+        (self.times, self.completed, self.failed) = (Some(times.clone()), row.completed, failed);
+    }
+}
+
 /// The objectives and their windows.
 pub struct LiveObjectives {
     objectives: Vec<Objective>,
     stages: Vec<StageConfig>,
+    expected: Expected,
+    timeout_ns: Option<u64>,
     whole: Window,
     stage_windows: Vec<Window>,
+    steps: Vec<Row>,
+    journeys: Vec<Row>,
 }
 
 impl LiveObjectives {
-    /// The objectives of a run whose schedule has `stages` (empty for none).
-    pub fn new(objectives: Vec<Objective>, stages: Vec<StageConfig>) -> LiveObjectives {
+    /// The objectives of a run whose schedule has `stages` (empty for none), expects
+    /// `expected`, and times requests out after `timeout`.
+    pub fn new(
+        objectives: Vec<Objective>,
+        stages: Vec<StageConfig>,
+        expected: Expected,
+        timeout: Duration,
+    ) -> LiveObjectives {
         let stage_windows = stages.iter().map(|_| Window::default()).collect();
         LiveObjectives {
             objectives,
             stages,
+            expected,
+            timeout_ns: Some(timeout.as_nanos() as u64),
             whole: Window::default(),
             stage_windows,
+            steps: Vec::new(),
+            journeys: Vec::new(),
         }
+    }
+
+    /// Whether an objective judges a step or journey (the rows' times are then asked for).
+    pub fn judges_labels(&self) -> bool {
+        self.objectives.iter().any(|o| o.label.is_some())
     }
 
     /// Whether there is nothing to judge.
@@ -124,11 +230,27 @@ impl LiveObjectives {
         self.objectives.is_empty()
     }
 
-    /// A completed interval joins the whole run and the stage it starts in.
-    pub fn push(&mut self, interval: &Interval) {
+    /// A completed interval joins the whole run and the stage it starts in; with a journey
+    /// run's rows (their counts and their times so far), each step and journey its own.
+    pub fn push(&mut self, interval: &Interval, rows: Option<RowTimes<'_>>) {
         self.whole.push(interval);
         if let Some(i) = self.stage_of(interval.start) {
             self.stage_windows[i].push(interval);
+        }
+        let Some((snapshot, steps, journeys)) = rows else {
+            return;
+        };
+        let at = (interval.start, interval.end);
+        for (list, rows, times) in [
+            (&mut self.steps, &snapshot.steps, steps),
+            (&mut self.journeys, &snapshot.journeys, journeys),
+        ] {
+            if list.is_empty() {
+                list.extend(rows.iter().map(|r| Row::new(&r.name)));
+            }
+            for ((row, snap), times) in list.iter_mut().zip(rows).zip(times) {
+                row.push(at, times, snap);
+            }
         }
     }
 
@@ -145,8 +267,8 @@ impl LiveObjectives {
 
     /// Every objective judged so far. `in_flight` is how long each request in flight at
     /// `now` has been due (lower bounds on their response times, as the result counts those
-    /// in flight at the end); `due` what the schedule has made due by now.
-    pub fn statuses(&self, now: Duration, in_flight: &[Duration], due: Option<u64>) -> Vec<Status> {
+    /// in flight at the end).
+    pub fn statuses(&self, now: Duration, in_flight: &[Duration]) -> Vec<Status> {
         let mut censored = sojourn_core::record::new_histogram();
         for age in in_flight {
             // The histogram grows to fit: recording cannot fail.
@@ -155,7 +277,7 @@ impl LiveObjectives {
         let none = sojourn_core::record::new_histogram();
         self.objectives
             .iter()
-            .map(|o| self.status(o, now, &censored, &none, due))
+            .map(|o| self.status(o, now, &censored, &none))
             .collect()
     }
 
@@ -165,7 +287,6 @@ impl LiveObjectives {
         now: Duration,
         censored: &Histogram<u64>,
         none: &Histogram<u64>,
-        due: Option<u64>,
     ) -> Status {
         let mut status = Status {
             objective: o.text.clone(),
@@ -176,15 +297,14 @@ impl LiveObjectives {
             why: None,
         };
         if let Some(label) = &o.label {
-            status.window = label.to_string();
-            status.why = Some(
-                "a step's or journey's objective needs its own timeline, which the result has"
-                    .into(),
-            );
-            return status;
+            return self.label_status(o, label, status);
         }
         let (window, expected, censored) = match &o.stage {
-            None => (&self.whole, due, censored),
+            None => (
+                &self.whole,
+                self.expected_between(Duration::ZERO, self.whole.reached),
+                censored,
+            ),
             Some(r) => {
                 let Some(i) = sojourn_core::gate::resolve_stage(o, r, Some(&self.stages)).ok()
                 else {
@@ -196,14 +316,15 @@ impl LiveObjectives {
                     status.verdict = "not begun";
                     return status;
                 }
-                if let Measure::Rate { .. } = o.measure {
-                    status.why = Some("a stage's rate is judged against its whole schedule".into());
-                    return status;
-                }
+                let w = &self.stage_windows[i];
+                let (from, to) = (
+                    Duration::from_nanos(s.start_ns),
+                    Duration::from_nanos(s.end_ns()),
+                );
+                let expected = self.expected_between(from, w.reached.map(|r| r.min(to)));
                 // Only the stage under way holds the requests still in flight.
                 let current = self.stage_of(now) == Some(i);
-                let c = if current { censored } else { none };
-                (&self.stage_windows[i], None, c)
+                (w, expected, if current { censored } else { none })
             }
         };
         if window.reached.is_none() && censored.is_empty() {
@@ -211,7 +332,86 @@ impl LiveObjectives {
             status.why = Some("no interval of it has completed yet".into());
             return status;
         }
-        let (estimate, verdict) = judge_live(&window.live(censored, expected), o.measure);
+        self.judged(status, window, censored, expected, o.measure)
+    }
+
+    /// The schedule's expected count between `from` and `to` (a window's last interval end),
+    /// nothing when no interval of it has completed.
+    fn expected_between(&self, from: Duration, to: Option<Duration>) -> Option<(f64, Arrivals)> {
+        let to = to?;
+        let (end, arrivals) = (self.expected)(to)?;
+        let (start, _) = (self.expected)(from)?;
+        Some(((end - start).max(0.0), arrivals))
+    }
+
+    /// A step's or journey's objective, judged on its own window (no lower bounds for the
+    /// requests in flight: a live row does not say which of them are its own).
+    fn label_status(&self, o: &Objective, label: &LabelRef, mut status: Status) -> Status {
+        status.window = label.to_string();
+        if self.steps.is_empty() && self.journeys.is_empty() {
+            status.why = Some("a step's or journey's objective needs a journey run's rows".into());
+            return status;
+        }
+        if let Measure::Rate { .. } = o.measure {
+            status.why = Some(
+                "a journey's rate is judged against its own schedule, which the result counts"
+                    .into(),
+            );
+            return status;
+        }
+        let window = match label {
+            LabelRef::Step(name) => {
+                let own = |r: &&Row| {
+                    r.name
+                        .strip_suffix(name.as_str())
+                        .is_some_and(|j| j.ends_with('/'))
+                };
+                let found = self.steps.iter().find(|r| r.name == *name).or_else(|| {
+                    let mut matches = self.steps.iter().filter(own);
+                    matches.next().filter(|_| matches.next().is_none())
+                });
+                match found {
+                    Some(r) => {
+                        status.window = format!("step {}", r.name);
+                        r.window.clone()
+                    }
+                    None if self.steps.is_empty() => Window::default(),
+                    None => {
+                        status.why = Some(format!("no step {name} (the end names the choices)"));
+                        return status;
+                    }
+                }
+            }
+            LabelRef::Journey(None) => Window::merged(self.journeys.iter().map(|r| &r.window)),
+            LabelRef::Journey(Some(name)) => match self.journeys.iter().find(|r| r.name == *name) {
+                Some(r) => r.window.clone(),
+                None if self.journeys.is_empty() => Window::default(),
+                None => {
+                    status.why = Some(format!("no journey {name} (the end names the choices)"));
+                    return status;
+                }
+            },
+        };
+        if window.reached.is_none() {
+            status.verdict = "too few samples yet";
+            status.why = Some("no interval of it has completed yet".into());
+            return status;
+        }
+        let none = sojourn_core::record::new_histogram();
+        self.judged(status, &window, &none, None, o.measure)
+    }
+
+    /// The gate's verdict on `window`, in the words of a verdict so far.
+    fn judged(
+        &self,
+        mut status: Status,
+        window: &Window,
+        censored: &Histogram<u64>,
+        expected: Option<(f64, Arrivals)>,
+        measure: Measure,
+    ) -> Status {
+        let live = window.live(censored, expected, self.timeout_ns);
+        let (estimate, verdict) = judge_live(&live, measure);
         status.value = estimate.as_ref().map(|e| e.value_text());
         status.interval = estimate.as_ref().map(|e| e.interval_text());
         (status.verdict, status.why) = match verdict {
@@ -245,7 +445,10 @@ mod tests {
     fn objectives(texts: &[&str], stages: &str) -> LiveObjectives {
         let stages = sojourn_core::Stages::parse(stages).unwrap().configs();
         let objectives = texts.iter().map(|t| t.parse().unwrap()).collect();
-        LiveObjectives::new(objectives, stages)
+        // 100 a second, a fixed schedule.
+        let expected: Expected =
+            Box::new(|t: Duration| Some((t.as_secs_f64() * 100.0, Arrivals::Exact)));
+        LiveObjectives::new(objectives, stages, expected, Duration::from_secs(60))
     }
 
     /// Ten seconds of 10 ms answers meet p99<50ms in stage 1; a stall's interval of 900 ms
@@ -266,15 +469,15 @@ mod tests {
             "5s@100,5s@100,5s@100",
         );
         for i in 0..5 {
-            live.push(&interval(i, 100, 0, 10));
+            live.push(&interval(i, 100, 0, 10), None);
         }
-        live.push(&interval(5, 100, 50, 900));
+        live.push(&interval(5, 100, 50, 900), None);
         for i in 6..10 {
-            live.push(&interval(i, 100, 0, 10));
+            live.push(&interval(i, 100, 0, 10), None);
         }
         let now = Duration::from_secs(10);
         let got: Vec<(String, &str)> = live
-            .statuses(now - Duration::from_millis(1), &[], Some(1000))
+            .statuses(now - Duration::from_millis(1), &[])
             .into_iter()
             .map(|s| (s.window, s.verdict))
             .collect();
@@ -296,10 +499,10 @@ mod tests {
     #[test]
     fn a_stall_under_way_counts_before_anything_finishes() {
         let mut live = objectives(&["2:p99<50ms"], "1s@100,5s@100");
-        live.push(&interval(0, 100, 0, 10));
-        live.push(&interval(1, 25, 0, 10));
+        live.push(&interval(0, 100, 0, 10), None);
+        live.push(&interval(1, 25, 0, 10), None);
         let held = [1250, 1200, 1150, 1100, 1050].map(Duration::from_millis);
-        let s = live.statuses(Duration::from_millis(2_500), &held, Some(250));
+        let s = live.statuses(Duration::from_millis(2_500), &held);
         assert_eq!(s[0].value.as_deref(), Some("≥1.251 s"), "{s:?}");
         assert_eq!(s[0].verdict, "too few samples yet", "{s:?}");
         assert!(
@@ -309,15 +512,112 @@ mod tests {
                 .contains("independent stretches"),
             "{s:?}"
         );
-        let quiet = live.statuses(Duration::from_millis(2_500), &[], Some(250));
+        let quiet = live.statuses(Duration::from_millis(2_500), &[]);
         assert_eq!(quiet[0].value.as_deref(), Some("10.00 ms"), "{quiet:?}");
+    }
+
+    /// The rate so far is the answers in the window over what the schedule expected up to
+    /// the window's last interval (not up to now: the look comes a little later).
+    #[test]
+    fn a_rate_objective_counts_against_what_was_due_by_the_windows_end() {
+        let mut live = objectives(
+            &["rate>=99%", "2:rate>=99%", "1:rate>=99%"],
+            "5s@100,5s@100",
+        );
+        for i in 0..5 {
+            live.push(&interval(i, 100, 0, 10), None);
+        }
+        for i in 5..10 {
+            live.push(&interval(i, 50, 0, 10), None);
+        }
+        let s = live.statuses(Duration::from_millis(10_150), &[]);
+        let got: Vec<(&str, Option<&str>)> =
+            s.iter().map(|s| (s.verdict, s.value.as_deref())).collect();
+        assert_eq!(
+            got,
+            [
+                ("breached so far", Some("75.00%")),
+                ("breached so far", Some("50.00%")),
+                ("met so far", Some("100.00%"))
+            ],
+            "{s:?}"
+        );
+    }
+
+    /// A journey run's rows: each interval takes apart what finished of each step and
+    /// journey since the last (twenty intervals of 50 steps hold 1,000 times, not the 10,500 a
+    /// sum of the cumulative figures would), and an objective on a step (by its own name) or
+    /// on every journey is judged on that window alone; a step the rows do not have is said.
+    #[test]
+    fn step_and_journey_objectives_are_judged_on_their_own_rows() {
+        use sojourn_engine::live_labels::{LabelSnapshot, Percentiles};
+        let mut live = objectives(
+            &[
+                "step:login:p50<50ms",
+                "journey:p50<100ms",
+                "step:nope:p99<1s",
+            ],
+            "20s@100",
+        );
+        let (mut step, mut journey) = (
+            sojourn_core::record::new_histogram(),
+            sojourn_core::record::new_histogram(),
+        );
+        let row = |name: &str, h: &Histogram<u64>| LabelSnapshot {
+            name: name.into(),
+            completed: h.len(),
+            failures: sojourn_core::FailureCounts::default(),
+            in_flight: 0,
+            time: Some(Percentiles {
+                count: h.len(),
+                p50: Duration::ZERO,
+                p90: Duration::ZERO,
+                p99: Duration::ZERO,
+                p999: Duration::ZERO,
+            }),
+            service: None,
+        };
+        for i in 0..20 {
+            step.record_n(10_000_000, 50).unwrap();
+            journey.record_n(250_000_000, 25).unwrap();
+            let rows = LabelsSnapshot {
+                steps: vec![row("shop/login", &step)],
+                journeys: vec![row("shop", &journey)],
+                targets: Vec::new(),
+            };
+            let times = (vec![step.clone()], vec![journey.clone()]);
+            live.push(&interval(i, 75, 0, 10), Some((&rows, &times.0, &times.1)));
+        }
+        let held: u64 = live.steps[0]
+            .window
+            .intervals
+            .iter()
+            .map(|b| sojourn_core::record::decode(b).len())
+            .sum();
+        assert_eq!((held, live.steps[0].window.completed), (1_000, 1_000));
+        let s = live.statuses(Duration::from_secs(20), &[]);
+        assert_eq!(
+            (s[0].window.as_str(), s[0].verdict, s[0].value.as_deref()),
+            ("step shop/login", "met so far", Some("10.00 ms")),
+            "{s:?}"
+        );
+        assert_eq!(
+            (s[1].window.as_str(), s[1].verdict, s[1].value.as_deref()),
+            ("journeys", "breached so far", Some("250.09 ms")),
+            "{s:?}"
+        );
+        assert_eq!(s[2].verdict, "judged at the end", "{s:?}");
+        assert!(
+            s[2].why.as_deref().unwrap().contains("no step nope"),
+            "{s:?}"
+        );
     }
 
     #[test]
     fn a_long_run_keeps_a_bounded_timeline() {
         let mut live = objectives(&["p99<50ms"], "10s@100");
         for i in 0..(WINDOW_CAP as u64 * 3) {
-            live.push(&interval(i, 10, 0, 10));
+            live.push(&interval(i, 10, 0, 10), None);
         }
         assert!(live.whole.intervals.len() <= WINDOW_CAP);
         assert_eq!(

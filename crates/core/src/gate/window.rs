@@ -82,16 +82,17 @@ pub(super) fn live(w: &super::LiveWindow) -> Window {
     for h in &w.timeline {
         add(&mut response, h);
     }
+    let mut censored = possible_timeouts(&response, w.timeout_ns);
+    add(&mut censored, &w.censored);
     Window {
         response: Some(response),
-        censored: w.censored.clone(),
+        censored,
         timeline: (!w.timeline.is_empty()).then(|| w.timeline.clone()),
         completed: w.completed,
         failed: w.failed,
-        schedule: w
-            .expected
-            .map(|n| (n as f64, Arrivals::Exact))
-            .ok_or_else(|| "an unpaced closed loop has no schedule to keep; a rate objective needs a run with --rate".into()),
+        schedule: w.expected.ok_or_else(|| {
+            "an unpaced closed loop has no schedule to keep; a rate objective needs a run with --rate".into()
+        }),
         not_reached: None,
     }
 }
