@@ -199,8 +199,10 @@ pub struct RunArgs {
     /// is printed on stderr; the endpoint stops with the run.
     #[arg(long, value_name = "[ADDRESS:]PORT", value_parser = sojourn::metrics::listen_addr)]
     pub metrics_listen: Option<std::net::SocketAddr>,
-    /// Serve a live web page of the run on http://ADDR/ (response time, send lag, rates,
-    /// failures, per interval), which becomes the run's HTML report when it ends. Alone it
+    /// Serve a live web page of the run on http://ADDR/ (response time, service time and send
+    /// lag per interval, rates, stage markers, what is due and waiting, failures, the machine's
+    /// floor, the self-check and the --slo objectives so far), which becomes the run's HTML
+    /// report when it ends. Alone it
     /// listens on 127.0.0.1:5665; a bare port listens on 127.0.0.1; ADDRESS:PORT exactly there;
     /// port 0 picks a free one. The URL is printed on stderr first.
     #[arg(long, value_name = "[ADDRESS:]PORT", num_args = 0..=1,
