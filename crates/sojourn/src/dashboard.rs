@@ -372,7 +372,11 @@ impl Feed {
             .map(|(l, steps, journeys)| (l, &steps[..], &journeys[..]));
         self.objectives.push(&interval, rows);
         let in_flight = self.watched.in_flight_ages();
-        let statuses = self.objectives.statuses(view.elapsed, &in_flight);
+        let pace = view.due.map(|due| crate::live_slo::Pace {
+            due,
+            kept: view.kept(),
+        });
+        let statuses = self.objectives.statuses(view.elapsed, &in_flight, pace);
         serde_json::to_value(statuses).unwrap_or_default()
     }
 }

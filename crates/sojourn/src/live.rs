@@ -62,6 +62,17 @@ pub struct View {
 }
 
 impl View {
+    /// Of what was taken up, what has not failed: answered, or under way (a journey run: its
+    /// journeys). What a rate objective counts as kept so far.
+    pub fn kept(&self) -> u64 {
+        match &self.labels {
+            Some(l) if !l.journeys.is_empty() => {
+                l.journeys.iter().map(|j| j.completed + j.in_flight).sum()
+            }
+            _ => self.counters.sent.saturating_sub(self.counters.failed),
+        }
+    }
+
     /// Due by now and not yet taken up by a connection (a journey not yet begun): waiting for
     /// a connection or a place, or for the generator. At the end, these are the never sent.
     pub fn waiting(&self) -> Option<u64> {
@@ -431,6 +442,12 @@ pub(crate) mod tests {
             "sent after the look counted what was due"
         );
         let mut j = fixtures::journey_view();
+        assert_eq!(j.kept(), 38 + 5, "the journeys finished well and under way");
+        assert_eq!(
+            fixtures::stalled_view().kept(),
+            10_391 - 2,
+            "sent, less the failed"
+        );
         j.due = Some(50);
         assert_eq!(
             j.waiting(),

@@ -134,6 +134,17 @@ pub type RowTimes<'a> = (
     &'a [Histogram<u64>],
 );
 
+/// What a run has kept of its schedule so far, counted exactly: the requests (a journey run:
+/// journeys) due by now, and of those, the ones taken up and not failed: answered, or still
+/// under way, which the end decides. A rate objective on the whole run is judged on these.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Pace {
+    /// Due by now, counted on the schedule.
+    pub due: u64,
+    /// Of those, taken up and not failed.
+    pub kept: u64,
+}
+
 /// How many requests the schedule expected by a time from the start (up to its end), and how
 /// they were drawn: a rate objective's denominator.
 pub type Expected = Box<dyn Fn(Duration) -> Option<(f64, Arrivals)> + Send>;
@@ -267,8 +278,13 @@ impl LiveObjectives {
 
     /// Every objective judged so far. `in_flight` is how long each request in flight at
     /// `now` has been due (lower bounds on their response times, as the result counts those
-    /// in flight at the end).
-    pub fn statuses(&self, now: Duration, in_flight: &[Duration]) -> Vec<Status> {
+    /// in flight at the end); `pace` what the run has kept of its schedule (none without one).
+    pub fn statuses(
+        &self,
+        now: Duration,
+        in_flight: &[Duration],
+        pace: Option<Pace>,
+    ) -> Vec<Status> {
         let mut censored = sojourn_core::record::new_histogram();
         for age in in_flight {
             // The histogram grows to fit: recording cannot fail.
@@ -277,7 +293,10 @@ impl LiveObjectives {
         let none = sojourn_core::record::new_histogram();
         self.objectives
             .iter()
-            .map(|o| self.status(o, now, &censored, &none))
+            .map(|o| match o.measure {
+                Measure::Rate { .. } => self.rate_status(o, now, pace),
+                _ => self.status(o, now, &censored, &none),
+            })
             .collect()
     }
 
@@ -299,12 +318,8 @@ impl LiveObjectives {
         if let Some(label) = &o.label {
             return self.label_status(o, label, status);
         }
-        let (window, expected, censored) = match &o.stage {
-            None => (
-                &self.whole,
-                self.expected_between(Duration::ZERO, self.whole.reached),
-                censored,
-            ),
+        let (window, censored) = match &o.stage {
+            None => (&self.whole, censored),
             Some(r) => {
                 let Some(i) = sojourn_core::gate::resolve_stage(o, r, Some(&self.stages)).ok()
                 else {
@@ -316,15 +331,12 @@ impl LiveObjectives {
                     status.verdict = "not begun";
                     return status;
                 }
-                let w = &self.stage_windows[i];
-                let (from, to) = (
-                    Duration::from_nanos(s.start_ns),
-                    Duration::from_nanos(s.end_ns()),
-                );
-                let expected = self.expected_between(from, w.reached.map(|r| r.min(to)));
                 // Only the stage under way holds the requests still in flight.
                 let current = self.stage_of(now) == Some(i);
-                (w, expected, if current { censored } else { none })
+                (
+                    &self.stage_windows[i],
+                    if current { censored } else { none },
+                )
             }
         };
         if window.reached.is_none() && censored.is_empty() {
@@ -332,7 +344,92 @@ impl LiveObjectives {
             status.why = Some("no interval of it has completed yet".into());
             return status;
         }
-        self.judged(status, window, censored, expected, o.measure)
+        self.judged(status, window, censored, None, o.measure)
+    }
+
+    /// A rate objective so far. On the whole run (or every journey): what the run has kept of
+    /// what fell due, exactly. On a stage: once it has ended (and its requests' timeout has
+    /// passed), its intervals' answers against the stage's whole schedule, as the gate counts
+    /// them at the end; under way, not yet. On one journey: at the end, against the journeys
+    /// the result counts scheduled.
+    fn rate_status(&self, o: &Objective, now: Duration, pace: Option<Pace>) -> Status {
+        let mut status = Status {
+            objective: o.text.clone(),
+            window: "whole run".into(),
+            verdict: "judged at the end",
+            value: None,
+            interval: None,
+            why: None,
+        };
+        let on_pace = |mut status: Status, window: String| {
+            status.window = window;
+            let Some(p) = pace.filter(|p| p.due > 0) else {
+                status.verdict = "too few samples yet";
+                status.why = Some("nothing has fallen due yet".into());
+                return status;
+            };
+            let w = Window {
+                completed: p.kept,
+                reached: Some(now),
+                ..Window::default()
+            };
+            let none = sojourn_core::record::new_histogram();
+            self.judged(
+                status,
+                &w,
+                &none,
+                Some((p.due as f64, Arrivals::Exact)),
+                o.measure,
+            )
+        };
+        match (&o.stage, &o.label) {
+            (None, None) => on_pace(status, "whole run".into()),
+            (_, Some(LabelRef::Journey(None))) => on_pace(status, "journeys".into()),
+            (_, Some(label)) => {
+                status.window = label.to_string();
+                status.why = Some("a step's or one journey's rate is judged at the end, against what the result counts scheduled".into());
+                status
+            }
+            (Some(r), None) => {
+                let Some(i) = sojourn_core::gate::resolve_stage(o, r, Some(&self.stages)).ok()
+                else {
+                    return status;
+                };
+                let s = &self.stages[i];
+                status.window = format!("stage {}", s.title(i));
+                let (from, to) = (
+                    Duration::from_nanos(s.start_ns),
+                    Duration::from_nanos(s.end_ns()),
+                );
+                if now < from {
+                    status.verdict = "not begun";
+                    return status;
+                }
+                // Its window is whole once an interval reaching its end has closed; the last
+                // stage keeps the drain, so only the end closes it.
+                let last = i + 1 == self.stages.len();
+                let whole = !last && self.stage_windows[i].reached.is_some_and(|r| r >= to);
+                if !whole {
+                    status.verdict = "too few samples yet";
+                    status.why =
+                        Some(match last {
+                            true => "the last stage keeps the drain: its rate is judged at the end"
+                                .into(),
+                            false => "the stage is under way: its rate is judged once it has ended"
+                                .into(),
+                        });
+                    return status;
+                }
+                let expected = self.expected_between(from, Some(to));
+                self.judged(
+                    status,
+                    &self.stage_windows[i],
+                    &sojourn_core::record::new_histogram(),
+                    expected,
+                    o.measure,
+                )
+            }
+        }
     }
 
     /// The schedule's expected count between `from` and `to` (a window's last interval end),
@@ -350,13 +447,6 @@ impl LiveObjectives {
         status.window = label.to_string();
         if self.steps.is_empty() && self.journeys.is_empty() {
             status.why = Some("a step's or journey's objective needs a journey run's rows".into());
-            return status;
-        }
-        if let Measure::Rate { .. } = o.measure {
-            status.why = Some(
-                "a journey's rate is judged against its own schedule, which the result counts"
-                    .into(),
-            );
             return status;
         }
         let window = match label {
@@ -477,7 +567,7 @@ mod tests {
         }
         let now = Duration::from_secs(10);
         let got: Vec<(String, &str)> = live
-            .statuses(now - Duration::from_millis(1), &[])
+            .statuses(now - Duration::from_millis(1), &[], None)
             .into_iter()
             .map(|s| (s.window, s.verdict))
             .collect();
@@ -502,7 +592,7 @@ mod tests {
         live.push(&interval(0, 100, 0, 10), None);
         live.push(&interval(1, 25, 0, 10), None);
         let held = [1250, 1200, 1150, 1100, 1050].map(Duration::from_millis);
-        let s = live.statuses(Duration::from_millis(2_500), &held);
+        let s = live.statuses(Duration::from_millis(2_500), &held, None);
         assert_eq!(s[0].value.as_deref(), Some("≥1.251 s"), "{s:?}");
         assert_eq!(s[0].verdict, "too few samples yet", "{s:?}");
         assert!(
@@ -512,17 +602,18 @@ mod tests {
                 .contains("independent stretches"),
             "{s:?}"
         );
-        let quiet = live.statuses(Duration::from_millis(2_500), &[]);
+        let quiet = live.statuses(Duration::from_millis(2_500), &[], None);
         assert_eq!(quiet[0].value.as_deref(), Some("10.00 ms"), "{quiet:?}");
     }
 
-    /// The rate so far is the answers in the window over what the schedule expected up to
-    /// the window's last interval (not up to now: the look comes a little later).
+    /// A rate so far: on the whole run, what the run kept of what fell due, exactly; on a
+    /// stage once its window is whole, its answers against its whole schedule; the last stage
+    /// (which keeps the drain) and one not begun wait.
     #[test]
-    fn a_rate_objective_counts_against_what_was_due_by_the_windows_end() {
+    fn a_rate_objective_counts_what_was_kept_of_what_fell_due() {
         let mut live = objectives(
-            &["rate>=99%", "2:rate>=99%", "1:rate>=99%"],
-            "5s@100,5s@100",
+            &["rate>=99%", "1:rate>=99%", "2:rate>=99%", "3:rate>=99%"],
+            "5s@100,5s@100,5s@100",
         );
         for i in 0..5 {
             live.push(&interval(i, 100, 0, 10), None);
@@ -530,18 +621,26 @@ mod tests {
         for i in 5..10 {
             live.push(&interval(i, 50, 0, 10), None);
         }
-        let s = live.statuses(Duration::from_millis(10_150), &[]);
+        let pace = Pace {
+            due: 1_000,
+            kept: 750,
+        };
+        let s = live.statuses(Duration::from_millis(9_990), &[], Some(pace));
         let got: Vec<(&str, Option<&str>)> =
             s.iter().map(|s| (s.verdict, s.value.as_deref())).collect();
         assert_eq!(
             got,
             [
                 ("breached so far", Some("75.00%")),
+                ("met so far", Some("100.00%")),
                 ("breached so far", Some("50.00%")),
-                ("met so far", Some("100.00%"))
+                ("not begun", None)
             ],
             "{s:?}"
         );
+        let s = live.statuses(Duration::from_millis(10_100), &[], Some(pace));
+        assert_eq!(s[3].verdict, "too few samples yet", "{s:?}");
+        assert!(s[3].why.as_deref().unwrap().contains("drain"), "{s:?}");
     }
 
     /// A journey run's rows: each interval takes apart what finished of each step and
@@ -595,7 +694,7 @@ mod tests {
             .map(|b| sojourn_core::record::decode(b).len())
             .sum();
         assert_eq!((held, live.steps[0].window.completed), (1_000, 1_000));
-        let s = live.statuses(Duration::from_secs(20), &[]);
+        let s = live.statuses(Duration::from_secs(20), &[], None);
         assert_eq!(
             (s[0].window.as_str(), s[0].verdict, s[0].value.as_deref()),
             ("step shop/login", "met so far", Some("10.00 ms")),
