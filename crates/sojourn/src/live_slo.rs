@@ -14,8 +14,9 @@ use sojourn_engine::LabelsSnapshot;
 
 /// The most intervals a window keeps: past it, neighbours are merged two by two (a coarser
 /// timeline, which the batch-means interval reads as fewer, longer stretches). Keeps a 24-hour
-/// run's memory and each judgement's work bounded.
-pub const WINDOW_CAP: usize = 512;
+/// run's memory and each judgement's work bounded: a judgement reads every interval of its
+/// window once a second.
+pub const WINDOW_CAP: usize = 256;
 
 /// One window so far: its intervals' response times (compact bytes, oldest first), counts.
 #[derive(Default, Clone)]
@@ -32,8 +33,8 @@ impl Window {
         if self.intervals.len() >= WINDOW_CAP {
             self.halve();
         }
-        self.intervals.push(interval.response.clone());
-        self.completed += interval.answers - interval.failed;
+        self.intervals.push(compact(&interval.response));
+        self.completed += interval.answers.saturating_sub(interval.failed);
         self.failed += interval.failed;
         self.reached = Some(interval.end);
     }
@@ -94,6 +95,16 @@ impl Window {
     }
 }
 
+/// An interval's times kept as small as they are: the engine's live histograms span an hour
+/// whatever they hold, and one decoded as written would take that span's memory at every
+/// judgement; re-recorded into a histogram that grows only to its largest value, it decodes to
+/// that.
+fn compact(bytes: &[u8]) -> Arc<[u8]> {
+    let mut small = sojourn_core::record::new_histogram();
+    let _ = small.add(sojourn_core::record::decode(bytes));
+    sojourn_core::record::encode(&small).into()
+}
+
 /// A completed interval as the objectives need it.
 pub struct Interval {
     /// Where it starts and ends, from the run's start.
@@ -113,11 +124,11 @@ pub struct Interval {
 pub struct Status {
     /// As written (`hold:p99<200ms`).
     pub objective: String,
-    /// `whole run`, or `stage NAME`.
+    /// `whole run`, `stage NAME`, `step LABEL`, `journeys` or `journey NAME`.
     pub window: String,
     /// `met so far`, `breached so far`, `too few samples yet`, `not begun`, or `judged at the
-    /// end` (a step's or journey's objective, or a stage's rate: the live intervals do not
-    /// carry what they need).
+    /// end` (a rate objective on one journey or a step, a step's or journey's objective in a
+    /// run without journey rows, a stage the run has not: what the live figures cannot say).
     pub verdict: &'static str,
     /// The measured value so far and its interval, when there is one.
     pub value: Option<String>,
