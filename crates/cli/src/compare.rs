@@ -96,8 +96,11 @@ impl From<CompareArgs> for sojourn::compare::CompareSettings {
 }
 
 pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
-    let page = crate::live_page::start(a.dashboard, a.dashboard_linger)?;
-    let mut sinks = crate::live_page::sinks(page.as_ref());
+    let page = a
+        .dashboard
+        .map(|addr| sojourn::dashboard::Page::open(addr, a.dashboard_linger))
+        .transpose()?;
+    let mut sinks = crate::panel::TerminalSinks::feeding(page.as_ref());
     let html = sojourn::compare::run(a.into(), &mut sinks)?;
     if let Some(page) = page {
         page.end(html)?;

@@ -78,8 +78,11 @@ impl From<DemoArgs> for sojourn::demo::DemoSettings {
 
 pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
     // First, before the demo prints anything: where to look.
-    let page = crate::live_page::start(a.dashboard, a.dashboard_linger)?;
-    let mut sinks = crate::live_page::sinks(page.as_ref());
+    let page = a
+        .dashboard
+        .map(|addr| sojourn::dashboard::Page::open(addr, a.dashboard_linger))
+        .transpose()?;
+    let mut sinks = crate::panel::TerminalSinks::feeding(page.as_ref());
     let html = sojourn::demo::run(a.into(), &mut sinks)?;
     if let Some(page) = page {
         page.end(html)?;

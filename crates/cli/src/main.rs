@@ -8,7 +8,6 @@ mod demo;
 mod diff;
 mod exit;
 mod gate;
-mod live_page;
 mod manual;
 mod merge;
 mod panel;

@@ -339,6 +339,17 @@ pub struct TerminalSinks {
     pub dashboard: Option<sojourn::dashboard::Feeder>,
 }
 
+impl TerminalSinks {
+    /// The terminal's sinks, with the page's feed when there is a page (every run of the
+    /// command feeds it).
+    pub fn feeding(page: Option<&sojourn::dashboard::Page>) -> TerminalSinks {
+        TerminalSinks {
+            metrics: None,
+            dashboard: page.map(|p| p.feeder()),
+        }
+    }
+}
+
 impl Sinks for TerminalSinks {
     fn live(&self) -> bool {
         self.metrics.is_some() || self.dashboard.is_some() || crate::progress::interactive()

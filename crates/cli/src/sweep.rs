@@ -118,7 +118,10 @@ pub struct SweepArgs {
 }
 
 pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
-    let page = crate::live_page::start(a.dashboard, a.dashboard_linger)?;
+    let page = a
+        .dashboard
+        .map(|addr| sojourn::dashboard::Page::open(addr, a.dashboard_linger))
+        .transpose()?;
     let config = SweepSettings::from(a.sweep.clone()).validate()?;
     let model = a
         .model
@@ -146,7 +149,7 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
         humantime::format_duration(config.step),
         humantime::format_duration(config.settle)
     );
-    let sinks = &mut crate::live_page::sinks(page.as_ref());
+    let sinks = &mut crate::panel::TerminalSinks::feeding(page.as_ref());
     let (outcome, threads) = sweep.run(&config, sinks, |step| {
         show_step(step);
         if let Some(page) = &page {

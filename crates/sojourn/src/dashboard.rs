@@ -240,6 +240,47 @@ impl Dashboard {
     }
 }
 
+/// The dashboard of a command of several runs (`compare`, `sweep`, `demo`): bound and serving
+/// before any run, fed by every run, and ended on the page the command itself writes; it stays
+/// up `linger` after.
+pub struct Page {
+    dashboard: Dashboard,
+    linger: Duration,
+}
+
+impl Page {
+    /// Binds `addr` (a taken port is bad input naming `--dashboard`) and serves there, printing
+    /// the URL on stderr before anything else.
+    pub fn open(addr: SocketAddr, linger: Duration) -> anyhow::Result<Page> {
+        Ok(Page {
+            dashboard: Dashboard::start(bind(addr)?)?,
+            linger,
+        })
+    }
+
+    /// What makes each run's live sink.
+    pub fn feeder(&self) -> Feeder {
+        self.dashboard.feeder()
+    }
+
+    /// A sweep's step finished: the page's table of steps grows by its row.
+    pub fn step(&self, step: &sojourn_core::sweep::Step) {
+        let run = crate::sweep::step_label(step.target);
+        self.dashboard.step(&run, step);
+    }
+
+    /// The command is over: the page shows `html`, the report the command wrote, and stays up
+    /// for the linger.
+    pub fn end(self, html: String) -> anyhow::Result<()> {
+        self.dashboard.end_with_html(html);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        self.dashboard.linger(&rt, self.linger);
+        Ok(())
+    }
+}
+
 impl Drop for Dashboard {
     fn drop(&mut self) {
         self.stop();
