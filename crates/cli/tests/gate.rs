@@ -66,9 +66,10 @@ fn objectives_that_hold_exit_0_with_a_passing_junit_file() {
         "--rate",
         "1000",
         "--duration",
-        "4s",
-        // Forty intervals and forty requests beyond p99: enough independent stretches for
-        // an interval on it.
+        "8s",
+        // Eighty intervals and eighty requests beyond p99: enough independent stretches for
+        // an interval on it, even when a few-millisecond hiccup of the machine bunches a
+        // score of them into one interval (a 4 s run that met one gave TOO FEW SAMPLES).
         "--interval",
         "100ms",
         "--slo",

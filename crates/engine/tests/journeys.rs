@@ -366,8 +366,11 @@ fn a_freeze_is_in_every_step_due_inside_it_and_in_the_journey_times() {
     );
     // The service time of those logins is the freeze too: the server held them.
     assert!(ms(login.service.max()) > 350.0);
-    // The journeys due in or just before the freeze last it out.
-    assert!(ms(journeys.response.max()) > 400.0 + 100.0);
+    // The first journey due inside the freeze waits it out from its due time, then thinks
+    // twice: 400 − x + 100 ms, where x, its due time's distance past the freeze's start, is
+    // under the 20 ms between journeys (the grid's phase against the freeze decides x; a CI
+    // run met x near 20).
+    assert!(ms(journeys.response.max()) > 400.0 + 100.0 - 20.0);
 }
 
 /// Four places for journeys due 20/s, each lasting over 300 ms: journeys queue for a place,
