@@ -115,8 +115,11 @@ async fn serve_on(
     let listener =
         sojourn_server::bind(addr).with_context(|| format!("--listen {addr}: cannot listen"))?;
     let local = listener.local_addr().context("reading the bound address")?;
+    // Registered before the announcement: a Ctrl-C the moment it says where it listens still
+    // stops it cleanly, with its truth log written.
+    let stop = shutdown_signal();
     announce(local, &scenario, args, options.header_timeout)?;
-    let summary = serve(listener, scenario, options, shutdown_signal()).await?;
+    let summary = serve(listener, scenario, options, stop).await?;
     eprintln!("stopped: {summary}");
     if summary.cut_off > 0 {
         eprintln!(
@@ -175,20 +178,27 @@ fn announce(
     Ok(())
 }
 
-/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
-async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    let term = async {
-        match term.as_mut() {
-            Some(t) => {
-                t.recv().await;
+/// Registers SIGINT (Ctrl-C) and SIGTERM now, when called, and resolves on either. (Tokio's
+/// `ctrl_c()` would register only when first polled: a signal before that kills the process.)
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{signal, Signal, SignalKind};
+    let (mut int, mut term) = (
+        signal(SignalKind::interrupt()).ok(),
+        signal(SignalKind::terminate()).ok(),
+    );
+    async move {
+        async fn arrives(s: Option<&mut Signal>) {
+            match s {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
             }
-            None => std::future::pending::<()>().await,
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term => {}
+        tokio::select! {
+            _ = arrives(int.as_mut()) => {}
+            _ = arrives(term.as_mut()) => {}
+        }
     }
 }
 
