@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{assert_nothing_lost, read_result, serial, sojourn, temp_dir};
+use common::{assert_nothing_lost, read_result, serial, shared, sojourn, temp_dir};
 use sojourn_core::FailureClass;
 
 fn proto() -> String {
@@ -511,7 +511,7 @@ fn run(server: &GrpcServer, dir: &std::path::Path, extra: &[&str]) -> sojourn_co
 
 #[test]
 fn each_status_code_is_counted_exactly_in_its_class() {
-    let _one = serial();
+    let _one = shared();
     let server = GrpcServer::start(Script::Pattern);
     let dir = temp_dir("grpc-pattern");
     let r = run(
@@ -660,7 +660,7 @@ fn server_streaming_calls_count_every_message_and_time_the_first_and_the_last() 
 /// first-message histograms added, the merge a valid document.
 #[test]
 fn a_merge_of_streaming_shards_sums_their_messages_and_first_messages() {
-    let _one = serial();
+    let _one = shared();
     let gap = Duration::from_millis(20);
     let server = GrpcServer::start(Script::Stream { messages: 5, gap });
     let dir = temp_dir("grpc-stream-merge");
@@ -730,7 +730,7 @@ fn assert_matches_the_result_schema(text: &str) {
 
 #[test]
 fn a_deadline_shorter_than_the_servers_work_times_out_here_or_fails_fast_there() {
-    let _one = serial();
+    let _one = shared();
     // A server that ignores the deadline: the local --timeout ends each call, and it is
     // counted `timeout` (censored at the deadline), never as a status the server did not send.
     let slow = GrpcServer::start(Script::Slow(Duration::from_millis(600)));
@@ -771,7 +771,7 @@ fn a_deadline_shorter_than_the_servers_work_times_out_here_or_fails_fast_there()
 
 #[test]
 fn a_server_killed_mid_run_gives_transport_classes_and_every_call_is_accounted_for() {
-    let _one = serial();
+    let _one = shared();
     let mut server = GrpcServer::start(Script::Slow(Duration::from_millis(300)));
     let dir = temp_dir("grpc-killed");
     let json = dir.join("r.json").display().to_string();
@@ -838,7 +838,7 @@ fn a_server_killed_mid_run_gives_transport_classes_and_every_call_is_accounted_f
 
 #[test]
 fn grpcs_calls_go_over_tls_with_the_trust_flags_of_https() {
-    let _one = serial();
+    let _one = shared();
     let server = GrpcServer::start_tls(Script::Pattern);
     let dir = temp_dir("grpcs");
     let ca = dir.join("ca.pem");
@@ -931,7 +931,7 @@ fn grpcs_calls_go_over_tls_with_the_trust_flags_of_https() {
 /// one, it is refused in one line naming the flag, exit 2, by `run`, `compare` and `sweep`.
 #[test]
 fn the_tls_server_name_is_what_the_certificate_is_checked_against_and_sent_as_sni() {
-    let _one = serial();
+    let _one = shared();
     let name = "grpc.test.example.com";
     let server = GrpcServer::start_tls_for(Script::Pattern, name);
     let dir = temp_dir("grpcs-server-name");
@@ -1154,7 +1154,7 @@ fn the_tls_server_name_is_what_the_certificate_is_checked_against_and_sent_as_sn
 
 #[test]
 fn the_closed_and_paced_loops_count_the_same_statuses() {
-    let _one = serial();
+    let _one = shared();
     for (what, extra) in [
         (
             "closed",
@@ -1203,7 +1203,7 @@ fn the_closed_and_paced_loops_count_the_same_statuses() {
 /// A shaped run (`--stages`) counts its calls per stage as it does over HTTP.
 #[test]
 fn shards_merge_and_stages_and_objectives_judge_grpc_calls() {
-    let _one = serial();
+    let _one = shared();
     let server = GrpcServer::start(Script::Pattern);
     let dir = temp_dir("grpc-shards");
     let mut shards = Vec::new();
@@ -1325,7 +1325,7 @@ fn grpc_flags(p: &str) -> Vec<&str> {
 
 #[test]
 fn compare_runs_both_loops_of_grpc_calls_and_counts_each_class() {
-    let _one = serial();
+    let _one = shared();
     let server = GrpcServer::start(Script::Pattern);
     let dir = temp_dir("grpc-compare");
     let (url, p) = (server.url(), proto());
@@ -1379,7 +1379,7 @@ fn compare_runs_both_loops_of_grpc_calls_and_counts_each_class() {
 
 #[test]
 fn sweep_steps_through_grpc_calls_with_a_verdict_and_counts_per_step() {
-    let _one = serial();
+    let _one = shared();
     let server = GrpcServer::start(Script::Pattern);
     let dir = temp_dir("grpc-sweep");
     let (url, p) = (server.url(), proto());
@@ -1416,7 +1416,7 @@ fn sweep_steps_through_grpc_calls_with_a_verdict_and_counts_per_step() {
 /// the key, exit 2.
 #[test]
 fn a_plan_file_carries_the_grpc_call_and_names_its_bad_keys() {
-    let _one = serial();
+    let _one = shared();
     let server = GrpcServer::start(Script::Pattern);
     let dir = temp_dir("grpc-plan");
     std::fs::copy(proto(), dir.join("greeter.proto")).unwrap();
@@ -1496,7 +1496,7 @@ fn a_plan_file_carries_the_grpc_call_and_names_its_bad_keys() {
 /// wait for a slot among its 16 connections.
 #[test]
 fn compare_over_grpc_gives_the_closed_loop_c_callers_and_the_open_loop_stream_slots() {
-    let _one = serial();
+    let _one = shared();
     let server = GrpcServer::start(Script::Slow(Duration::from_millis(200)));
     let dir = temp_dir("grpc-compare-callers");
     let (url, p) = (server.url(), proto());
@@ -1585,7 +1585,7 @@ fn finished(body: &str, outcome: &str) -> Option<f64> {
 /// far; the run's result has the whole pattern.
 #[test]
 fn metrics_listen_scrapes_grpc_calls_with_their_grpc_classes_named_when_counted() {
-    let _one = serial();
+    let _one = shared();
     let server = GrpcServer::start(Script::Pattern);
     let dir = temp_dir("grpc-metrics");
     let json = dir.join("r.json").display().to_string();
@@ -1650,7 +1650,7 @@ fn the_panel_shows_a_grpc_run_and_its_grpc_classes() {
     let Some(tmux) = sojourn_testkit::on_path("tmux") else {
         return sojourn_testkit::skip("live panel: `tmux` is not on PATH");
     };
-    let _one = serial();
+    let _one = shared();
     let server = GrpcServer::start(Script::Pattern);
     let socket = format!("sojourn-grpc-panel-{}", std::process::id());
     let tmux_run = |args: &[&str]| {
@@ -1719,7 +1719,7 @@ fn the_panel_shows_a_grpc_run_and_its_grpc_classes() {
 /// are the merged document's and the server's pattern; the summary says how many ran.
 #[test]
 fn repeat_runs_grpc_calls_twice_and_counts_each_repetitions_classes() {
-    let _one = serial();
+    let _one = shared();
     let server = GrpcServer::start(Script::Pattern);
     let dir = temp_dir("grpc-repeat");
     let json = dir.join("r.json").display().to_string();
@@ -1779,7 +1779,7 @@ fn repeat_runs_grpc_calls_twice_and_counts_each_repetitions_classes() {
 /// classes and judge the same.
 #[test]
 fn stages_and_objectives_judge_grpc_calls_and_the_report_names_their_classes() {
-    let _one = serial();
+    let _one = shared();
     let server = GrpcServer::start(Script::Pattern);
     let dir = temp_dir("grpc-slo");
     let json = dir.join("r.json").display().to_string();
@@ -1855,7 +1855,7 @@ fn stages_and_objectives_judge_grpc_calls_and_the_report_names_their_classes() {
 /// path, message and metadata, and the streaming call's replies are counted.
 #[test]
 fn a_targets_file_of_calls_sends_each_lines_call_by_its_weight_with_its_label() {
-    let _guard = serial();
+    let _guard = shared();
     let dir = temp_dir("grpc-targets");
     let server = GrpcServer::start(Script::Slow(Duration::ZERO));
     let file = dir.join("calls.jsonl");

@@ -6,8 +6,9 @@
 //! of times one run's data). For each replication and each method the test records whether the
 //! interval was given and whether it held the truth.
 //!
-//! Release-built: `.ci/run` runs it with `cargo test --release -p sojourn-sim --test coverage
-//! -- --ignored` (the debug build takes minutes). The table it prints is the one in
+//! It runs in the test build like every other test: the workspace's `Cargo.toml` optimizes the
+//! simulator, the scenarios and the core in that build (unoptimized, it would take minutes). The
+//! table it prints (`cargo test -p sojourn-sim --test coverage -- --nocapture`) is the one in
 //! `docs/statistics.md`.
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -298,7 +299,6 @@ fn percent(x: f64) -> String {
 }
 
 #[test]
-#[ignore = "release-built from .ci/run: cargo test --release -p sojourn-sim --test coverage -- --ignored"]
 fn batch_means_intervals_cover_where_they_are_given_and_say_when_they_cannot() {
     // The closed-form cases get 4,000 replications, so that --repeat 10 is judged on 400
     // groups: on 200, one group moves its coverage by half a point, and a method that covers

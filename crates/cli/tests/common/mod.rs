@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use http_body_util::Full;
@@ -242,10 +242,19 @@ pub fn slower_than(r: &RunResult, above: Duration) -> u64 {
     )
 }
 
-/// Runs heavy tests one at a time so they do not distort each other's timing on two cores.
-pub fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+/// Heavy tests (those that judge timing against a model or a bound) take it whole, one at a
+/// time, so that they do not distort each other's timing on two cores; light tests (those that
+/// count, name or parse) share it, so that they run side by side but never beside a heavy one.
+static HEAVY: RwLock<()> = RwLock::new(());
+
+/// Runs a heavy test alone among the tests of its binary that take [`serial`] or [`shared`].
+pub fn serial() -> std::sync::RwLockWriteGuard<'static, ()> {
+    HEAVY.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs a light test beside other light tests, never beside a heavy one ([`serial`]).
+pub fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    HEAVY.read().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Runs `sojourn ARGS`, which must succeed, and returns what it printed.

@@ -561,7 +561,7 @@ fn list_features_of_the_real_route_guide_streams_every_feature_in_every_call() {
              scripts/grpc-servers.sh into SOJOURN_GRPC_SERVERS)",
         );
     };
-    let _guard = crate::common::serial();
+    let _guard = crate::common::shared();
     let dir = temp_dir("grpc-real-route-guide");
     let port = free_port();
     let _server = route_guide(&bin, &dir, port);

@@ -80,7 +80,7 @@ fn with_no_proto_the_servers_reflection_gives_the_calls_descriptors() {
              scripts/grpc-servers.sh into SOJOURN_GRPC_SERVERS)",
         );
     };
-    let _guard = crate::common::serial();
+    let _guard = crate::common::shared();
     let dir = temp_dir("grpc-reflection");
     let port = free_port();
     let _server = reflection_server(&bin, &dir, port);
@@ -221,7 +221,7 @@ fn a_server_without_reflection_is_told_to_give_a_proto() {
              into SOJOURN_GRPC_SERVERS)",
         );
     };
-    let _guard = crate::common::serial();
+    let _guard = crate::common::shared();
     let dir = temp_dir("grpc-no-reflection");
     let greeter = ExampleServer::start(&bin, &dir);
     let url = format!("grpc://127.0.0.1:{}", greeter.port);
