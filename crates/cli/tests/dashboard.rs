@@ -10,7 +10,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{peak_rss_kib, serial, temp_dir};
+use common::{peak_rss_kib, serial, shared, temp_dir};
 use serde_json::Value;
 use sojourn_testkit::control::{on_a_quiet_machine_with_floor, Floor};
 
@@ -347,7 +347,7 @@ fn stall_on_time(seen: &[&Value], ended: Duration) {
 /// at the end the gate fails (exit 4) and nothing was left unsent.
 #[test]
 fn stages_objectives_and_waiting_requests_show_as_they_happen() {
-    let _guard = serial();
+    let _guard = shared();
     let dir = temp_dir("dashboard-slo");
     let json = dir.join("r.json");
     let (_server, url) = hiccup_server();
@@ -437,7 +437,7 @@ fn stages_objectives_and_waiting_requests_show_as_they_happen() {
 /// result names them, none counting more than the result's label finished.
 #[test]
 fn a_targets_run_shows_a_row_per_label() {
-    let _guard = serial();
+    let _guard = shared();
     let dir = temp_dir("dashboard-targets");
     let (_server, url) = serve(&["--scenario", "healthy"]);
     let file = dir.join("targets.txt");
@@ -482,7 +482,7 @@ fn a_targets_run_shows_a_row_per_label() {
 /// its own row's times (a window of its own, with a value), never left to the end.
 #[test]
 fn a_journey_runs_step_and_journey_objectives_are_judged_live() {
-    let _guard = serial();
+    let _guard = shared();
     let dir = temp_dir("dashboard-journey-slo");
     let (_server, url) = serve(&["--scenario", "healthy"]);
     let origin = url.trim_end_matches("/api");
@@ -519,7 +519,7 @@ fn a_journey_runs_step_and_journey_objectives_are_judged_live() {
 
 #[test]
 fn only_get_is_served_and_the_page_asks_nothing_of_elsewhere() {
-    let _guard = serial();
+    let _guard = shared();
     let (_server, url) = hiccup_server();
     let (mut run, addr) = dashboard_run(&url, "50", "2s", &[]);
     for path in ["/", "/events", "/history", "/report.html"] {
@@ -627,7 +627,7 @@ fn twenty_viewers_that_never_read_do_not_slow_the_run() {
 
 #[test]
 fn linger_keeps_the_report_up_after_the_run_then_exits() {
-    let _guard = serial();
+    let _guard = shared();
     let (_server, url) = hiccup_server();
     let (mut run, addr) = dashboard_run(&url, "50", "1s", &["--dashboard-linger", "2s"]);
     let early = request(addr, "GET", "/report.html");

@@ -28,7 +28,7 @@ fn run_through_a_stall(
 
 #[test]
 fn open_loop_records_every_request_the_stall_delayed() {
-    let _guard = serial();
+    let _guard = shared();
     let server = TestServer::start(false);
     let dir = temp_dir("open-stall");
     let r = run_through_a_stall(
@@ -59,7 +59,7 @@ fn open_loop_records_every_request_the_stall_delayed() {
 
 #[test]
 fn closed_loop_with_ten_connections_does_not() {
-    let _guard = serial();
+    let _guard = shared();
     let server = TestServer::start(false);
     let dir = temp_dir("closed-stall");
     let r = run_through_a_stall(
@@ -88,7 +88,7 @@ fn closed_loop_with_ten_connections_does_not() {
 
 #[test]
 fn counts_add_up_when_the_run_ends_mid_stall() {
-    let _guard = serial();
+    let _guard = shared();
     let server = TestServer::start(false);
     let dir = temp_dir("censored");
     let json = dir.join("r.json");
@@ -170,7 +170,7 @@ fn stopped_by(
 /// gathered.
 #[test]
 fn ctrl_c_still_writes_what_was_gathered() {
-    let _guard = serial();
+    let _guard = shared();
     let (out, json, _dir) = stopped_by("INT", "sigint", &[]);
     assert_eq!(out.status.code(), Some(6), "exit {:?}", out.status);
     let r = read_result(&json);
@@ -194,7 +194,7 @@ fn ctrl_c_still_writes_what_was_gathered() {
 /// written. 6 wins over a failed objective (4): it was judged on a run cut short.
 #[test]
 fn sigterm_exits_6_over_a_failed_objective_and_writes_the_result() {
-    let _guard = serial();
+    let _guard = shared();
     let (out, json, _dir) = stopped_by("TERM", "sigterm", &["--slo", "p50<1ns"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
@@ -219,7 +219,7 @@ fn sigterm_exits_6_over_a_failed_objective_and_writes_the_result() {
 
 #[test]
 fn https_with_keep_alive() {
-    let _guard = serial();
+    let _guard = shared();
     let server = TestServer::start(true);
     let dir = temp_dir("https");
     let json = dir.join("r.json");
@@ -260,7 +260,7 @@ fn https_with_keep_alive() {
 
 #[test]
 fn results_match_the_schema() {
-    let _guard = serial();
+    let _guard = shared();
     let server = TestServer::start(false);
     let dir = temp_dir("schema");
     let schema: serde_json::Value =
@@ -460,7 +460,7 @@ fn an_unreachable_host_is_bad_input_before_the_run() {
 
 #[test]
 fn hgrm_hlog_and_samples_files() {
-    let _guard = serial();
+    let _guard = shared();
     let server = TestServer::start(false);
     let dir = temp_dir("files");
     let (json, hlog, samples, prefix) = (
