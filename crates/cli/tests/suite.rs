@@ -139,7 +139,7 @@ fn closed_and_open_tools_split_on_a_stall_and_agree_when_healthy() {
 
     // Hiccup: a 1 s stall in 8 s at 200 req/s. The closed loops saw a couple of stalled
     // requests; the open loops saw the ~200 that were due during it.
-    let hiccup = rows(&summary, "hiccup");
+    let hiccup = rows(summary, "hiccup");
     for t in TOOLS {
         row(hiccup, t); // every tool ran and was imported
     }
