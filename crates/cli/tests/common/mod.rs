@@ -242,9 +242,10 @@ pub fn slower_than(r: &RunResult, above: Duration) -> u64 {
     )
 }
 
-/// Heavy tests (those that judge timing against a model or a bound) take it whole, one at a
-/// time, so that they do not distort each other's timing on two cores; light tests (those that
-/// count, name or parse) share it, so that they run side by side but never beside a heavy one.
+/// Heavy tests (those that judge timing against a model or a tight bound) take it whole, one at
+/// a time, so that they do not distort each other's timing on two cores; light tests (those that
+/// count, name or parse, or see a one-second stall against a ten-fold margin) share it, so that
+/// they run side by side but never beside a heavy one.
 static HEAVY: RwLock<()> = RwLock::new(());
 
 /// Runs a heavy test alone among the tests of its binary that take [`serial`] or [`shared`].
