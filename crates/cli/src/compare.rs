@@ -96,10 +96,7 @@ impl From<CompareArgs> for sojourn::compare::CompareSettings {
 }
 
 pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
-    let page = a
-        .dashboard
-        .map(|addr| sojourn::dashboard::Page::open(addr, a.dashboard_linger))
-        .transpose()?;
+    let page = sojourn::dashboard::Page::open_if(a.dashboard, a.dashboard_linger)?;
     let mut sinks = crate::panel::TerminalSinks::feeding(page.as_ref());
     let html = sojourn::compare::run(a.into(), &mut sinks)?;
     if let Some(page) = page {

@@ -78,10 +78,7 @@ impl From<DemoArgs> for sojourn::demo::DemoSettings {
 
 pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
     // First, before the demo prints anything: where to look.
-    let page = a
-        .dashboard
-        .map(|addr| sojourn::dashboard::Page::open(addr, a.dashboard_linger))
-        .transpose()?;
+    let page = sojourn::dashboard::Page::open_if(a.dashboard, a.dashboard_linger)?;
     let mut sinks = crate::panel::TerminalSinks::feeding(page.as_ref());
     let html = sojourn::demo::run(a.into(), &mut sinks)?;
     if let Some(page) = page {

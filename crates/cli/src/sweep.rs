@@ -118,10 +118,7 @@ pub struct SweepArgs {
 }
 
 pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
-    let page = a
-        .dashboard
-        .map(|addr| sojourn::dashboard::Page::open(addr, a.dashboard_linger))
-        .transpose()?;
+    let page = sojourn::dashboard::Page::open_if(a.dashboard, a.dashboard_linger)?;
     let config = SweepSettings::from(a.sweep.clone()).validate()?;
     let model = a
         .model

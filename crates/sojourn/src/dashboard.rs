@@ -258,6 +258,11 @@ impl Page {
         })
     }
 
+    /// [`Page::open`] when `--dashboard` was given, else no page.
+    pub fn open_if(addr: Option<SocketAddr>, linger: Duration) -> anyhow::Result<Option<Page>> {
+        addr.map(|addr| Page::open(addr, linger)).transpose()
+    }
+
     /// What makes each run's live sink.
     pub fn feeder(&self) -> Feeder {
         self.dashboard.feeder()
