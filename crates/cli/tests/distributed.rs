@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::tolerance::*;
-use common::{assert_nothing_lost, listening_addr, read_result, serial, temp_dir, TestDir};
+use common::{assert_nothing_lost, listening_addr, read_result, serial, temp_dir, Signal, TestDir};
 use job::{entrypoint, expand, job_manifest, repo, text_at, yaml_documents, JobManifest};
 use sojourn_core::placement::ShardState;
 use sojourn_core::{Arrival, End, Rate, RunResult, Schedule, Shard};
@@ -124,16 +124,8 @@ impl Proc {
         }
     }
 
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn signal(&self, sig: &str) {
-        let ok = Command::new("kill")
-            .args([&format!("-{sig}"), &self.pid().to_string()])
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "kill -{sig} {} ({})", self.pid(), self.what);
+    fn signal(&self, sig: Signal) {
+        common::signal(&self.child, sig);
     }
 
     /// Waits until it exits, at most until `deadline`; past it, kills it and fails.
@@ -388,7 +380,7 @@ impl Target {
     }
 
     fn stop(self) {
-        self.proc.signal("TERM");
+        self.proc.signal(Signal::TERM);
         let out = self.proc.wait(Instant::now() + Duration::from_secs(10));
         assert!(out.status.success(), "sojourn serve: {}", out.status);
     }
@@ -932,12 +924,12 @@ fn a_killed_shard_is_named_and_its_share_counted_not_measured() {
         std::thread::sleep(mid.duration_since(SystemTime::now()).unwrap_or_default());
         let k = shards.iter().position(|s| s.index == killed).unwrap();
         let victim = shards.remove(k);
-        victim.proc.signal("KILL");
+        victim.proc.signal(Signal::KILL);
         let out = victim.proc.wait(Instant::now() + Duration::from_secs(10));
         assert!(!out.status.success(), "killed: {}", out.status);
         let s = shards.iter().position(|s| s.index == stopped).unwrap();
         let stopped_proc = shards.remove(s);
-        stopped_proc.proc.signal("TERM");
+        stopped_proc.proc.signal(Signal::TERM);
         let out = stopped_proc
             .proc
             .wait(Instant::now() + Duration::from_secs(20));

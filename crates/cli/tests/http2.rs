@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{assert_nothing_lost, read_result, serial, sojourn, temp_dir};
+use common::{assert_nothing_lost, read_result, serial, sojourn, temp_dir, Signal};
 
 /// nginx on three free loopback ports: h2c, h2 over TLS, and h2c allowing only 4 streams.
 struct Nginx {
@@ -77,7 +77,7 @@ impl Nginx {
         std::fs::write(self.dir.join("access.log"), "").unwrap();
     }
 
-    fn signal(&self, sig: &str) {
+    fn signal(&self, sig: Signal) {
         self.nginx.signal(sig);
     }
 }
@@ -336,10 +336,10 @@ fn a_frozen_nginx_over_http2_matches_queueing_theory() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1_500));
-    nginx.signal("-STOP");
+    nginx.signal(Signal::STOP);
     let frozen = Instant::now();
     std::thread::sleep(Duration::from_secs(1));
-    nginx.signal("-CONT");
+    nginx.signal(Signal::CONT);
     let stall = frozen.elapsed().as_secs_f64();
     assert!(child.wait().unwrap().success());
     let r = read_result(&json);

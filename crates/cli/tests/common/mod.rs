@@ -17,6 +17,7 @@ use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
+pub use rustix::process::Signal;
 use sojourn_core::RunResult;
 
 pub struct TestServer {
@@ -339,11 +340,22 @@ pub fn metrics_addr(run: &mut std::process::Child) -> SocketAddr {
 
 /// What Ctrl-C does: SIGINT to the run, which stops its schedule and reports.
 pub fn interrupt(run: &std::process::Child) {
-    let sent = Command::new("kill")
-        .args(["-INT", &run.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
+    signal(run, Signal::INT);
+}
+
+/// Sends `sig` to `child` with the `kill` system call, in microseconds: a test that freezes a
+/// server at an instant of the run's clock cannot afford the milliseconds (tens, on a busy
+/// machine) of starting `kill(1)`.
+pub fn signal(child: &std::process::Child, sig: Signal) {
+    let pid = rustix::process::Pid::from_child(child);
+    rustix::process::kill_process(pid, sig)
+        .unwrap_or_else(|e| panic!("signal {sig:?} to process {}: {e}", child.id()));
+}
+
+/// SIGCONT to `child`, never failing: for a `Drop` that must not leave a stopped process
+/// behind, and must not panic while a failed test unwinds.
+pub fn thaw(child: &std::process::Child) {
+    let _ = rustix::process::kill_process(rustix::process::Pid::from_child(child), Signal::CONT);
 }
 
 /// `promtool check metrics` finds nothing to say about a scraped body (the classic text

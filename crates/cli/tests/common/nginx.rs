@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{temp_dir, TestDir};
+use super::{temp_dir, Signal, TestDir};
 
 pub struct Nginx {
     child: Child,
@@ -79,20 +79,15 @@ impl Nginx {
     }
 
     /// Sends `sig` (`-STOP`, `-CONT`) to the one process.
-    pub fn signal(&self, sig: &str) {
-        let ok = Command::new("kill")
-            .args([sig, &self.child.id().to_string()])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill {sig} nginx");
+    pub fn signal(&self, sig: Signal) {
+        super::signal(&self.child, sig);
     }
 }
 
 impl Drop for Nginx {
     fn drop(&mut self) {
         // A test that failed while nginx was frozen must not leave a stopped process behind.
-        self.signal("-CONT");
+        super::thaw(&self.child);
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

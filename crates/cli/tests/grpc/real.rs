@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::temp_dir;
+use crate::common::{temp_dir, Signal};
 use sojourn_core::{Mode, RunConfig, RunResult};
 use sojourn_peers::runners::{self, GrpcCall, RunSpec};
 use sojourn_peers::{import, ImportContext};
@@ -90,21 +90,14 @@ impl ExampleServer {
         server
     }
 
-    fn signal(&self, sig: &str) {
-        let ok = Command::new("kill")
-            .args([sig, &self.child.id().to_string()])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill {sig} server");
+    fn signal(&self, sig: Signal) {
+        crate::common::signal(&self.child, sig);
     }
 }
 
 impl Drop for ExampleServer {
     fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-CONT", &self.child.id().to_string()])
-            .status();
+        crate::common::thaw(&self.child);
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -179,13 +172,13 @@ fn ghz_hides_a_one_second_stall_of_the_greeter() {
         .expect("starting ghz");
     let child = Reaped(child);
     std::thread::sleep(Duration::from_secs(4));
-    greeter.signal("-STOP");
+    greeter.signal(Signal::STOP);
     let frozen = Instant::now();
     std::thread::sleep(Duration::from_secs(1));
     // At least this long: the freeze began before `kill -STOP` returned and ends only once
     // `kill -CONT` has started.
     let stall = frozen.elapsed();
-    greeter.signal("-CONT");
+    greeter.signal(Signal::CONT);
     wait_bounded(child, run_for + GRACE, "ghz");
 
     let r = imported(&plan.files, plan.mode, &spec);
@@ -327,11 +320,11 @@ fn calls_through_a_freeze(
         .expect("starting sojourn");
     let child = Reaped(child);
     std::thread::sleep(freeze_at);
-    server.signal("-STOP");
+    server.signal(Signal::STOP);
     let frozen = Instant::now();
     std::thread::sleep(Duration::from_secs(1));
     let stall = frozen.elapsed().as_secs_f64();
-    server.signal("-CONT");
+    server.signal(Signal::CONT);
     wait_bounded(child, Duration::from_secs(40), name);
     (crate::common::read_result(&json), stall)
 }
