@@ -376,7 +376,7 @@ impl<'a> Sim<'a> {
         req.sent = Some(now);
         req.attempt_sent = now;
         self.events
-            .push(now.saturating_add(self.timeout), Kind::Timeout { req: key });
+            .push_in_order(now.saturating_add(self.timeout), Kind::Timeout { req: key });
         self.send(key, 0);
     }
 
