@@ -78,7 +78,7 @@ impl Nginx {
         }
     }
 
-    /// Sends `sig` (`-STOP`, `-CONT`) to the one process.
+    /// Sends `sig` (STOP, CONT) to the one process.
     pub fn signal(&self, sig: Signal) {
         super::signal(&self.child, sig);
     }
