@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Where the open loop's CPU goes, beside a program that only lets the kernel time its sends.
 #
-#   bench/wakeups.sh PROBE
+#   [WRK2=PATH] bench/wakeups.sh PROBE
 #
 # PROBE is an io_uring timed-send probe built from C: each message an absolute timeout linked to
 # an 8-byte write on a socketpair, 32 queued ahead, a reader thread stamping arrivals; it prints
@@ -13,7 +13,9 @@
 # thread, 64 connections, defaults) each on CPU 1, 8 s at 5k, 20k and 50k a second, ROUNDS
 # rounds (default 2). perf stat counts context switches, CPU (task-clock) and system calls of
 # the process and its children (sojourn's control meter included; it is then measured alone).
-# Last, one perf profile of sojourn at 5k req/s: the kernel paths that take its CPU.
+# With WRK2 (wrk2's binary, built from giltene/wrk2's source: it is in no registry), wrk2 -t1
+# -c64 -R runs beside them, over its completed requests. Last, a perf profile at 5k req/s of
+# sojourn (and of wrk2): the kernel paths that take its CPU.
 # 127.0.0.1 only; about 3 minutes.
 set -euo pipefail
 probe=${1:?usage: bench/wakeups.sh PROBE (the io_uring timed-send probe, built)}
@@ -62,6 +64,12 @@ for round in $(seq "${ROUNDS:-2}"); do
       --json "$out/run.json" > /dev/null 2>&1
     completed=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['counts']['completed'])" "$out/run.json")
     stat sojourn "$rate" "$completed" "$out/sojourn.txt"
+    if [ -n "${WRK2:-}" ]; then
+      perf stat -x, -e "$events" -o "$out/wrk2.txt" taskset -c 1 "$WRK2" -t1 -c64 -R"$rate" -d8s \
+        "http://127.0.0.1:$port/" > "$out/wrk2.out"
+      completed=$(awk '/requests in/ { print $1 }' "$out/wrk2.out")
+      stat wrk2 "$rate" "$completed" "$out/wrk2.txt"
+    fi
   done
 done
 
@@ -73,6 +81,15 @@ awk -F, '$3 == "context-switches" { cs = $1 } $3 == "task-clock" { ms = $1 }
 echo "== where sojourn's CPU goes at 5k req/s (perf record, kernel call chains)"
 perf record -q -F 2000 -g -o "$out/perf.data" taskset -c 1 "$sojourn" run "http://127.0.0.1:$port/" \
   --rate 5000 -c 64 --threads 1 --duration 8s --json "$out/run.json" > /dev/null 2>&1
-perf report -i "$out/perf.data" --no-children --sort comm,symbol --stdio -g caller,0.5,callee --percent-limit 5 2>/dev/null \
-  | grep -v '^#' | grep -v '^$' | head -40
+profile() {
+  perf report -i "$1" --no-children --sort comm,symbol --stdio -g caller,0.5,callee --percent-limit 5 2>/dev/null \
+    | grep -v '^#' | grep -v '^$' | grep -v '^ *| *$' | head -40
+}
+profile "$out/perf.data"
+if [ -n "${WRK2:-}" ]; then
+  echo "== where wrk2's CPU goes at 5k req/s"
+  perf record -q -F 2000 -g -o "$out/wrk2.data" taskset -c 1 "$WRK2" -t1 -c64 -R5000 -d8s \
+    "http://127.0.0.1:$port/" > /dev/null
+  profile "$out/wrk2.data"
+fi
 echo "files: $out"
