@@ -175,8 +175,8 @@ fn ghz_hides_a_one_second_stall_of_the_greeter() {
     greeter.signal(Signal::STOP);
     let frozen = Instant::now();
     std::thread::sleep(Duration::from_secs(1));
-    // At least this long: the freeze began before `kill -STOP` returned and ends only once
-    // `kill -CONT` has started.
+    // At least this long: the freeze began before the STOP signal returned and ends only once
+    // the CONT signal is sent.
     let stall = frozen.elapsed();
     greeter.signal(Signal::CONT);
     wait_bounded(child, run_for + GRACE, "ghz");
