@@ -765,7 +765,7 @@ const FOUR_SHARDS_HICCUP: Ceilings = Ceilings {
 /// with the model of the same global schedule (threads = N·T), within fixed ceilings like
 /// docs/validation.md's (crates/cli/tests/validation.rs), and the server's lateness and the
 /// generators' dispatch lag stay under theirs. Under CI=true a run during which any shard's
-/// control meter reported a p99 over 1 ms is rerun once, then fails as too noisy.
+/// control meter reported a p99 over 1 ms is run again, up to three runs, then fails as too noisy.
 #[test]
 fn a_stall_seen_by_all_shards_matches_the_simulation() {
     let _guard = serial();

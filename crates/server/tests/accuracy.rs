@@ -19,7 +19,7 @@ const PER_CONNECTION: usize = 100;
 /// Fixed ceilings on the server's lateness (departure − due). On the 2-vCPU VM, quiet, it is
 /// 41–46 µs at p50, 88–113 µs at p95 and 135–220 µs at p99, one or two times the control meter's
 /// p99; a fall-back to tokio's 1 ms timer puts p50 near 1 ms. The ceilings never move with a
-/// meter: a noisy machine is rerun once under CI, and then refused, instead.
+/// meter: under CI a noisy machine is run again, up to three runs, and then refused, instead.
 const P50_CEILING: Duration = Duration::from_micros(250);
 const P95_CEILING: Duration = Duration::from_micros(500);
 const P99_CEILING: Duration = Duration::from_millis(1);

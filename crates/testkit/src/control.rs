@@ -94,6 +94,13 @@ macro_rules! control_meter_hook {
 /// Above this control-meter p99 the machine is too noisy to judge a run against the ceilings.
 pub const NOISY_FLOOR_MS: f64 = 1.0;
 
+/// Under CI, how many runs a test makes at most while the machine is noisy: the first quiet one
+/// is judged. A host that steals its VM's CPU does so in spells: on the 2-vCPU VM an idle
+/// meter's p99 read 0.23 ms and 0.91 ms in back-to-back runs of 4 s, and a CI run on 2026-11-27
+/// found nine judged tests noisy twice in a row while others were quiet. A third run gives a
+/// quiet spell one more chance; the ceilings stay as they are either way.
+pub const RUNS_UNDER_CI: usize = 3;
+
 /// Above this many cores of work outside the test's own processes, on average over the run, the
 /// machine is too noisy too: the control meter, which only sleeps, does not see busy neighbours
 /// (see [`crate::load`]). Half a core of a 2-vCPU machine.
@@ -146,10 +153,10 @@ impl std::fmt::Display for Quiet {
 /// Runs `measure` (which returns what it measured and the control meter's p99 in ms, if the
 /// run reported it), counting the CPU that other work on the machine took meanwhile. Under CI
 /// (CI=true), a run on a noisy machine (a floor over [`NOISY_FLOOR_MS`], or other work over
-/// [`NOISY_OTHER_CORES`]) is rerun once, and a second noisy run fails the test saying the
-/// machine was too noisy: its lateness cannot be told from the machine's, and the ceilings are
-/// never widened to absorb it. Elsewhere the run is judged as it is, with a line saying that the
-/// machine was noisy.
+/// [`NOISY_OTHER_CORES`]) is run again, up to [`RUNS_UNDER_CI`] runs in all, and the first quiet
+/// one is judged; when every one was noisy the test fails saying the machine was too noisy: its
+/// lateness cannot be told from the machine's, and the ceilings are never widened to absorb it.
+/// Elsewhere the run is judged as it is, with a line saying that the machine was noisy.
 pub fn on_a_quiet_machine<T>(what: &str, mut measure: impl FnMut() -> (T, Option<f64>)) -> T {
     on_a_quiet_machine_with_floor(what, || {
         let (measured, p99) = measure();
@@ -179,10 +186,12 @@ impl Floor {
 }
 
 /// [`on_a_quiet_machine`] for a run that a pause of the whole machine would upset: a control
-/// meter that overslept [`NOISY_FREEZE_MS`] or more makes the run noisy too.
+/// meter that overslept [`NOISY_FREEZE_MS`] or more makes the run noisy too. Each run holds the
+/// CPUs in shallow idle ([`crate::idle`]) while it measures.
 pub fn on_a_quiet_machine_with_floor<T>(what: &str, mut measure: impl FnMut() -> (T, Floor)) -> T {
     let ci = std::env::var("CI").as_deref() == Ok("true");
     quiet_enough(ci, what, || {
+        let _idle = crate::idle::ShallowIdle::hold();
         let load = crate::load::OtherLoad::start();
         let (measured, floor) = measure();
         let other_cores = load.cores();
@@ -212,21 +221,27 @@ pub fn quiet_enough<T>(ci: bool, what: &str, mut measure: impl FnMut() -> (T, Qu
         eprintln!(
             "{what}: the machine was noisy (a control meter p99 over {NOISY_FLOOR_MS} ms, a pause \
              of {NOISY_FREEZE_MS} ms or more where judged, or other work over {NOISY_OTHER_CORES} \
-             cores): a failure below may be the machine's (under CI=true this run would be rerun \
-             once, then fail as too noisy)"
+             cores): a failure below may be the machine's (under CI=true this run would be run \
+             again, up to {RUNS_UNDER_CI} runs, then fail as too noisy)"
         );
         return first;
     }
-    eprintln!("{what}: the machine was noisy; running once more");
-    let (second, again) = measure();
-    eprintln!("{what}: {again} on the rerun");
-    assert!(
-        !again.noisy(),
-        "{what}: the machine was too noisy to judge this run ({quiet}, then {again} on a rerun; \
-         the limits are {NOISY_FLOOR_MS} ms, a {NOISY_FREEZE_MS} ms pause where judged, and \
-         {NOISY_OTHER_CORES} cores); run it again on a quieter machine"
-    );
-    second
+    let mut seen = vec![quiet.to_string()];
+    for run in 2..=RUNS_UNDER_CI {
+        eprintln!("{what}: the machine was noisy; running once more ({run} of {RUNS_UNDER_CI})");
+        let (again, quiet) = measure();
+        eprintln!("{what}: {quiet} on run {run}");
+        if !quiet.noisy() {
+            return again;
+        }
+        seen.push(quiet.to_string());
+    }
+    panic!(
+        "{what}: the machine was too noisy to judge this run in {RUNS_UNDER_CI} runs ({}; the \
+         limits are {NOISY_FLOOR_MS} ms, a {NOISY_FREEZE_MS} ms pause where judged, and \
+         {NOISY_OTHER_CORES} cores); run it again on a quieter machine",
+        seen.join(", then ")
+    )
 }
 
 /// Runs `measure` beside the control meter `command` and returns what it measured with the

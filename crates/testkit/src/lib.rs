@@ -1,12 +1,13 @@
 //! What the test suites share: finding the tools a test needs (a browser, a peer program), the
 //! rule for when one is missing, hostile input for property tests ([`fuzz`]), and a control
-//! hiccup meter a test binary serves itself ([`control`]). A
-//! dev-dependency only; nothing ships with it.
+//! hiccup meter a test binary serves itself ([`control`]), with the CPUs held in shallow idle
+//! while a test measures ([`idle`]). A dev-dependency only; nothing ships with it.
 #![forbid(unsafe_code)]
 
 pub mod browser;
 pub mod control;
 pub mod fuzz;
+pub mod idle;
 pub mod load;
 
 use std::path::PathBuf;
