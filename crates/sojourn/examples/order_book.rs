@@ -308,12 +308,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// A shortened run of each design (`cargo test -p sojourn --examples`): the shape the seed
 /// found, whatever the machine. The rebuild holds the lock 20 ms of every 100 here (8 in the
 /// full run), so its effect stands well clear of a busy test machine's own noise: with the
-/// lock, the holds reach the open loop's p99.9 while the closed loop's one caller meets each
-/// hold once; without it, the open loop's p90 falls by more than half. The holds delay a
+/// lock, the holds reach the open loop's p99 while the closed loop's one caller meets each of
+/// the 20 holds once; without it, the open loop's p90 falls by more than half. The holds delay a
 /// fifth of the requests, so they decide p90; a pause of the whole machine does not: one of
 /// 35 ms (a CI run met one) delays 1.75% of a 2 s run, enough to reach p99 with or without the
 /// lock, and no pause under 200 ms reaches p90. (The release run in docs/library.md shows
 /// p99.9 falling.)
+///
+/// The closed loop is judged at p99, not p99.9: its 20 delayed calls are 20 of however many it
+/// completes, which a slow machine makes fewer. A clean-clone CI run on the 2-vCPU VM
+/// (2026-11-27, debug build, closed p50 108 µs) completed few enough that they reached its
+/// p99.9 (20.3 ms, against the open loop's 24.3); at p99 they stay clear while it completes
+/// more than a hundred calls per hold, which the test asserts.
 #[test]
 fn the_closed_loop_hides_the_lock_and_the_open_loop_does_not() {
     let at = |r: &RunResult, p: f64| r.histograms.response.percentiles.get(p).unwrap() as f64;
@@ -332,8 +338,15 @@ fn the_closed_loop_hides_the_lock_and_the_open_loop_does_not() {
         );
         assert_eq!(c.failed.total(), 0);
     }
+    let holds = (setup(true).length.as_millis() / HOUSEKEEPING_EVERY.as_millis()) as u64;
     assert!(
-        at(&locked.open, 99.9) > 3.0 * at(&locked.closed, 99.9),
+        locked.closed.counts.completed > 100 * holds,
+        "the closed loop completed {} calls: too few for its {holds} delayed ones to stay \
+         under its p99",
+        locked.closed.counts.completed
+    );
+    assert!(
+        at(&locked.open, 99.0) > 3.0 * at(&locked.closed, 99.0),
         "{}",
         table(&locked)
     );

@@ -95,10 +95,11 @@ macro_rules! control_meter_hook {
 pub const NOISY_FLOOR_MS: f64 = 1.0;
 
 /// Under CI, how many runs a test makes at most while the machine is noisy: the first quiet one
-/// is judged. A host that steals its VM's CPU does so in spells: on the 2-vCPU VM an idle
-/// meter's p99 read 0.23 ms and 0.91 ms in back-to-back runs of 4 s, and a CI run on 2026-11-27
-/// found nine judged tests noisy twice in a row while others were quiet. A third run gives a
-/// quiet spell one more chance; the ceilings stay as they are either way.
+/// is judged. A host's noise comes in spells: on the 2-vCPU VM an idle meter's p99 moved between
+/// 0.11 and 5.8 ms from one 4 s run to the next (`cargo run --release -p sojourn-testkit
+/// --example idle_floor`), and a CI run on 2026-11-27 found nine judged tests noisy twice in a
+/// row while others were quiet. A third run gives a quiet spell one more chance; the ceilings
+/// stay as they are either way.
 pub const RUNS_UNDER_CI: usize = 3;
 
 /// Above this many cores of work outside the test's own processes, on average over the run, the
