@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Where the open loop's CPU goes, beside a program that only lets the kernel time its sends.
 #
-#   [WRK2=PATH] bench/wakeups.sh PROBE
+#   [WRK2=PATH] [SHALLOW_IDLE=1] bench/wakeups.sh PROBE
 #
 # PROBE is an io_uring timed-send probe built from C: each message an absolute timeout linked to
 # an 8-byte write on a socketpair, 32 queued ahead, a reader thread stamping arrivals; it prints
@@ -16,8 +16,18 @@
 # With WRK2 (wrk2's binary, built from giltene/wrk2's source: it is in no registry), wrk2 -t1
 # -c64 -R runs beside them, over its completed requests. Last, a perf profile at 5k req/s of
 # sojourn (and of wrk2): the kernel paths that take its CPU.
+# With SHALLOW_IDLE=1 every CPU is held in its shallowest idle state throughout (the kernel's PM
+# QoS request, /dev/cpu_dma_latency 0; root only): a CPU with nothing to run then polls instead
+# of halting, so waking it costs no exit to the host, and the host's CPU goes to the polling,
+# which no task's counters show.
 # 127.0.0.1 only; about 3 minutes.
 set -euo pipefail
+if [ "${SHALLOW_IDLE:-0}" = 1 ]; then
+  # Written as text, the request is read as hex; it holds while descriptor 3 stays open.
+  exec 3> /dev/cpu_dma_latency
+  printf 0 >&3
+  echo "holding every CPU in shallow idle (/dev/cpu_dma_latency $(od -An -td4 /dev/cpu_dma_latency | tr -d ' '))"
+fi
 probe=${1:?usage: bench/wakeups.sh PROBE (the io_uring timed-send probe, built)}
 root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
 sojourn=$root/target/release/sojourn
@@ -64,6 +74,12 @@ for round in $(seq "${ROUNDS:-2}"); do
       --json "$out/run.json" > /dev/null 2>&1
     completed=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['counts']['completed'])" "$out/run.json")
     stat sojourn "$rate" "$completed" "$out/sojourn.txt"
+    python3 -c "
+import json, sys
+h = json.load(open(sys.argv[1]))['histograms']
+ms = lambda name: h[name]['percentiles']['99'] / 1e6 if name in h else float('nan')
+print(f'         send lag p99 {ms(\"send_lag\"):.3f} ms, control meter p99 {ms(\"control_hiccup\"):.3f} ms')
+" "$out/run.json"
     if [ -n "${WRK2:-}" ]; then
       perf stat -x, -e "$events" -o "$out/wrk2.txt" taskset -c 1 "$WRK2" -t1 -c64 -R"$rate" -d8s \
         "http://127.0.0.1:$port/" > "$out/wrk2.out"
