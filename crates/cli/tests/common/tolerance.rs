@@ -85,8 +85,22 @@ pub fn lateness(what: &str, server_late: f64, dispatch: f64, ceilings: &Ceilings
 /// which neither triggers a rerun nor excuses anything. The run's in-process meter is never
 /// used in its place: a generator that burns its own CPU inflates that one.
 pub fn control_floor_ms(json: &Path) -> Option<f64> {
-    let text = std::fs::read_to_string(json).ok()?;
-    let doc: serde_json::Value = serde_json::from_str(&text).ok()?;
-    let p99 = doc["histograms"]["control_hiccup"]["percentiles"]["99"].as_u64()?;
-    Some(p99 as f64 / 1e6)
+    control_floor(json).p99
+}
+
+/// The control hiccup meter's p99 and longest oversleep (ms) from a result file, for
+/// [`sojourn_testkit::control::on_a_quiet_machine_with_floor`]; each `None` as in
+/// [`control_floor_ms`].
+pub fn control_floor(json: &Path) -> sojourn_testkit::control::Floor {
+    let doc: Option<serde_json::Value> = std::fs::read_to_string(json)
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok());
+    let ms = |p: &str| {
+        let ns = doc.as_ref()?["histograms"]["control_hiccup"]["percentiles"][p].as_u64()?;
+        Some(ns as f64 / 1e6)
+    };
+    sojourn_testkit::control::Floor {
+        p99: ms("99"),
+        max: ms("100"),
+    }
 }
