@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::tolerance::agreement;
 use crate::common::{listening_addr, read_result, serial, sojourn_ok, spawn, temp_dir};
 use crate::model::{held_steps, journey_file, Serving, HICCUP, STEP};
 use sojourn_core::{Mode, RunConfig, RunResult};
@@ -217,7 +216,7 @@ fn locust_runs_the_journey_and_its_timing_from_the_send_hides_the_stall_as_the_m
     }
     let [(closed, _), (paced, _)] = &runs;
     print_figures(closed, paced, &model_closed, &model_open);
-    closed_p99_agrees_with_the_closed_model(closed, &model_closed);
+    held_steps_lie_within_one_think_of_the_stall(closed, &model_closed);
     each_user_hides_the_stall_in_all_but_one_step(&runs, &model_closed, &model_open);
 }
 
@@ -235,6 +234,14 @@ fn print_figures(closed: &RunResult, paced: &RunResult, mc: &RunResult, mo: &Run
             p99_ms(&mo.steps[i].response),
         );
     }
+    for (r, m) in closed.steps.iter().zip(&mc.steps) {
+        eprintln!(
+            "{}: held locust closed {}, model closed {}",
+            r.label,
+            held_in(&r.response),
+            held_in(&m.response)
+        );
+    }
     let held = [closed, paced, mc, mo].map(held_steps);
     eprintln!(
         "steps held over 500 ms: locust closed {}, locust paced {}, model closed {}, model open {}",
@@ -242,35 +249,64 @@ fn print_figures(closed: &RunResult, paced: &RunResult, mc: &RunResult, mo: &Run
     );
 }
 
-/// Locust's closed loop, from the send, against the model's closed loop, from the send: each
-/// step's p99 within the hiccup tests' fixed tail ceiling, where the model's p99 stands inside
-/// the stall with room to spare (it holds at least twice the steps above its p99). Where it
-/// does not (the login: a user meets the stall there only if the stall begins during its
-/// login, 0 to 3 of about 300), the step's p99 flips between 10 ms and a second with how many
-/// users happen to be at that step when the stall begins, and Locust's think times are its own
-/// draws, not the model's: two runs here gave 32.5 ms and 1004 ms against the model's 10 ms.
-/// There the honest statement is the count: Locust's closed loop holds exactly one step per
-/// user, as the model's (`each_user_hides_the_stall_in_all_but_one_step`).
-fn closed_p99_agrees_with_the_closed_model(closed: &RunResult, model_closed: &RunResult) {
-    let mut disagree = Vec::new();
-    for (r, m) in closed.steps.iter().zip(&model_closed.steps) {
-        assert_eq!(r.label, m.label);
-        let above_p99 = (m.counts.total() as f64 / 100.0).ceil() as u64;
-        let held = held_in(&m.response);
-        eprintln!(
-            "{}: the model holds {held}, {above_p99} above its p99",
-            m.label
-        );
-        if held < 2 * above_p99 {
-            continue;
+/// The stall's length, and the longest think after a step (`think(0.05, 0.15)`, the journey
+/// file's `50ms..150ms`), in ms.
+const STALL_MS: f64 = 1000.0;
+const THINK_MAX_MS: f64 = 150.0;
+/// The hiccup server's answer outside the stall (its baseline), in ms.
+const SERVICE_MS: f64 = 10.0;
+
+/// Where a closed user's held step can lie, timed from its send: a user in flight when the stall
+/// begins sent at most one exchange before it and waits it out (up to the stall plus an
+/// exchange); a thinking user sends within one think of its start and waits the rest (at least
+/// the stall less a think). The step's tail ceiling covers the release of the held answers at
+/// the stall's end and a late wake-up from a think. Constants of the scenario, not of the run:
+/// [790, 1070] ms.
+fn held_band_ms() -> (f64, f64) {
+    (
+        STALL_MS - THINK_MAX_MS - STEP.tail_ms,
+        STALL_MS + SERVICE_MS + STEP.tail_ms,
+    )
+}
+
+/// Locust's closed loop and the model's, both from the send: every step the stall held lies
+/// within one think of the stall's length ([`held_band_ms`]), in every step, in both.
+///
+/// The step's p99 is no figure to compare here. Each step holds 6 to 16 users' steps of
+/// Locust's 23 (in eight runs), 4 of them above p99, so its p99 is the fifth-largest of a handful
+/// of values spread over that band by each run's own think times; Locust draws those itself,
+/// not the model's seeded ones. A CI run compared them within ±60 ms and met 911.7 ms against
+/// the model's 977.3, both inside the band. Every held value inside the band is what the two
+/// loops must share: a step timed from anything but its send, or a stall met twice, leaves it.
+fn held_steps_lie_within_one_think_of_the_stall(closed: &RunResult, model_closed: &RunResult) {
+    let (low, high) = held_band_ms();
+    let mut outside = Vec::new();
+    for (who, r) in [("locust closed", closed), ("model closed", model_closed)] {
+        for step in &r.steps {
+            let h = sojourn_core::result::decode_base64(&step.response.hdr).unwrap();
+            let held: Vec<f64> = h
+                .iter_recorded()
+                .filter(|v| v.value_iterated_to() >= 500_000_000)
+                .map(|v| v.value_iterated_to() as f64 / 1e6)
+                .collect();
+            let (Some(&shortest), Some(&longest)) = (held.first(), held.last()) else {
+                continue;
+            };
+            let held = held_in(&step.response);
+            eprintln!(
+                "{who} {}: {held} held, {shortest:.1} to {longest:.1} ms (band {low:.0} to {high:.0})",
+                step.label
+            );
+            if shortest < low || longest > high {
+                outside.push(format!(
+                    "{who} {}: held steps {shortest:.1} to {longest:.1} ms, outside \
+                     {low:.0} to {high:.0} ms",
+                    step.label
+                ));
+            }
         }
-        disagree.extend(
-            agreement(&r.label, &r.response, &m.response, &STEP, &|p| p != 99.0)
-                .into_iter()
-                .map(|d| format!("locust closed {d}")),
-        );
     }
-    assert!(disagree.is_empty(), "{disagree:#?}");
+    assert!(outside.is_empty(), "{outside:#?}");
 }
 
 /// Steps of one label the stall held (over 500 ms; the server otherwise answers in 10 ms).
