@@ -44,6 +44,15 @@ fn hiccup_args() -> Vec<String> {
     ]
 }
 
+/// Stops `sojourn serve` as Ctrl-C would (SIGTERM), so that it writes out the rest of its
+/// truth log, and waits for it. A killed server leaves the log cut where its buffer last
+/// filled, often mid-line (a CI run read `218,218,` as its last line).
+fn stop_for_its_truth_log(mut server: Killed) {
+    common::signal(&server.0, common::Signal::TERM);
+    let status = server.0.wait().unwrap();
+    assert!(status.success(), "sojourn serve exited {status} on SIGTERM");
+}
+
 /// When the stall ended by the server's truth log (`serve --truth`): the first departure after
 /// the longest gap between departures, on the server's clock (from its first request, which
 /// the run sent at its start, so within a send lag of the run's own clock).
@@ -212,7 +221,7 @@ fn each_interval_event_has_the_results_figures_and_the_stall_shows_in_time() {
 
     let result: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     same_figures_as_the_result(&seen, &result);
-    drop(server);
+    stop_for_its_truth_log(server);
     let ended = stall_end_in_truth(&truth);
     assert!(
         ended.abs_diff(AT + FOR) < WIDTH,
