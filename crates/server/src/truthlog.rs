@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use sojourn_scenario::truth::{TruthRecord, CSV_HEADER};
 
-/// How often buffered lines reach the writer at most, under steady traffic and when it stops,
-/// so that `tail -f` keeps up and a killed server loses no more than this.
+/// The longest a buffered line waits before it reaches the writer, under steady traffic or
+/// none, so that `tail -f` keeps up and a killed server loses no more than this.
 const FLUSH_EVERY: Duration = Duration::from_secs(1);
 
 /// `None` on the channel closes the log even if some sender is still alive (a task that
