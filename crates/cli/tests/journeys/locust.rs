@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::{listening_addr, read_result, serial, sojourn_ok, spawn, temp_dir};
-use crate::model::{held_steps, journey_file, Serving, HICCUP, STEP};
+use crate::model::{held_steps, journey_file, Serving, HELD_NS, HICCUP, STEP};
 use sojourn_core::{Mode, RunConfig, RunResult};
 use sojourn_peers::{import_locust_requests, ImportContext};
 use sojourn_testkit::control::on_a_quiet_machine;
@@ -234,14 +234,6 @@ fn print_figures(closed: &RunResult, paced: &RunResult, mc: &RunResult, mo: &Run
             p99_ms(&mo.steps[i].response),
         );
     }
-    for (r, m) in closed.steps.iter().zip(&mc.steps) {
-        eprintln!(
-            "{}: held locust closed {}, model closed {}",
-            r.label,
-            held_in(&r.response),
-            held_in(&m.response)
-        );
-    }
     let held = [closed, paced, mc, mo].map(held_steps);
     eprintln!(
         "steps held over 500 ms: locust closed {}, locust paced {}, model closed {}, model open {}",
@@ -286,13 +278,13 @@ fn held_steps_lie_within_one_think_of_the_stall(closed: &RunResult, model_closed
             let h = sojourn_core::result::decode_base64(&step.response.hdr).unwrap();
             let held: Vec<f64> = h
                 .iter_recorded()
-                .filter(|v| v.value_iterated_to() >= 500_000_000)
+                .filter(|v| v.value_iterated_to() >= HELD_NS)
                 .map(|v| v.value_iterated_to() as f64 / 1e6)
                 .collect();
             let (Some(&shortest), Some(&longest)) = (held.first(), held.last()) else {
                 continue;
             };
-            let held = held_in(&step.response);
+            let held = h.count_between(HELD_NS, h.max());
             eprintln!(
                 "{who} {}: {held} held, {shortest:.1} to {longest:.1} ms (band {low:.0} to {high:.0})",
                 step.label
@@ -307,12 +299,6 @@ fn held_steps_lie_within_one_think_of_the_stall(closed: &RunResult, model_closed
         }
     }
     assert!(outside.is_empty(), "{outside:#?}");
-}
-
-/// Steps of one label the stall held (over 500 ms; the server otherwise answers in 10 ms).
-fn held_in(h: &sojourn_core::result::HistogramSummary) -> u64 {
-    let h = sojourn_core::result::decode_base64(&h.hdr).unwrap();
-    h.count_between(500_000_000, h.max())
 }
 
 /// Timed from the send, a user waiting out the stall sends nothing meanwhile, so the stall is

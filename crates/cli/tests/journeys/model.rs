@@ -400,8 +400,11 @@ fn the_closed_journey_loop_understates_each_step_by_as_much_as_the_model_says() 
     }
 }
 
-/// Steps the stall held: response time over 500 ms (the server otherwise answers in 10 ms).
+/// A response time the stall held: over 500 ms (the server otherwise answers in 10 ms), in ns.
+pub(crate) const HELD_NS: u64 = 500_000_000;
+
+/// Steps the stall held: response time over [`HELD_NS`].
 pub(crate) fn held_steps(r: &RunResult) -> u64 {
     let h = sojourn_core::result::decode_base64(&r.histograms.response.hdr).unwrap();
-    h.count_between(500_000_000, h.max())
+    h.count_between(HELD_NS, h.max())
 }
